@@ -1,0 +1,130 @@
+# xdp-vi: user-level networking over XDP and AF_XDP.
+#
+#   make            build everything into build/
+#   make test       install what is missing, build, run every suite
+#   make demo       install what is missing, build, run the two-node demo
+#   make bench      performance runs (never part of the tests)
+#   make install PREFIX=/usr/local
+#   make deps       only install the Debian packages the project needs
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+B       := build
+
+CC      ?= gcc
+CLANG   ?= clang
+BPFTOOL ?= bpftool
+
+VERSION := 0.1.0
+ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
+
+WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
+CFLAGS  ?= -O2 -g
+CFLAGS  += $(WARN) -std=gnu11 -D_GNU_SOURCE -fPIC -Iinclude -Iuser -I$(B)/include
+LIB_CFLAGS := $(CFLAGS) -fvisibility=hidden
+LDLIBS  := -lxdp -lbpf -lmnl -lelf -lz -lpthread -lm
+
+BPF_CFLAGS := -O2 -g -target bpf -Wall -Werror -Iinclude -Ibpf -I$(ARCH_INC)
+
+# ---- sources ---------------------------------------------------------------
+BPF_SRCS  := $(wildcard bpf/*.bpf.c)
+BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
+BPF_SKELS := $(patsubst bpf/%.bpf.c,$(B)/include/%.skel.h,$(BPF_SRCS))
+BPF_HDRS  := $(wildcard bpf/*.h) include/xvi_wire.h
+
+LIB_SRCS  := $(wildcard user/*.c)
+LIB_OBJS  := $(patsubst user/%.c,$(B)/obj/user/%.o,$(LIB_SRCS))
+LIB_HDRS  := $(wildcard user/*.h include/*.h)
+
+LOADER_SRCS := $(wildcard loader/*.c)
+LOADER_OBJS := $(patsubst loader/%.c,$(B)/obj/loader/%.o,$(LOADER_SRCS))
+
+# Each tools/NAME/ directory (or tools/NAME.c) is one program.
+TOOL_DIRS := $(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c))))
+TOOLS     := $(addprefix $(B)/bin/,$(TOOL_DIRS))
+
+PROGS := $(B)/bin/xdp-vi $(TOOLS)
+LIBS  := $(B)/lib/libxvi.a $(B)/lib/libxvi.so $(B)/lib/libxvi.pc
+
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BIN  := $(B)/tests/unit-tests
+XDP_SRCS  := $(wildcard tests/xdp/*.c)
+XDP_BIN   := $(B)/tests/xdp-fixtures
+FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
+
+.PHONY: all deps test demo bench install clean check-tools
+all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN)
+
+# ---- BPF datapath ----------------------------------------------------------
+$(B)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(B)/bpf
+	$(CLANG) $(BPF_CFLAGS) -c $< -o $@
+
+$(B)/include/%.skel.h: $(B)/bpf/%.bpf.o | $(B)/include
+	$(BPFTOOL) gen skeleton $< name $(subst .bpf,,$(subst -,_,$*))_bpf > $@.tmp && mv $@.tmp $@
+
+# ---- libxvi ----------------------------------------------------------------
+$(B)/obj/user/%.o: user/%.c $(LIB_HDRS) $(BPF_SKELS) | $(B)/obj/user
+	$(CC) $(LIB_CFLAGS) -c $< -o $@
+
+$(B)/lib/libxvi.a: $(LIB_OBJS) | $(B)/lib
+	rm -f $@ && ar rcs $@ $^
+
+$(B)/lib/libxvi.so: $(LIB_OBJS) user/libxvi.map | $(B)/lib
+	$(CC) -shared -Wl,--version-script=user/libxvi.map -Wl,-soname,libxvi.so.0 \
+		-o $@ $(LIB_OBJS) $(LDLIBS)
+
+$(B)/lib/libxvi.pc: user/libxvi.pc.in | $(B)/lib
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
+
+# ---- programs (linked statically against libxvi: they use internal APIs) ---
+$(B)/obj/loader/%.o: loader/%.c $(LIB_HDRS) $(wildcard loader/*.h) | $(B)/obj/loader
+	$(CC) $(CFLAGS) -Iloader -c $< -o $@
+
+$(B)/bin/xdp-vi: $(LOADER_OBJS) $(B)/lib/libxvi.a | $(B)/bin
+	$(CC) -o $@ $(LOADER_OBJS) $(B)/lib/libxvi.a $(LDLIBS)
+
+.SECONDEXPANSION:
+$(B)/bin/%: $$(wildcard tools/%/*.c) $$(wildcard tools/%/*.h) $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/bin
+	$(CC) $(CFLAGS) -Itools/$* -o $@ $(wildcard tools/$*/*.c) $(B)/lib/libxvi.a $(LDLIBS)
+
+# ---- tests -----------------------------------------------------------------
+$(UNIT_BIN): $(UNIT_SRCS) $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/tests
+	$(if $(UNIT_SRCS),$(CC) $(CFLAGS) -o $@ $(UNIT_SRCS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
+
+$(XDP_BIN): $(XDP_SRCS) $(wildcard tests/xdp/*.h) $(BPF_SKELS) $(B)/lib/libxvi.a | $(B)/tests
+	$(if $(XDP_SRCS),$(CC) $(CFLAGS) -Itests/xdp -o $@ $(XDP_SRCS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
+
+$(B)/bpf $(B)/include $(B)/obj/user $(B)/obj/loader $(B)/lib $(B)/bin $(B)/tests:
+	mkdir -p $@
+
+deps:
+	bash scripts/install-deps.sh
+
+test: deps
+	$(MAKE) all
+	bash tests/run
+
+demo: deps
+	$(MAKE) all
+	bash netns-lab/demo
+
+bench: deps
+	$(MAKE) all
+	bash tests/bench/run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
+		$(DESTDIR)$(PREFIX)/include/xvi $(DESTDIR)$(PREFIX)/share/man/man1 \
+		$(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man8
+	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 $(B)/lib/libxvi.a $(DESTDIR)$(PREFIX)/lib/
+	install -m 0755 $(B)/lib/libxvi.so $(DESTDIR)$(PREFIX)/lib/libxvi.so.0
+	ln -sf libxvi.so.0 $(DESTDIR)$(PREFIX)/lib/libxvi.so
+	install -m 0644 $(B)/lib/libxvi.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
+	install -m 0644 include/xvi.h include/xvi_wire.h $(DESTDIR)$(PREFIX)/include/xvi/
+	for m in docs/man/*.[138]; do \
+		[ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; \
+	done; true
+
+clean:
+	rm -rf $(B)

@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libxvi: user-level network endpoints over XDP and AF_XDP.
+ *
+ * An endpoint is a U-Net endpoint: a communication segment (the AF_XDP UMEM)
+ * and its queues (fill = free queue, RX = receive, TX = send, completion =
+ * send done).  The xdp-vi datapath on the interface ("xdp-vi attach IFACE")
+ * demultiplexes frames by endpoint tag into the endpoint's socket:
+ *   - UDP endpoints are tagged by (local IP, UDP port) and speak real UDP/IP,
+ *     IPv4 or IPv6, wire compatible with any kernel socket;
+ *   - raw endpoints are tagged by a 32-bit tag carried under EtherType 0x88B5
+ *     inside one L2 segment.
+ *
+ * Conventions (libbpf style): opaque objects with noun__verb methods, options
+ * structs with a size field (declare them with XVI_OPTS), negative errno
+ * returns (errno is set too), NULL + errno for pointer returns.
+ *
+ * Threading: an endpoint is single-threaded.  Calls on one endpoint must not
+ * run concurrently; different endpoints are independent.
+ */
+#ifndef XVI_H
+#define XVI_H
+
+#include <stddef.h>
+#include <string.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <sys/types.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include <linux/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#ifndef XVI_API
+#define XVI_API __attribute__((visibility("default")))
+#endif
+
+#define XVI_VERSION_MAJOR 0
+#define XVI_VERSION_MINOR 1
+
+/*
+ * Declare and zero an options struct, set its size, and fill the named
+ * fields: XVI_OPTS(xvi_endpoint_opts, o, .port = 7000);
+ */
+#define XVI_OPTS(TYPE, NAME, ...)					\
+	struct TYPE NAME = ({						\
+		memset(&NAME, 0, sizeof(struct TYPE));			\
+		(struct TYPE){						\
+			.sz = sizeof(struct TYPE),			\
+			__VA_ARGS__					\
+		};							\
+	})
+
+/* ---------------------------------------------------------------------- */
+/* Logging                                                                 */
+
+enum xvi_print_level {
+	XVI_WARN,
+	XVI_INFO,
+	XVI_DEBUG,
+};
+
+typedef int (*xvi_print_fn_t)(enum xvi_print_level level, const char *fmt,
+			      va_list args);
+
+/*
+ * Install a print callback (NULL silences the library) and return the
+ * previous one.  The default prints warnings and info to stderr.  Messages
+ * carry a "libxvi: " prefix.  Logging never changes errno.
+ */
+XVI_API xvi_print_fn_t xvi_set_print(xvi_print_fn_t fn);
+
+/* ---------------------------------------------------------------------- */
+/* Addresses                                                               */
+
+/* A raw peer: the station address and the tag of its endpoint. */
+struct xvi_raw_addr {
+	sa_family_t family;	/* AF_PACKET */
+	__u8 mac[6];
+	__u32 tag;		/* host order */
+};
+
+/* A peer of either kind; family says which member is valid. */
+union xvi_sockaddr {
+	struct sockaddr sa;
+	struct sockaddr_in in;		/* AF_INET */
+	struct sockaddr_in6 in6;	/* AF_INET6 */
+	struct xvi_raw_addr raw;	/* AF_PACKET */
+};
+
+/* ---------------------------------------------------------------------- */
+/* Endpoints                                                               */
+
+struct xvi_endpoint;
+
+enum xvi_ep_kind {
+	XVI_EP_UDP = 0,
+	XVI_EP_RAW = 1,
+};
+
+enum xvi_bind_mode {
+	XVI_BIND_AUTO = 0,	/* zero-copy first, copy mode as fallback */
+	XVI_BIND_ZEROCOPY,	/* zero-copy or fail */
+	XVI_BIND_COPY,		/* copy mode only */
+};
+
+enum xvi_wait_mode {
+	XVI_WAIT_ADAPTIVE = 0,	/* spin spin_us, then block in poll() */
+	XVI_WAIT_BUSY,		/* spin until the timeout */
+	XVI_WAIT_BLOCK,		/* block in poll() at once */
+};
+
+struct xvi_endpoint_opts {
+	size_t sz;		/* sizeof(struct xvi_endpoint_opts) */
+	enum xvi_ep_kind kind;
+	/*
+	 * UDP: the local address and port (sockaddr_in or sockaddr_in6, port
+	 * required).  INADDR_ANY / in6addr_any match every address of that
+	 * family on the interface.  Ignored for raw endpoints.
+	 */
+	const struct sockaddr *addr;
+	socklen_t addrlen;
+	__u32 raw_tag;		/* raw endpoints: the tag, nonzero */
+	__u32 queue_id;		/* interface queue to bind; default 0 */
+	__u32 frame_size;	/* 2048 or 4096; default 2048 */
+	__u32 num_frames;	/* segment size in frames, power of 2; default 4096 */
+	__u32 rx_size;		/* ring sizes, powers of 2; default 2048 */
+	__u32 tx_size;
+	__u32 fill_size;
+	__u32 comp_size;
+	enum xvi_bind_mode bind_mode;
+	enum xvi_wait_mode wait_mode;
+	__u32 spin_us;		/* adaptive wait: spin time; default 50 */
+	__u32 resolve_timeout_ms; /* neighbour resolution bound; default 1000 */
+	/* bpffs directory that holds the datapath pins; default /sys/fs/bpf */
+	const char *bpffs;
+	size_t :0;
+};
+
+/*
+ * Open an endpoint on interface @ifname, which must run the xdp-vi datapath
+ * (xdp-vi attach IFNAME).  Returns NULL with errno set on failure, and logs
+ * a message that names the problem and the fix:
+ *   ENODEV   no such interface;      ENOENT   datapath not attached;
+ *   EADDRINUSE tag already taken;    EINVAL   bad options;
+ *   EPERM    not privileged.
+ */
+XVI_API struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
+					const struct xvi_endpoint_opts *opts);
+
+/* Close the endpoint, release its tag and slot.  NULL is a no-op. */
+XVI_API void xvi_endpoint__close(struct xvi_endpoint *ep);
+
+enum xvi_ep_info_flags {
+	XVI_INFO_ZEROCOPY = 1 << 0,	/* bound in zero-copy mode */
+	XVI_INFO_NEED_WAKEUP = 1 << 1,	/* kernel honours need_wakeup */
+};
+
+struct xvi_endpoint_info {
+	size_t sz;
+	__u32 flags;		/* enum xvi_ep_info_flags */
+	__u32 ifindex;
+	__u32 queue_id;
+	__u32 slot;
+	__u32 mtu;
+	__u32 max_payload;	/* largest datagram this endpoint can send */
+	__u32 frame_size;
+	__u32 num_frames;
+	union xvi_sockaddr local; /* bound address (or raw MAC + tag) */
+	size_t :0;
+};
+
+XVI_API int xvi_endpoint__info(const struct xvi_endpoint *ep,
+			       struct xvi_endpoint_info *info);
+
+/* The AF_XDP socket fd, for poll()/epoll (POLLIN = receive queue ready). */
+XVI_API int xvi_endpoint__fd(const struct xvi_endpoint *ep);
+
+/* ---- Receive -------------------------------------------------------- */
+
+enum xvi_msg_flags {
+	XVI_MSG_CSUM_VERIFIED = 1 << 0,	/* datapath verified the checksums */
+	XVI_MSG_CSUM_NONE = 1 << 1,	/* IPv4 UDP sent without checksum */
+};
+
+/* A received datagram, in place in the segment. */
+struct xvi_msg {
+	void *data;		/* payload */
+	__u32 len;		/* payload bytes */
+	__u32 flags;		/* enum xvi_msg_flags */
+	union xvi_sockaddr peer;/* source address */
+	__u64 frame;		/* opaque: the frame to give back */
+};
+
+/*
+ * Take up to @max received datagrams without copying.  Never blocks; returns
+ * the number taken (0 if none) or a negative errno.  The payloads stay valid
+ * until given back with xvi_endpoint__release(); give them back soon, they
+ * are the endpoint's free queue.
+ */
+XVI_API int xvi_endpoint__recv_batch(struct xvi_endpoint *ep,
+				     struct xvi_msg *msgs, int max);
+XVI_API void xvi_endpoint__release(struct xvi_endpoint *ep,
+				   const struct xvi_msg *msgs, int n);
+
+/*
+ * Wait until a datagram can be received, by the endpoint's wait mode.
+ * @timeout_ms < 0 waits forever.  Returns 1 if ready, 0 on timeout, or a
+ * negative errno.
+ */
+XVI_API int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms);
+
+/*
+ * Copying receive: wait up to @timeout_ms for one datagram, copy at most
+ * @len bytes to @buf, fill @src if not NULL.  Returns the datagram length
+ * (which may exceed @len: the rest is cut, as with MSG_TRUNC), -EAGAIN on
+ * timeout, or a negative errno.
+ */
+XVI_API ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf,
+				       size_t len, union xvi_sockaddr *src,
+				       int timeout_ms);
+
+/* ---- Send ----------------------------------------------------------- */
+
+enum xvi_txbuf_flags {
+	/*
+	 * data..data+len is a whole frame from the Ethernet header on, built by
+	 * the caller; dst is ignored and nothing is filled in.
+	 */
+	XVI_TX_FRAME = 1 << 0,
+};
+
+/* A send buffer in the segment: write the payload at data, set len. */
+struct xvi_txbuf {
+	void *data;		/* payload (or frame, with XVI_TX_FRAME) */
+	__u32 cap;		/* bytes available at data */
+	__u32 len;		/* bytes the caller wrote */
+	__u32 flags;		/* enum xvi_txbuf_flags */
+	const union xvi_sockaddr *dst; /* destination of this datagram */
+	__u64 frame;		/* opaque */
+};
+
+/*
+ * Zero-copy send, in two steps.  xvi_endpoint__tx_alloc() hands out up to @n
+ * free send buffers in the segment (returns how many, possibly 0 while sends
+ * are in flight).  The caller writes payloads and sets len, dst (and flags),
+ * then xvi_endpoint__tx_send() builds the headers in front of each payload,
+ * checksums, posts all of them on the send queue with one doorbell, and
+ * returns the number posted or a negative errno for the first buffer that
+ * failed (buffers before it are posted, the failed one and those after it
+ * remain the caller's: send again or xvi_endpoint__tx_free() them).
+ *   EMSGSIZE  payload above the path MTU;   EHOSTUNREACH  no route or
+ *   neighbour;  EAFNOSUPPORT  destination family does not fit the endpoint.
+ */
+XVI_API int xvi_endpoint__tx_alloc(struct xvi_endpoint *ep,
+				   struct xvi_txbuf *bufs, int n);
+XVI_API int xvi_endpoint__tx_send(struct xvi_endpoint *ep,
+				  struct xvi_txbuf *bufs, int n);
+XVI_API void xvi_endpoint__tx_free(struct xvi_endpoint *ep,
+				   const struct xvi_txbuf *bufs, int n);
+
+/*
+ * Copying send of one datagram (copy and checksum fused).  Returns @len or a
+ * negative errno as for xvi_endpoint__tx_send(), or -EAGAIN when the send
+ * queue stays full.
+ */
+XVI_API ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf,
+				     size_t len, const union xvi_sockaddr *dst);
+
+/*
+ * Kick the send queue if the kernel needs it and reap send completions.
+ * tx_send already does this; call it when only waiting for completions.
+ * Returns the number of sends still in flight, or a negative errno.
+ */
+XVI_API int xvi_endpoint__flush(struct xvi_endpoint *ep);
+
+/* ---- Counters ------------------------------------------------------- */
+
+struct xvi_endpoint_stats {
+	size_t sz;
+	__u64 rx_frames;	/* delivered by the datapath (all CPUs) */
+	__u64 rx_bytes;
+	__u64 drop_bad_csum;	/* IP or UDP checksum bad */
+	__u64 drop_malformed;
+	__u64 drop_no_socket;
+	__u64 rx_ring_full;	/* kernel XDP_STATISTICS */
+	__u64 rx_fill_empty;
+	__u64 rx_invalid;
+	__u64 tx_invalid;
+	__u64 tx_ring_empty;
+	__u64 tx_frames;	/* library: frames posted */
+	__u64 tx_kicks;		/* library: sendto() doorbells */
+	size_t :0;
+};
+
+XVI_API int xvi_endpoint__stats(const struct xvi_endpoint *ep,
+				struct xvi_endpoint_stats *stats);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* XVI_H */

@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Structures shared by the XDP datapath (bpf/) and user space (user/,
+ * loader/).  Everything here is ABI between the "NIC firmware" and libxvi:
+ * change it only together with XVI_WIRE_VERSION.
+ *
+ * Only <linux/types.h> types are used so that both clang -target bpf and the
+ * host compiler see identical layouts.
+ */
+#ifndef XVI_WIRE_H
+#define XVI_WIRE_H
+
+#include <linux/types.h>
+
+#define XVI_WIRE_VERSION	1
+
+/* IEEE 802 local experimental EtherType 1: raw xvi frames inside one L2. */
+#define XVI_ETH_P_RAW		0x88B5
+
+/* Size of the XSKMAP and of every per-endpoint table. */
+#define XVI_MAX_ENDPOINTS	256
+
+/* Name of the XDP program, used to find it again on an interface. */
+#define XVI_PROG_NAME		"xvi_demux"
+
+/* Pin directory: <bpffs>/xdp-vi/<ifname>/<map name>. */
+#define XVI_PIN_SUBDIR		"xdp-vi"
+
+enum xvi_tag_kind {
+	XVI_TAG_UDP4 = 1,
+	XVI_TAG_UDP6 = 2,
+	XVI_TAG_RAW = 3,
+};
+
+/*
+ * Key of the endpoint table.  For UDP the tag is (local IP, UDP port); an
+ * all-zero address is the wildcard "any address of this family", looked up
+ * only after the exact address missed.  For raw frames it is the 32-bit tag.
+ * Unused fields must be zero: the key is hashed as bytes.
+ */
+struct xvi_tag {
+	__u8 kind;		/* enum xvi_tag_kind */
+	__u8 pad;
+	__be16 port;		/* UDP destination port, network order */
+	__be32 raw_tag;		/* raw tag, network order */
+	__u8 addr[16];		/* IPv4 in addr[0..3], or IPv6 */
+};
+
+/* Value of the endpoint table. */
+struct xvi_ep_value {
+	__u32 slot;		/* index into the XSKMAP and the stats array */
+	__u32 flags;		/* reserved, 0 */
+};
+
+/*
+ * Raw xvi header, right after the Ethernet header (and an optional 802.1Q
+ * tag) when the EtherType is XVI_ETH_P_RAW.  All fields network order.
+ */
+struct xvi_raw_hdr {
+	__be32 dst_tag;		/* demultiplexing key at the receiver */
+	__be32 src_tag;		/* sender's tag, for replies */
+	__be16 len;		/* payload bytes after this header */
+	__be16 flags;		/* reserved, 0 */
+} __attribute__((packed));
+
+#define XVI_RAW_HDR_LEN		12
+
+/*
+ * Metadata the datapath puts in front of every delivered frame
+ * (bpf_xdp_adjust_meta).  AF_XDP copies it into the segment right before the
+ * frame, so the library finds it at (frame address - sizeof(meta)) and does
+ * not parse or checksum the frame again.  Size is a multiple of 4 as
+ * adjust_meta requires.
+ */
+struct xvi_rx_meta {
+	__u16 magic;		/* XVI_RX_META_MAGIC */
+	__u16 flags;		/* enum xvi_rx_flags */
+	__u16 l3_off;		/* IP (or raw) header offset in the frame */
+	__u16 l4_off;		/* UDP header offset; raw: same as l3_off */
+	__u16 payload_off;	/* first payload byte */
+	__u16 payload_len;	/* payload bytes (UDP length - 8, or raw len) */
+	__u32 slot;		/* endpoint slot that matched */
+};
+
+#define XVI_RX_META_MAGIC	0x7856	/* "Vx" */
+
+enum xvi_rx_flags {
+	XVI_RX_CSUM_VERIFIED = 1 << 0,	/* IP and UDP checksums verified good */
+	XVI_RX_CSUM_NONE = 1 << 1,	/* IPv4 UDP with checksum 0: none sent */
+	XVI_RX_IPV6 = 1 << 2,
+	XVI_RX_RAW = 1 << 3,
+	XVI_RX_VLAN = 1 << 4,		/* frame carried one 802.1Q tag */
+};
+
+/* Per-endpoint counters: a per-CPU array indexed by slot, written by XDP. */
+struct xvi_ep_counters {
+	__u64 rx_frames;		/* redirected to the endpoint's socket */
+	__u64 rx_bytes;
+	__u64 drop_bad_ip_csum;
+	__u64 drop_bad_l4_csum;
+	__u64 drop_malformed;		/* tag matched but lengths were wrong */
+	__u64 drop_no_socket;		/* XSKMAP slot empty (owner gone) */
+	__u64 drop_meta;		/* adjust_meta failed */
+};
+
+/* Global counters: a per-CPU array with one element, written by XDP. */
+struct xvi_global_counters {
+	__u64 rx_frames;		/* every frame the program saw */
+	__u64 redirected;		/* handed to some endpoint */
+	__u64 passed;			/* XDP_PASS to the kernel */
+	__u64 dropped;			/* XDP_DROP, any reason */
+	__u64 no_endpoint;		/* UDP or raw frame with no matching tag */
+	__u64 malformed;		/* runt, truncated header, IHL < 5, ... */
+	__u64 fragments;		/* IP fragments, always passed */
+};
+
+enum xvi_ep_mode {
+	XVI_EP_MODE_DIRECT = 1,		/* privileged process owns the socket */
+	XVI_EP_MODE_PROTECTED = 2,	/* through the broker daemon */
+};
+
+/*
+ * Who holds a slot.  Control plane only (the XDP program never reads it):
+ * a hash keyed by slot, claimed with BPF_NOEXIST so that two processes can
+ * never get the same slot.  (pid, start_time) identifies the owner even
+ * after pid reuse; a slot whose owner is gone is garbage collected.
+ */
+struct xvi_slot_owner {
+	struct xvi_tag tag;
+	__u32 pid;
+	__u32 uid;
+	__u64 start_time;		/* /proc/PID/stat field 22, clock ticks */
+	__u32 queue_id;
+	__s32 xsk_fd;			/* fd number in the owner, for XDP_STATISTICS */
+	__u32 mode;			/* enum xvi_ep_mode */
+	__u32 bind_flags;		/* XDP_ZEROCOPY or XDP_COPY actually in use */
+};
+
+#endif /* XVI_WIRE_H */

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Install the Debian packages xdp-vi needs to build, test and demo.
+# Idempotent and quiet when everything is already there; needs root for apt.
+set -euo pipefail
+
+PKGS=(
+	build-essential clang llvm gcc-multilib pkg-config
+	libbpf-dev libxdp-dev xdp-tools bpftool libmnl-dev libelf-dev zlib1g-dev
+	libpcap-dev libcriterion-dev
+	iproute2 ethtool tcpdump sockperf iperf3 kmod util-linux
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
+		missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "install-deps: missing packages: ${missing[*]}" >&2
+	echo "install-deps: run as root (or: sudo apt-get install ${missing[*]})" >&2
+	exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"

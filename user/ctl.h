@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Control plane: attach/detach the datapath, and the endpoint table.
+ * Internal to libxvi and the xdp-vi command (not exported from libxvi.so;
+ * the command links libxvi.a).  All functions return 0 or a negative errno
+ * and log a message that names the problem and the fix.
+ */
+#ifndef XVI_CTL_H
+#define XVI_CTL_H
+
+#include <stdbool.h>
+#include <linux/types.h>
+#include "xvi_wire.h"
+
+enum xvi_attach_mode {
+	XVI_ATTACH_NATIVE = 0,	/* driver XDP; the default */
+	XVI_ATTACH_GENERIC,	/* skb XDP, works everywhere, slower */
+};
+
+struct xvi_ctl_opts {
+	size_t sz;
+	const char *bpffs;	/* bpffs mount; default $XVI_BPFFS or /sys/fs/bpf */
+	size_t :0;
+};
+
+/*
+ * Handle on the pinned maps of one interface.  Opened by the library for
+ * each endpoint and by the command for status/stats.
+ */
+struct xvi_ctl;
+
+/*
+ * Attach the datapath to @ifname: load bpf/xvi_demux through libxdp (multiprog
+ * dispatcher where bpffs allows), pin its maps under
+ * <bpffs>/xdp-vi/<ifname>/ with mode 0700.  Idempotent: if the datapath is
+ * already attached in the same mode it returns 0 and sets *already.
+ * On failure nothing is left behind (no program, no pins, no directory).
+ */
+int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
+		    const struct xvi_ctl_opts *opts, bool *already);
+
+/* Remove the program and every pin and directory attach made. */
+int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts);
+
+/* Open the pinned maps of @ifname.  -ENOENT if the datapath is not attached. */
+struct xvi_ctl *xvi_ctl__open(const char *ifname, const struct xvi_ctl_opts *opts);
+void xvi_ctl__close(struct xvi_ctl *ctl);
+
+/* Attached program: returns 0 and fills in, or -ENOENT. */
+struct xvi_prog_info {
+	__u32 prog_id;
+	int ifindex;
+	bool generic;		/* skb mode */
+	bool multiprog;		/* behind the libxdp dispatcher */
+};
+int xvi_ctl__prog_info(const char *ifname, struct xvi_prog_info *info);
+
+/*
+ * Claim a free slot and the tag for the calling process (pid, start time,
+ * uid filled in here).  Garbage-collects slots of dead owners first.
+ * -EADDRINUSE if a live endpoint holds the tag, -ENOSPC if no slot is free.
+ * The slot's counters are zeroed.  On success *slot is set.
+ */
+int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner,
+		   __u32 *slot);
+
+/*
+ * Publish the socket: put @xsk_fd into the XSKMAP at @slot, record the fd
+ * number and bind flags in the owner entry, then insert tag -> slot into the
+ * endpoint table (in that order, so the datapath never redirects to an
+ * empty slot for a tag it knows).
+ */
+int xvi_ctl__publish(struct xvi_ctl *ctl, __u32 slot, int xsk_fd,
+		     __u32 bind_flags);
+
+/* Undo claim/publish: remove tag, XSKMAP entry and owner entry. */
+int xvi_ctl__release(struct xvi_ctl *ctl, __u32 slot);
+
+/* Remove every slot whose owner process is gone.  Returns how many. */
+int xvi_ctl__gc(struct xvi_ctl *ctl);
+
+/* Iterate the claimed slots in slot order.  Returns 0 at the end. */
+int xvi_ctl__next_owner(struct xvi_ctl *ctl, __u32 *slot,
+			struct xvi_slot_owner *owner);
+
+/* Sum of the per-CPU counters of one slot / of the whole interface. */
+int xvi_ctl__ep_counters(struct xvi_ctl *ctl, __u32 slot,
+			 struct xvi_ep_counters *out);
+int xvi_ctl__global_counters(struct xvi_ctl *ctl,
+			     struct xvi_global_counters *out);
+
+/* "<bpffs>/xdp-vi/<ifname>" into @buf. */
+int xvi_ctl__pin_dir(const char *ifname, const struct xvi_ctl_opts *opts,
+		     char *buf, size_t len);
+
+/* True if (pid, start_time) is a live process. */
+bool xvi_ctl__owner_alive(__u32 pid, __u64 start_time);
+/* Start time of @pid from /proc/PID/stat, or 0. */
+__u64 xvi_ctl__proc_start_time(__u32 pid);
+
+#endif /* XVI_CTL_H */

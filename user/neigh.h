@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Interface facts and next-hop MAC resolution over rtnetlink (libmnl).
+ * Slow path only: the endpoint caches results per destination (dst_cache)
+ * so no frame ever waits on netlink once its destination is known.
+ */
+#ifndef XVI_NEIGH_H
+#define XVI_NEIGH_H
+
+#include <stdbool.h>
+#include <netinet/in.h>
+#include <linux/types.h>
+
+/* An IPv4 or IPv6 address; v4 in the first 4 bytes of a[]. */
+struct xvi_ip {
+	int family;		/* AF_INET or AF_INET6 */
+	__u8 a[16];
+};
+
+struct xvi_iface {
+	int ifindex;
+	__u32 mtu;
+	__u8 mac[6];
+	__u32 num_rx_queues;
+};
+
+/* Interface facts.  -ENODEV if there is no such interface. */
+int xvi_iface__query(const char *ifname, struct xvi_iface *out);
+
+/*
+ * Does @ifindex carry address @ip?  (For binding to a specific address.)
+ * Returns 1, 0, or a negative errno.
+ */
+int xvi_iface__has_addr(int ifindex, const struct xvi_ip *ip);
+
+/*
+ * Route @dst out of @ifindex: fills the next hop (the gateway if the route
+ * has one, else @dst itself) and the preferred source address.
+ * -ENETUNREACH if there is no route, -EXDEV if the route leaves through
+ * another interface.
+ */
+int xvi_route__lookup(int ifindex, const struct xvi_ip *dst,
+		      struct xvi_ip *nexthop, struct xvi_ip *prefsrc);
+
+/*
+ * MAC address of @nexthop on @ifindex from the kernel neighbour table.  If
+ * the entry is missing or not valid, trigger resolution (RTM_NEWNEIGH with
+ * NTF_USE) and poll until it resolves or @timeout_ms passes
+ * (-EHOSTUNREACH).
+ */
+int xvi_neigh__resolve(int ifindex, const struct xvi_ip *nexthop,
+		       __u8 mac[6], int timeout_ms);
+
+#endif /* XVI_NEIGH_H */
