@@ -46,7 +46,13 @@ struct xvi_tag {
 	__u8 addr[16];		/* IPv4 in addr[0..3], or IPv6 */
 };
 
-/* Value of the endpoint table. */
+/*
+ * Value of the endpoint table.  The control plane inserts a tag with slot
+ * XVI_SLOT_PENDING while the endpoint is being set up (the tag itself is the
+ * lock between two processes); the datapath treats any slot >=
+ * XVI_MAX_ENDPOINTS as "no endpoint".
+ */
+#define XVI_SLOT_PENDING	XVI_MAX_ENDPOINTS
 struct xvi_ep_value {
 	__u32 slot;		/* index into the XSKMAP and the stats array */
 	__u32 flags;		/* reserved, 0 */
