@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause) */
+/*
+ * Maps of the xvi_demux datapath.  Layouts come from include/xvi_wire.h.
+ * None of them is pinned by libbpf (no LIBBPF_PIN_BY_NAME): the control
+ * plane pins them itself under <bpffs>/xdp-vi/<ifname>/, and the fixture
+ * tests load private copies that must never appear in bpffs.
+ */
+#ifndef XVI_BPF_MAPS_H
+#define XVI_BPF_MAPS_H
+
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include "xvi_wire.h"
+
+/* Bytes bpf_csum_diff() accepts in one call (the helper's scratch size). */
+#define XVI_CSUM_CHUNK		512
+
+/* tag -> slot.  Written by the control plane (publish/release), read by XDP. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XVI_MAX_ENDPOINTS);
+	__type(key, struct xvi_tag);
+	__type(value, struct xvi_ep_value);
+} xvi_endpoints SEC(".maps");
+
+/* slot -> AF_XDP socket.  Written by the control plane, read by XDP (redirect). */
+struct {
+	__uint(type, BPF_MAP_TYPE_XSKMAP);
+	__uint(max_entries, XVI_MAX_ENDPOINTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_xsks SEC(".maps");
+
+/* Per-slot counters.  Written by XDP, read (summed over CPUs) and zeroed on claim by ctl. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XVI_MAX_ENDPOINTS);
+	__type(key, __u32);
+	__type(value, struct xvi_ep_counters);
+} xvi_ep_stats SEC(".maps");
+
+/* Interface-wide counters, one element.  Written by XDP, read by ctl (stats). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xvi_global_counters);
+} xvi_global_stats SEC(".maps");
+
+/* slot -> owner.  Control plane only (claimed with BPF_NOEXIST); XDP never reads it. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XVI_MAX_ENDPOINTS);
+	__type(key, __u32);
+	__type(value, struct xvi_slot_owner);
+} xvi_owners SEC(".maps");
+
+/*
+ * Per-CPU bounce buffer for the checksum: bytes that are not reachable by
+ * direct packet access (XDP frags, the < 512-byte tail) are copied here with
+ * bpf_xdp_load_bytes() and summed from here.  Written and read by XDP only.
+ * Four spare bytes let the tail be zero-padded to a multiple of 4 in place.
+ */
+struct xvi_scratch {
+	__u8 buf[XVI_CSUM_CHUNK + 4];
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xvi_scratch);
+} xvi_scratch SEC(".maps");
+
+#endif /* XVI_BPF_MAPS_H */

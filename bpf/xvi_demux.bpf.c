@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * xvi_demux: the xdp-vi datapath ("NIC firmware").
+ *
+ * Demultiplexes UDP over IPv4/IPv6 and raw xvi frames (EtherType 0x88B5) to
+ * AF_XDP sockets by tag, verifies the IP and UDP checksums of everything it
+ * delivers, prepends struct xvi_rx_meta, and passes everything else to the
+ * kernel.  docs/DATAPATH.md describes verdicts, counters and the verifier
+ * constraints behind the shape of this code.
+ */
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include <xdp/xdp_helpers.h>
+#include "xvi_wire.h"
+#include "maps.h"
+#include "parse.h"
+#include "csum.h"
+
+/*
+ * libxdp multiprog: run after default-priority (50) programs, so that
+ * filters loaded next to us see frames before endpoints take them, and let
+ * the chain continue on XDP_PASS, the verdict of every frame we do not own.
+ */
+#define XVI_RUN_PRIO	60
+
+struct {
+	__uint(priority, XVI_RUN_PRIO);
+	__uint(XDP_PASS, 1);
+} XDP_RUN_CONFIG(xvi_demux);
+
+#define XVI_UDP_HLEN	8
+#define XVI_IP4_HLEN	20
+
+/* IPv4 pseudo-header minus the addresses, which are summed in place. */
+struct xvi_ph4_tail {
+	__u8 zero;
+	__u8 proto;
+	__be16 len;
+};
+
+/* IPv6 pseudo-header minus the addresses (RFC 8200 section 8.1). */
+struct xvi_ph6_tail {
+	__be32 len;
+	__u8 zero[3];
+	__u8 nexthdr;
+};
+
+static __always_inline struct xvi_ep_value *xvi_lookup(struct xvi_tag *tag)
+{
+	struct xvi_ep_value *v;
+
+	v = bpf_map_lookup_elem(&xvi_endpoints, tag);
+	if (v || tag->kind == XVI_TAG_RAW)
+		return v;
+	__builtin_memset(tag->addr, 0, sizeof(tag->addr));
+	return bpf_map_lookup_elem(&xvi_endpoints, tag);
+}
+
+static __always_inline int xvi_malformed(struct xvi_global_counters *g,
+					 struct xvi_ep_counters *ep)
+{
+	g->malformed++;
+	ep->drop_malformed++;
+	return XDP_DROP;
+}
+
+/*
+ * Hand a validated frame to the socket of m->slot.  The XSKMAP is checked
+ * before adjust_meta so that a frame for a dead endpoint reaches the kernel
+ * untouched; the redirect can still fall back to XDP_PASS if the socket goes
+ * away in between, and then the metadata is taken off again.
+ */
+static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counters *ep,
+				       const struct xvi_rx_meta *m, __u32 frame_len)
+{
+	struct xvi_rx_meta *meta;
+	__u32 slot = m->slot;
+	void *data;
+	long act;
+
+	if (!bpf_map_lookup_elem(&xvi_xsks, &slot)) {
+		ep->drop_no_socket++;
+		return XDP_PASS;
+	}
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
+		ep->drop_meta++;
+		return XDP_PASS;
+	}
+	/* adjust_meta invalidated every packet pointer: reload and re-prove. */
+	meta = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(meta + 1) > data) {
+		ep->drop_meta++;
+		return XDP_PASS;
+	}
+	*meta = *m;
+
+	act = bpf_redirect_map(&xvi_xsks, slot, XDP_PASS);
+	if (act != XDP_REDIRECT) {
+		bpf_xdp_adjust_meta(ctx, (int)sizeof(*meta));
+		ep->drop_no_socket++;
+		return XDP_PASS;
+	}
+	ep->rx_frames++;
+	ep->rx_bytes += frame_len;
+	return XDP_REDIRECT;
+}
+
+/* Tag hit: map the slot to its counters, NULL for a corrupt table entry. */
+static __always_inline struct xvi_ep_counters *xvi_ep(const struct xvi_ep_value *v, __u32 *slot)
+{
+	*slot = v->slot;
+	return bpf_map_lookup_elem(&xvi_ep_stats, slot);
+}
+
+static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
+				      struct xvi_global_counters *g, __u16 flags)
+{
+	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
+	struct xvi_ph4_tail ph = { .proto = IPPROTO_UDP };
+	__u32 l3_off = c->off, l4_off, hlen, slot, frame_len;
+	__u32 tot_len, udp_len, sum;
+	struct xvi_tag tag = {};
+	struct xvi_ep_counters *ep;
+	struct xvi_ep_value *v;
+	struct udphdr *uh;
+	struct iphdr *iph;
+	__be16 check;
+	int ret;
+
+	iph = xvi_parse_ip4(c, &hlen);
+	if (!iph) {
+		g->malformed++;
+		return XDP_PASS;
+	}
+	if (xvi_ip4_is_fragment(iph)) {
+		g->fragments++;
+		return XDP_PASS;
+	}
+	if (iph->protocol != IPPROTO_UDP)
+		return XDP_PASS;
+	l4_off = c->off;
+	uh = xvi_parse_udp(c);
+	if (!uh) {
+		g->malformed++;
+		return XDP_PASS;
+	}
+
+	/* Field by field: a designated initializer would come from .rodata,
+	 * costing the object an extra map. */
+	tag.kind = XVI_TAG_UDP4;
+	tag.port = uh->dest;
+	__builtin_memcpy(tag.addr, &iph->daddr, sizeof(iph->daddr));
+	v = xvi_lookup(&tag);
+	if (!v) {
+		g->no_endpoint++;
+		return XDP_PASS;
+	}
+	ep = xvi_ep(v, &slot);
+	if (!ep) {
+		g->no_endpoint++;
+		return XDP_PASS;
+	}
+
+	/* Lengths come from the headers, never from the frame, which may
+	 * carry Ethernet padding (or frags: hence the buffer length). */
+	frame_len = bpf_xdp_get_buff_len(ctx);
+	tot_len = bpf_ntohs(iph->tot_len);
+	udp_len = bpf_ntohs(uh->len);
+	check = uh->check;
+	if (tot_len < hlen + XVI_UDP_HLEN || l3_off + tot_len > frame_len ||
+	    udp_len < XVI_UDP_HLEN || udp_len > tot_len - hlen)
+		return xvi_malformed(g, ep);
+
+	sum = 0;
+	if (hlen == XVI_IP4_HLEN) {
+		if (xvi_csum_mem(iph, XVI_IP4_HLEN, &sum))
+			return xvi_malformed(g, ep);
+	} else {
+		/* Options: copy the whole header, whose length the verifier
+		 * knows to be 20..60 (a non-zero helper size), rather than
+		 * the options alone, whose 4..40 it cannot prove non-zero. */
+		__u8 hdr[60];
+
+		if (bpf_xdp_load_bytes(ctx, l3_off, hdr, hlen) ||
+		    xvi_csum_mem(hdr, hlen, &sum))
+			return xvi_malformed(g, ep);
+	}
+	if (xvi_csum_fold(sum) != 0xffff) {
+		ep->drop_bad_ip_csum++;
+		return XDP_DROP;
+	}
+
+	if (check == 0) {
+		/* RFC 768: zero means the sender computed no checksum. */
+		flags |= XVI_RX_CSUM_NONE;
+	} else {
+		ph.len = uh->len;
+		sum = 0;
+		if (xvi_csum_mem(&iph->saddr, 2 * sizeof(iph->saddr), &sum) ||
+		    xvi_csum_mem(&ph, sizeof(ph), &sum))
+			return xvi_malformed(g, ep);
+		ret = xvi_csum_check(ctx, l4_off, udp_len, sum);
+		if (ret < 0)
+			return xvi_malformed(g, ep);
+		if (ret) {
+			ep->drop_bad_l4_csum++;
+			return XDP_DROP;
+		}
+		flags |= XVI_RX_CSUM_VERIFIED;
+	}
+
+	m.flags = flags;
+	m.l3_off = l3_off;
+	m.l4_off = l4_off;
+	m.payload_off = l4_off + XVI_UDP_HLEN;
+	m.payload_len = udp_len - XVI_UDP_HLEN;
+	m.slot = slot;
+	return xvi_deliver(ctx, ep, &m, frame_len);
+}
+
+static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
+				      struct xvi_global_counters *g, __u16 flags)
+{
+	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
+	struct xvi_ph6_tail ph = { .nexthdr = IPPROTO_UDP };
+	__u32 l3_off = c->off, l4_off, slot, frame_len;
+	__u32 plen, udp_len, sum;
+	struct xvi_tag tag = {};
+	struct xvi_ep_counters *ep;
+	struct xvi_ep_value *v;
+	struct ipv6hdr *ip6h;
+	struct udphdr *uh;
+	__be16 check;
+	int ret;
+
+	ip6h = xvi_parse_ip6(c);
+	if (!ip6h) {
+		g->malformed++;
+		return XDP_PASS;
+	}
+	if (ip6h->nexthdr == XVI_NEXTHDR_FRAGMENT) {
+		g->fragments++;
+		return XDP_PASS;
+	}
+	/* No extension-header walk: UDP must follow the fixed header. */
+	if (ip6h->nexthdr != IPPROTO_UDP)
+		return XDP_PASS;
+	l4_off = c->off;
+	uh = xvi_parse_udp(c);
+	if (!uh) {
+		g->malformed++;
+		return XDP_PASS;
+	}
+
+	tag.kind = XVI_TAG_UDP6;
+	tag.port = uh->dest;
+	__builtin_memcpy(tag.addr, &ip6h->daddr, sizeof(ip6h->daddr));
+	v = xvi_lookup(&tag);
+	if (!v) {
+		g->no_endpoint++;
+		return XDP_PASS;
+	}
+	ep = xvi_ep(v, &slot);
+	if (!ep) {
+		g->no_endpoint++;
+		return XDP_PASS;
+	}
+
+	frame_len = bpf_xdp_get_buff_len(ctx);
+	plen = bpf_ntohs(ip6h->payload_len);
+	udp_len = bpf_ntohs(uh->len);
+	check = uh->check;
+	if (l4_off + plen > frame_len || udp_len < XVI_UDP_HLEN || udp_len > plen)
+		return xvi_malformed(g, ep);
+
+	/* RFC 8200 8.1: a zero UDP checksum is invalid over IPv6. */
+	if (check == 0) {
+		ep->drop_bad_l4_csum++;
+		return XDP_DROP;
+	}
+	ph.len = bpf_htonl(udp_len);
+	sum = 0;
+	if (xvi_csum_mem(&ip6h->saddr, 2 * sizeof(ip6h->saddr), &sum) ||
+	    xvi_csum_mem(&ph, sizeof(ph), &sum))
+		return xvi_malformed(g, ep);
+	ret = xvi_csum_check(ctx, l4_off, udp_len, sum);
+	if (ret < 0)
+		return xvi_malformed(g, ep);
+	if (ret) {
+		ep->drop_bad_l4_csum++;
+		return XDP_DROP;
+	}
+
+	m.flags = flags | XVI_RX_IPV6 | XVI_RX_CSUM_VERIFIED;
+	m.l3_off = l3_off;
+	m.l4_off = l4_off;
+	m.payload_off = l4_off + XVI_UDP_HLEN;
+	m.payload_len = udp_len - XVI_UDP_HLEN;
+	m.slot = slot;
+	return xvi_deliver(ctx, ep, &m, frame_len);
+}
+
+/* Raw xvi frames carry no checksum of their own: the Ethernet FCS covers them. */
+static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
+				      struct xvi_global_counters *g, __u16 flags)
+{
+	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
+	struct xvi_tag tag = {};
+	__u32 l3_off = c->off, slot, frame_len, len;
+	struct xvi_ep_counters *ep;
+	struct xvi_raw_hdr *rh;
+	struct xvi_ep_value *v;
+
+	rh = xvi_parse_raw(c);
+	if (!rh) {
+		g->malformed++;
+		return XDP_PASS;
+	}
+	tag.kind = XVI_TAG_RAW;
+	tag.raw_tag = rh->dst_tag;
+	v = xvi_lookup(&tag);
+	if (!v) {
+		g->no_endpoint++;
+		return XDP_PASS;
+	}
+	ep = xvi_ep(v, &slot);
+	if (!ep) {
+		g->no_endpoint++;
+		return XDP_PASS;
+	}
+
+	frame_len = bpf_xdp_get_buff_len(ctx);
+	len = bpf_ntohs(rh->len);
+	if (l3_off + XVI_RAW_HDR_LEN + len > frame_len)
+		return xvi_malformed(g, ep);
+
+	m.flags = flags | XVI_RX_RAW;
+	m.l3_off = l3_off;
+	m.l4_off = l3_off;
+	m.payload_off = l3_off + XVI_RAW_HDR_LEN;
+	m.payload_len = len;
+	m.slot = slot;
+	return xvi_deliver(ctx, ep, &m, frame_len);
+}
+
+static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters *g)
+{
+	struct xvi_cursor c;
+	__u16 flags = 0;
+	bool vlan;
+	int proto;
+
+	xvi_cursor_init(&c, ctx);
+	proto = xvi_parse_eth(&c, &vlan);
+	if (proto < 0) {
+		g->malformed++;
+		return XDP_PASS;
+	}
+	if (vlan)
+		flags |= XVI_RX_VLAN;
+
+	switch (proto) {
+	case bpf_htons(ETH_P_IP):
+		return xvi_rx_ip4(ctx, &c, g, flags);
+	case bpf_htons(ETH_P_IPV6):
+		return xvi_rx_ip6(ctx, &c, g, flags);
+	case bpf_htons(XVI_ETH_P_RAW):
+		return xvi_rx_raw(ctx, &c, g, flags);
+	default:
+		/* ARP, a second VLAN tag, anything else: the kernel's. */
+		return XDP_PASS;
+	}
+}
+
+/*
+ * "xdp.frags": jumbo frames arrive as multi-buffer XDP on native drivers and
+ * in BPF_PROG_RUN; headers are always read from the linear part, payload
+ * bytes beyond it through bpf_xdp_load_bytes().
+ */
+SEC("xdp.frags")
+int xvi_demux(struct xdp_md *ctx)
+{
+	struct xvi_global_counters *g;
+	__u32 zero = 0;
+	int act;
+
+	g = bpf_map_lookup_elem(&xvi_global_stats, &zero);
+	if (!g)
+		return XDP_PASS;	/* cannot happen: one-element array */
+	g->rx_frames++;
+
+	act = xvi_rx(ctx, g);
+	if (act == XDP_REDIRECT)
+		g->redirected++;
+	else if (act == XDP_DROP)
+		g->dropped++;
+	else
+		g->passed++;
+	return act;
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
