@@ -60,6 +60,12 @@ int xvi_ctl__prog_info(const char *ifname, struct xvi_prog_info *info);
  * uid filled in here).  Garbage-collects slots of dead owners first.
  * -EADDRINUSE if a live endpoint holds the tag, -ENOSPC if no slot is free.
  * The slot's counters are zeroed.  On success *slot is set.
+ * The caller fills owner->tag (unused bytes zero), queue_id and mode (0 means
+ * XVI_EP_MODE_DIRECT).  owner->pid = 0 claims for the caller; a nonzero pid
+ * (with its uid) claims on behalf of that live process, e.g. a broker for
+ * its client, so the slot is collected when that process dies.
+ * The tag is reserved at once: it enters xvi_endpoints with slot
+ * XVI_SLOT_PENDING until publish (see the locking comment in ctl.c).
  */
 int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner,
 		   __u32 *slot);
@@ -79,7 +85,12 @@ int xvi_ctl__release(struct xvi_ctl *ctl, __u32 slot);
 /* Remove every slot whose owner process is gone.  Returns how many. */
 int xvi_ctl__gc(struct xvi_ctl *ctl);
 
-/* Iterate the claimed slots in slot order.  Returns 0 at the end. */
+/*
+ * Iterate the claimed slots in slot order: start with *slot =
+ * XVI_CTL_SLOT_START; each call stores the next claimed slot after *slot in
+ * *slot, its owner in *owner, and returns 1.  Returns 0 at the end.
+ */
+#define XVI_CTL_SLOT_START	((__u32)-1)
 int xvi_ctl__next_owner(struct xvi_ctl *ctl, __u32 *slot,
 			struct xvi_slot_owner *owner);
 
@@ -88,6 +99,12 @@ int xvi_ctl__ep_counters(struct xvi_ctl *ctl, __u32 slot,
 			 struct xvi_ep_counters *out);
 int xvi_ctl__global_counters(struct xvi_ctl *ctl,
 			     struct xvi_global_counters *out);
+
+/* The bpffs in use: opts->bpffs, else $XVI_BPFFS, else /sys/fs/bpf. */
+const char *xvi_ctl__bpffs(const struct xvi_ctl_opts *opts);
+
+/* "udp4 198.18.0.1:7000", "udp6 [2001:2::1]:7000", "raw 0x0000002a". */
+int xvi_tag__format(const struct xvi_tag *tag, char *buf, size_t len);
 
 /* "<bpffs>/xdp-vi/<ifname>" into @buf. */
 int xvi_ctl__pin_dir(const char *ifname, const struct xvi_ctl_opts *opts,
