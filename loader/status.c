@@ -1,0 +1,576 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* xdp-vi status / stats */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <net/if.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/if_xdp.h>
+
+#include "cmd.h"
+#include "ctl.h"
+#include "json.h"
+
+#ifndef AF_XDP
+#define AF_XDP 44
+#endif
+#ifndef SOL_XDP
+#define SOL_XDP 283
+#endif
+
+/* Counter names for text and JSON, bound to the struct fields by offset. */
+struct counter_name {
+	const char *name;
+	size_t off;
+};
+
+#define EPC(f) { #f, offsetof(struct xvi_ep_counters, f) }
+static const struct counter_name ep_fields[] = {
+	EPC(rx_frames), EPC(rx_bytes), EPC(drop_bad_ip_csum), EPC(drop_bad_l4_csum),
+	EPC(drop_malformed), EPC(drop_no_socket), EPC(drop_meta), { NULL },
+};
+#define GC(f) { #f, offsetof(struct xvi_global_counters, f) }
+static const struct counter_name global_fields[] = {
+	GC(rx_frames), GC(redirected), GC(passed), GC(dropped), GC(no_endpoint),
+	GC(malformed), GC(fragments), { NULL },
+};
+#define XC(f) { #f, offsetof(struct xdp_statistics, f) }
+static const struct counter_name xsk_fields[] = {
+	XC(rx_dropped), XC(rx_invalid_descs), XC(tx_invalid_descs), XC(rx_ring_full),
+	XC(rx_fill_ring_empty_descs), XC(tx_ring_empty_descs), { NULL },
+};
+
+static __u64 field(const void *s, const struct counter_name *c)
+{
+	return *(const __u64 *)((const char *)s + c->off);
+}
+
+struct ep_sample {
+	__u32 slot;
+	struct xvi_slot_owner owner;
+	struct xvi_ep_counters c;
+	bool have_xsk;
+	struct xdp_statistics xsk;
+};
+
+struct if_sample {
+	char ifname[IF_NAMESIZE];
+	char pin_dir[512];
+	int prog_err;			/* 0, -ENOENT (not attached), -ENODEV (gone) */
+	struct xvi_prog_info prog;
+	struct xvi_global_counters g;
+	int nep;
+	struct ep_sample ep[XVI_MAX_ENDPOINTS];
+	double t;			/* CLOCK_MONOTONIC seconds */
+};
+
+static volatile sig_atomic_t stop;
+
+static void on_signal(int sig)
+{
+	stop = 1;
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * The kernel's own drop counters of an endpoint's socket: borrow the fd from
+ * its owner (pidfd_getfd) and ask XDP_STATISTICS.  Best effort: any failure
+ * (owner gone, no ptrace right, fd number reused) just means no numbers.
+ */
+static bool xsk_stats(const struct xvi_slot_owner *o, struct xdp_statistics *st)
+{
+	socklen_t len = sizeof(*st);
+	int pidfd, fd, domain = 0;
+	socklen_t dlen = sizeof(domain);
+	bool ok = false;
+
+	if (o->xsk_fd < 0)
+		return false;
+	pidfd = syscall(SYS_pidfd_open, o->pid, 0);
+	if (pidfd < 0)
+		return false;
+	/* the pidfd pins the process: if it is still the owner now, fd is its */
+	if (!xvi_ctl__owner_alive(o->pid, o->start_time))
+		goto out;
+	fd = syscall(SYS_pidfd_getfd, pidfd, o->xsk_fd, 0);
+	if (fd < 0)
+		goto out;
+	memset(st, 0, sizeof(*st));
+	if (!getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &dlen) && domain == AF_XDP &&
+	    !getsockopt(fd, SOL_XDP, XDP_STATISTICS, st, &len))
+		ok = true;
+	close(fd);
+out:
+	close(pidfd);
+	return ok;
+}
+
+static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool gc,
+		       bool want_xsk, struct if_sample *s)
+{
+	struct xvi_slot_owner o;
+	struct xvi_ctl *ctl;
+	__u32 slot = XVI_CTL_SLOT_START;
+	int err;
+
+	memset(s, 0, sizeof(*s));
+	snprintf(s->ifname, sizeof(s->ifname), "%s", ifname);
+	xvi_ctl__pin_dir(ifname, opts, s->pin_dir, sizeof(s->pin_dir));
+	ctl = xvi_ctl__open(ifname, opts);
+	if (!ctl)
+		return -errno;
+	if (gc && xvi_ctl__gc(ctl) < 0)
+		fprintf(stderr, "xdp-vi: %s: garbage collection failed: %s\n", ifname,
+			strerror(errno));
+	s->prog_err = xvi_ctl__prog_info(ifname, &s->prog);
+	if (s->prog_err)
+		s->prog_err = -errno;
+	s->t = now_s();
+	err = xvi_ctl__global_counters(ctl, &s->g);
+	while (!err && (err = xvi_ctl__next_owner(ctl, &slot, &o)) == 1) {
+		struct ep_sample *e = &s->ep[s->nep++];
+
+		e->slot = slot;
+		e->owner = o;
+		err = xvi_ctl__ep_counters(ctl, slot, &e->c);
+		if (!err && want_xsk)
+			e->have_xsk = xsk_stats(&o, &e->xsk);
+	}
+	xvi_ctl__close(ctl);
+	if (err < 0)
+		fprintf(stderr, "xdp-vi: %s: reading the maps failed: %s\n", ifname,
+			strerror(-err));
+	return err < 0 ? err : 0;
+}
+
+/* Interfaces to show: the one named, or every directory under <bpffs>/xdp-vi. */
+static int list_ifaces(const struct xvi_cfg *cfg, const struct xvi_ctl_opts *opts,
+		       char ***names)
+{
+	char top[512];
+	struct dirent **ents;
+	int n, i, k = 0;
+
+	if (cfg->ifname) {
+		*names = calloc(1, sizeof(char *));
+		if (!*names)
+			return -ENOMEM;
+		(*names)[0] = strdup(cfg->ifname);
+		return 1;
+	}
+	snprintf(top, sizeof(top), "%s/%s", xvi_ctl__bpffs(opts), XVI_PIN_SUBDIR);
+	n = scandir(top, &ents, NULL, alphasort);
+	if (n < 0) {
+		struct stat st;
+
+		if (errno == ENOENT && !stat(xvi_ctl__bpffs(opts), &st)) {
+			*names = NULL;
+			return 0;	/* nothing attached anywhere */
+		}
+		fprintf(stderr, "xdp-vi: cannot read %s: %s\n", top, strerror(errno));
+		return -errno;
+	}
+	*names = calloc(n ? n : 1, sizeof(char *));
+	for (i = 0; i < n; i++) {
+		if (*names && ents[i]->d_type == DT_DIR && ents[i]->d_name[0] != '.')
+			(*names)[k++] = strdup(ents[i]->d_name);
+		free(ents[i]);
+	}
+	free(ents);
+	return *names ? k : -ENOMEM;
+}
+
+static void free_names(char **names, int n)
+{
+	for (int i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+static const char *mode_str(__u32 mode)
+{
+	return mode == XVI_EP_MODE_DIRECT ? "direct" :
+	       mode == XVI_EP_MODE_PROTECTED ? "protected" : "unknown";
+}
+
+static const char *bind_str(const struct xvi_slot_owner *o)
+{
+	if (o->xsk_fd < 0)
+		return "pending";	/* claimed, socket not published yet */
+	if (o->bind_flags & XDP_ZEROCOPY)
+		return "zerocopy";
+	if (o->bind_flags & XDP_COPY)
+		return "copy";
+	return "unknown";
+}
+
+static const char *prog_state(const struct if_sample *s)
+{
+	return !s->prog_err ? "attached" : s->prog_err == -ENODEV ? "interface gone" :
+	       "program missing";
+}
+
+/* ---- JSON ------------------------------------------------------------ */
+
+static void json_counters(struct json *j, const char *key, const void *s,
+			  const struct counter_name *names)
+{
+	json_obj_open(j, key);
+	for (; names->name; names++)
+		json_u64(j, names->name, field(s, names));
+	json_obj_close(j);
+}
+
+static void json_prog(struct json *j, const struct if_sample *s)
+{
+	json_str(j, "ifname", s->ifname);
+	json_str(j, "pin_dir", s->pin_dir);
+	json_bool(j, "attached", !s->prog_err);
+	json_str(j, "state", prog_state(s));
+	if (!s->prog_err) {
+		json_int(j, "ifindex", s->prog.ifindex);
+		json_u64(j, "prog_id", s->prog.prog_id);
+		json_str(j, "mode", s->prog.generic ? "generic" : "native");
+		json_bool(j, "multiprog", s->prog.multiprog);
+	}
+}
+
+static void json_endpoint_head(struct json *j, const struct ep_sample *e)
+{
+	char tag[80];
+
+	xvi_tag__format(&e->owner.tag, tag, sizeof(tag));
+	json_u64(j, "slot", e->slot);
+	json_str(j, "tag", tag);
+}
+
+static void status_json(struct json *j, const struct if_sample *s)
+{
+	int i;
+
+	json_obj_open(j, NULL);
+	json_prog(j, s);
+	json_counters(j, "global", &s->g, global_fields);
+	json_arr_open(j, "endpoints");
+	for (i = 0; i < s->nep; i++) {
+		const struct ep_sample *e = &s->ep[i];
+
+		json_obj_open(j, NULL);
+		json_endpoint_head(j, e);
+		json_str(j, "mode", mode_str(e->owner.mode));
+		json_u64(j, "pid", e->owner.pid);
+		json_u64(j, "uid", e->owner.uid);
+		json_u64(j, "queue", e->owner.queue_id);
+		json_str(j, "bind", bind_str(&e->owner));
+		json_counters(j, "counters", &e->c, ep_fields);
+		if (e->have_xsk)
+			json_counters(j, "socket", &e->xsk, xsk_fields);
+		else
+			json_null(j, "socket");
+		json_obj_close(j);
+	}
+	json_arr_close(j);
+	json_obj_close(j);
+}
+
+/* ---- text --------------------------------------------------------------- */
+
+static void text_counters(const char *label, const void *s, const struct counter_name *n)
+{
+	printf("%s", label);
+	for (; n->name; n++)
+		printf("  %s %llu", n->name, (unsigned long long)field(s, n));
+	printf("\n");
+}
+
+static void text_prog(const struct if_sample *s)
+{
+	if (!s->prog_err)
+		printf("%s: prog %s id %u, %s mode, %s; pins %s\n", s->ifname, XVI_PROG_NAME,
+		       s->prog.prog_id, s->prog.generic ? "generic" : "native",
+		       s->prog.multiprog ? "multiprog" : "single program", s->pin_dir);
+	else
+		printf("%s: %s, stale pins %s (clean up: xdp-vi detach %s)\n", s->ifname,
+		       prog_state(s), s->pin_dir, s->ifname);
+}
+
+static void status_text(const struct if_sample *s)
+{
+	char tag[80];
+	int i;
+
+	text_prog(s);
+	text_counters("  global:", &s->g, global_fields);
+	printf("  endpoints: %d\n", s->nep);
+	for (i = 0; i < s->nep; i++) {
+		const struct ep_sample *e = &s->ep[i];
+
+		xvi_tag__format(&e->owner.tag, tag, sizeof(tag));
+		printf("  slot %-3u %-28s %-9s pid %-7u uid %-5u queue %-3u %s\n", e->slot,
+		       tag, mode_str(e->owner.mode), e->owner.pid, e->owner.uid,
+		       e->owner.queue_id, bind_str(&e->owner));
+		text_counters("      datapath:", &e->c, ep_fields);
+		if (e->have_xsk)
+			text_counters("      socket:  ", &e->xsk, xsk_fields);
+	}
+}
+
+/* ---- commands ------------------------------------------------------------- */
+
+static int for_each_iface(const struct xvi_cfg *cfg, char ***names, int *n,
+			  struct xvi_ctl_opts *opts)
+{
+	*opts = (struct xvi_ctl_opts){ .sz = sizeof(*opts), .bpffs = cfg->bpffs };
+	*n = list_ifaces(cfg, opts, names);
+	return *n < 0 ? 1 : 0;
+}
+
+int cmd_status(const struct xvi_cfg *cfg)
+{
+	struct xvi_ctl_opts opts;
+	struct if_sample *s;
+	struct json j;
+	char **names;
+	int n, i, ret = 0;
+
+	if (for_each_iface(cfg, &names, &n, &opts))
+		return 1;
+	s = malloc(sizeof(*s));
+	if (!s) {
+		free_names(names, n);
+		return 1;
+	}
+	json_init(&j, stdout);
+	if (cfg->json) {
+		json_obj_open(&j, NULL);
+		json_arr_open(&j, "interfaces");
+	} else if (!n) {
+		printf("no interface runs xdp-vi (no pins under %s/%s)\n",
+		       xvi_ctl__bpffs(&opts), XVI_PIN_SUBDIR);
+	}
+	for (i = 0; i < n; i++) {
+		if (take_sample(names[i], &opts, true, true, s)) {
+			ret = 1;
+			continue;
+		}
+		if (cfg->json)
+			status_json(&j, s);
+		else
+			status_text(s);
+	}
+	if (cfg->json) {
+		json_arr_close(&j);
+		json_obj_close(&j);
+	}
+	free(s);
+	free_names(names, n);
+	return ret;
+}
+
+/* Counters that went backwards belong to a new owner of the slot. */
+static double rate(__u64 now, __u64 before, double dt)
+{
+	return now >= before && dt > 0 ? (now - before) / dt : 0;
+}
+
+static const struct ep_sample *find_ep(const struct if_sample *s, const struct ep_sample *e)
+{
+	for (int i = 0; i < s->nep; i++)
+		if (s->ep[i].slot == e->slot && s->ep[i].owner.pid == e->owner.pid &&
+		    s->ep[i].owner.start_time == e->owner.start_time)
+			return &s->ep[i];
+	return NULL;
+}
+
+static __u64 ep_drops(const struct xvi_ep_counters *c)
+{
+	return c->drop_bad_ip_csum + c->drop_bad_l4_csum + c->drop_malformed +
+	       c->drop_no_socket + c->drop_meta;
+}
+
+static void rates_print(struct json *j, bool json, const struct if_sample *a,
+			const struct if_sample *b)
+{
+	double dt = b->t - a->t;
+	const struct counter_name *n;
+	char tag[80];
+	int i;
+
+	if (json) {
+		json_obj_open(j, NULL);
+		json_prog(j, b);
+		json_double(j, "seconds", dt);
+		json_obj_open(j, "global_per_sec");
+		for (n = global_fields; n->name; n++)
+			json_double(j, n->name, rate(field(&b->g, n), field(&a->g, n), dt));
+		json_obj_close(j);
+		json_counters(j, "global", &b->g, global_fields);
+		json_arr_open(j, "endpoints");
+	} else {
+		printf("%s (%.2f s):", b->ifname, dt);
+		for (n = global_fields; n->name; n++)
+			printf("  %s %.0f/s", n->name, rate(field(&b->g, n), field(&a->g, n), dt));
+		printf("\n");
+	}
+	for (i = 0; i < b->nep; i++) {
+		const struct ep_sample *e = &b->ep[i], *p = find_ep(a, e);
+		struct xvi_ep_counters zero = {};
+		const struct xvi_ep_counters *pc = p ? &p->c : &zero;
+
+		xvi_tag__format(&e->owner.tag, tag, sizeof(tag));
+		if (json) {
+			json_obj_open(j, NULL);
+			json_endpoint_head(j, e);
+			json_obj_open(j, "per_sec");
+			for (n = ep_fields; n->name; n++)
+				json_double(j, n->name, rate(field(&e->c, n), field(pc, n), dt));
+			json_obj_close(j);
+			json_counters(j, "counters", &e->c, ep_fields);
+			json_obj_close(j);
+		} else {
+			printf("  slot %-3u %-28s rx %.0f pps  %.3f Mbit/s  drops %.0f/s\n",
+			       e->slot, tag, rate(e->c.rx_frames, pc->rx_frames, dt),
+			       rate(e->c.rx_bytes, pc->rx_bytes, dt) * 8 / 1e6,
+			       rate(ep_drops(&e->c), ep_drops(pc), dt));
+		}
+	}
+	if (json) {
+		json_arr_close(j);
+		json_obj_close(j);
+	}
+}
+
+static void stats_once(struct json *j, bool json, const struct if_sample *s)
+{
+	char tag[80];
+	int i;
+
+	if (json) {
+		json_obj_open(j, NULL);
+		json_prog(j, s);
+		json_counters(j, "global", &s->g, global_fields);
+		json_arr_open(j, "endpoints");
+		for (i = 0; i < s->nep; i++) {
+			json_obj_open(j, NULL);
+			json_endpoint_head(j, &s->ep[i]);
+			json_counters(j, "counters", &s->ep[i].c, ep_fields);
+			json_obj_close(j);
+		}
+		json_arr_close(j);
+		json_obj_close(j);
+		return;
+	}
+	text_counters(s->ifname, &s->g, global_fields);
+	for (i = 0; i < s->nep; i++) {
+		xvi_tag__format(&s->ep[i].owner.tag, tag, sizeof(tag));
+		printf("  slot %-3u %-28s", s->ep[i].slot, tag);
+		text_counters("", &s->ep[i].c, ep_fields);
+	}
+}
+
+static void sleep_s(double s)
+{
+	struct timespec ts = { .tv_sec = (time_t)s,
+			       .tv_nsec = (long)((s - (time_t)s) * 1e9) };
+
+	/* a signal cuts the sleep short; stop is then set */
+	nanosleep(&ts, NULL);
+}
+
+int cmd_stats(const struct xvi_cfg *cfg)
+{
+	struct if_sample *prev = NULL, *cur = NULL;
+	struct xvi_ctl_opts opts;
+	struct sigaction sa = { .sa_handler = on_signal };
+	unsigned int k;
+	struct json j;
+	char **names;
+	int n, i, ret = 0;
+
+	if (cfg->count && !cfg->interval) {
+		fprintf(stderr, "xdp-vi stats: --count needs --interval\n");
+		return 1;
+	}
+	if (for_each_iface(cfg, &names, &n, &opts))
+		return 1;
+	prev = calloc(n ? n : 1, sizeof(*prev));
+	cur = calloc(n ? n : 1, sizeof(*cur));
+	if (!prev || !cur) {
+		ret = 1;
+		goto out;
+	}
+	json_init(&j, stdout);
+	if (!n && !cfg->json)
+		printf("no interface runs xdp-vi (no pins under %s/%s)\n",
+		       xvi_ctl__bpffs(&opts), XVI_PIN_SUBDIR);
+
+	for (i = 0; i < n; i++)
+		if (take_sample(names[i], &opts, true, false, &prev[i]))
+			ret = 1;
+	if (ret)
+		goto out;
+	if (!cfg->interval) {
+		if (cfg->json) {
+			json_obj_open(&j, NULL);
+			json_arr_open(&j, "interfaces");
+		}
+		for (i = 0; i < n; i++)
+			stats_once(&j, cfg->json, &prev[i]);
+		if (cfg->json) {
+			json_arr_close(&j);
+			json_obj_close(&j);
+		}
+		goto out;
+	}
+
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	/* one array for the whole run, streamed: valid JSON even after ^C */
+	if (cfg->json)
+		json_arr_open(&j, NULL);
+	for (k = 0; !stop && (!cfg->count || k < cfg->count); k++) {
+		sleep_s(cfg->interval);
+		if (stop)
+			break;
+		if (cfg->json) {
+			json_obj_open(&j, NULL);
+			json_u64(&j, "sample", k + 1);
+			json_arr_open(&j, "interfaces");
+		}
+		for (i = 0; i < n; i++) {
+			if (take_sample(names[i], &opts, false, false, &cur[i])) {
+				ret = 1;
+				stop = 1;
+				break;
+			}
+			rates_print(&j, cfg->json, &prev[i], &cur[i]);
+			prev[i] = cur[i];
+		}
+		if (cfg->json) {
+			json_arr_close(&j);
+			json_obj_close(&j);
+		}
+		fflush(stdout);
+	}
+	if (cfg->json)
+		json_arr_close(&j);
+out:
+	free(prev);
+	free(cur);
+	free_names(names, n);
+	return ret;
+}

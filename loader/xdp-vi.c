@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xdp-vi: attach the xdp-vi datapath to an interface, detach it, and show
+ * its endpoints and counters.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "cmd.h"
+#include "ctl.h"
+#include "log.h"
+#include "params.h"
+
+static int verbosity;
+
+static const struct opt_enum attach_modes[] = {
+	{ "native", XVI_ATTACH_NATIVE },
+	{ "generic", XVI_ATTACH_GENERIC },
+	{ NULL },
+};
+
+static const struct opt_def attach_opts[] = {
+	{ "mode", 'm', OPT_ENUM, offsetof(struct xvi_cfg, mode), "MODE",
+	  "XDP mode", attach_modes },
+	{ NULL },
+};
+
+static const struct opt_def status_opts[] = {
+	{ "json", 'j', OPT_FLAG, offsetof(struct xvi_cfg, json), NULL, "JSON output" },
+	{ NULL },
+};
+
+static const struct opt_def stats_opts[] = {
+	{ "json", 'j', OPT_FLAG, offsetof(struct xvi_cfg, json), NULL,
+	  "JSON output (with --interval: one array, a sample per element)" },
+	{ "interval", 'i', OPT_SECONDS, offsetof(struct xvi_cfg, interval), "S",
+	  "print rates every S seconds" },
+	{ "count", 'c', OPT_UINT, offsetof(struct xvi_cfg, count), "N",
+	  "with --interval: stop after N samples (default: until interrupted)" },
+	{ NULL },
+};
+
+static const struct cmd_def cmds[] = {
+	{ "attach", cmd_attach, "IFACE", 1, 1, attach_opts,
+	  "load the datapath on IFACE and pin its maps",
+	  "Load the xdp-vi datapath (XDP program xvi_demux) on IFACE through libxdp,\n"
+	  "next to other libxdp programs, and pin its maps under\n"
+	  "<bpffs>/xdp-vi/IFACE/.  Attaching twice in the same mode is a no-op." },
+	{ "detach", cmd_detach, "IFACE", 1, 1, NULL,
+	  "remove the datapath and its pins from IFACE",
+	  "Remove the xvi_demux program from IFACE (other libxdp programs stay) and\n"
+	  "every pin and directory attach created.  Also cleans up pins left\n"
+	  "behind when the program is already gone." },
+	{ "status", cmd_status, "[IFACE]", 0, 1, status_opts,
+	  "show the program, endpoints and counters",
+	  "Show the attached program, every endpoint (slot, tag, owner, queue,\n"
+	  "bind mode, counters and drops by reason) and the global counters of\n"
+	  "IFACE, or of every interface with pins.  Endpoints of dead processes\n"
+	  "are garbage-collected first." },
+	{ "stats", cmd_stats, "[IFACE]", 0, 1, stats_opts,
+	  "show counters, or rates with --interval",
+	  "Show the datapath counters of IFACE (or every attached interface); with\n"
+	  "--interval S print rates every S seconds, --count N times." },
+	{ NULL },
+};
+
+/* Library messages: keep errors readable, "xdp-vi:" instead of "libxvi:". */
+static int print_libxvi(enum xvi_print_level level, const char *fmt, va_list args)
+{
+	char buf[1024];
+	const char *msg = buf;
+
+	if ((level == XVI_INFO && verbosity < 1) || (level == XVI_DEBUG && verbosity < 2))
+		return 0;
+	vsnprintf(buf, sizeof(buf), fmt, args);
+	if (!strncmp(msg, "libxvi: ", 8))
+		msg += 8;
+	return fprintf(stderr, "xdp-vi: %s", msg);
+}
+
+static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
+{
+	if (verbosity < (level == LIBBPF_WARN ? 1 : 2))
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+static int print_libxdp(enum libxdp_print_level level, const char *fmt, va_list args)
+{
+	if (verbosity < (level == LIBXDP_WARN ? 1 : 2))
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+int main(int argc, char **argv)
+{
+	struct xvi_cfg cfg = {};
+	const struct cmd_def *cmd;
+	int first;
+
+	first = params_parse_global(argc, argv, &cfg);
+	if (first < 0)
+		return 1;
+	if (first >= argc) {
+		params_usage(cmds, "xdp-vi");
+		return cfg.help ? 0 : 1;
+	}
+	for (cmd = cmds; cmd->name; cmd++)
+		if (!strcmp(cmd->name, argv[first]))
+			break;
+	if (!cmd->name) {
+		if (!strcmp(argv[first], "help")) {
+			params_usage(cmds, "xdp-vi");
+			return 0;
+		}
+		fprintf(stderr, "xdp-vi: unknown command '%s'; commands:", argv[first]);
+		for (cmd = cmds; cmd->name; cmd++)
+			fprintf(stderr, " %s", cmd->name);
+		fprintf(stderr, " (xdp-vi --help)\n");
+		return 1;
+	}
+	if (params_parse(cmd, argc - first, argv + first, &cfg))
+		return 1;
+	if (cfg.help) {
+		params_usage_cmd(cmd, "xdp-vi", true);
+		return 0;
+	}
+
+	verbosity = cfg.verbose;
+	xvi_set_print(print_libxvi);
+	libbpf_set_print(print_libbpf);
+	libxdp_set_print(print_libxdp);
+	/*
+	 * libxdp keeps its dispatcher state in its own bpffs (LIBXDP_BPFFS, by
+	 * default /sys/fs/bpf): keep it on the same one as our pins, before the
+	 * first libxdp call caches its choice.
+	 */
+	if (cfg.bpffs && !getenv("LIBXDP_BPFFS"))
+		setenv("LIBXDP_BPFFS", cfg.bpffs, 1);
+	else if (!cfg.bpffs && getenv("XVI_BPFFS") && *getenv("XVI_BPFFS") &&
+		 !getenv("LIBXDP_BPFFS"))
+		setenv("LIBXDP_BPFFS", getenv("XVI_BPFFS"), 1);
+	return cmd->run(&cfg);
+}
