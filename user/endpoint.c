@@ -1,0 +1,614 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Endpoint life cycle: options, the segment (UMEM), the AF_XDP socket, and
+ * the slot in the datapath's tables.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <linux/if_xdp.h>
+#include "ctl.h"
+#include "endpoint.h"
+#include "log.h"
+#include "opts.h"
+
+#define DEF_FRAME_SIZE		2048
+#define DEF_NUM_FRAMES		4096
+#define DEF_RING_SIZE		2048
+#define DEF_SPIN_US		50
+#define DEF_RESOLVE_MS		1000
+#define MIN_RING_SIZE		16	/* below the refill/reap batches it only stalls */
+#define MAX_RING_SIZE		65536
+#define MAX_NUM_FRAMES		(1u << 18)	/* 1 GiB of 4 KiB frames */
+#define MAX_SPIN_US		1000000
+#define MAX_RESOLVE_MS		60000
+#define HUGE_2M			(2u << 20)
+
+#ifndef SOL_XDP
+#define SOL_XDP 283
+#endif
+
+static bool is_pow2(__u32 v)
+{
+	return v && !(v & (v - 1));
+}
+
+static int check_ring(const char *what, __u32 v)
+{
+	if (!is_pow2(v) || v < MIN_RING_SIZE || v > MAX_RING_SIZE) {
+		pr_warn("endpoint opts: %s %u must be a power of 2 in [%u, %u]\n",
+			what, v, MIN_RING_SIZE, MAX_RING_SIZE);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static bool ip_is_zero(const struct xvi_ip *ip)
+{
+	static const __u8 zero[16];
+
+	return !memcmp(ip->a, zero, ip->family == AF_INET6 ? 16 : 4);
+}
+
+static int parse_addr(const struct xvi_endpoint_opts *opts, struct xvi_ep_cfg *cfg)
+{
+	const struct sockaddr *sa = OPTS_GET(opts, addr, NULL);
+	socklen_t len = OPTS_GET(opts, addrlen, 0);
+
+	if (!sa) {
+		pr_warn("endpoint opts: a UDP endpoint needs .addr (sockaddr_in or sockaddr_in6 with a port)\n");
+		return -EINVAL;
+	}
+	if (sa->sa_family == AF_INET) {
+		const struct sockaddr_in *in = (const void *)sa;
+
+		if (len < sizeof(*in)) {
+			pr_warn("endpoint opts: .addrlen %u is too small for sockaddr_in (%zu)\n",
+				len, sizeof(*in));
+			return -EINVAL;
+		}
+		cfg->ip.family = AF_INET;
+		memcpy(cfg->ip.a, &in->sin_addr, 4);
+		cfg->port = ntohs(in->sin_port);
+	} else if (sa->sa_family == AF_INET6) {
+		const struct sockaddr_in6 *in6 = (const void *)sa;
+
+		if (len < sizeof(*in6)) {
+			pr_warn("endpoint opts: .addrlen %u is too small for sockaddr_in6 (%zu)\n",
+				len, sizeof(*in6));
+			return -EINVAL;
+		}
+		cfg->ip.family = AF_INET6;
+		memcpy(cfg->ip.a, &in6->sin6_addr, 16);
+		cfg->port = ntohs(in6->sin6_port);
+	} else {
+		pr_warn("endpoint opts: address family %d is not AF_INET or AF_INET6\n",
+			sa->sa_family);
+		return -EINVAL;
+	}
+	if (!cfg->port) {
+		pr_warn("endpoint opts: UDP port 0: set the port in .addr (no ephemeral ports)\n");
+		return -EINVAL;
+	}
+	cfg->family = cfg->ip.family;
+	return 0;
+}
+
+int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
+		      struct xvi_ep_cfg *cfg)
+{
+	int err;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE) {
+		pr_warn("endpoint: interface name '%s' is empty or too long\n",
+			ifname ? ifname : "(null)");
+		return -EINVAL;
+	}
+	if (!OPTS_VALID(opts, xvi_endpoint_opts))
+		return -EINVAL;
+
+	cfg->kind = OPTS_GET(opts, kind, XVI_EP_UDP);
+	cfg->raw_tag = OPTS_GET(opts, raw_tag, 0);
+	cfg->queue_id = OPTS_GET(opts, queue_id, 0);
+	cfg->frame_size = OPTS_GET(opts, frame_size, 0) ?: DEF_FRAME_SIZE;
+	cfg->num_frames = OPTS_GET(opts, num_frames, 0) ?: DEF_NUM_FRAMES;
+	cfg->rx_size = OPTS_GET(opts, rx_size, 0) ?: DEF_RING_SIZE;
+	cfg->tx_size = OPTS_GET(opts, tx_size, 0) ?: DEF_RING_SIZE;
+	cfg->fill_size = OPTS_GET(opts, fill_size, 0) ?: DEF_RING_SIZE;
+	cfg->comp_size = OPTS_GET(opts, comp_size, 0) ?: DEF_RING_SIZE;
+	cfg->bind_mode = OPTS_GET(opts, bind_mode, XVI_BIND_AUTO);
+	cfg->wait_mode = OPTS_GET(opts, wait_mode, XVI_WAIT_ADAPTIVE);
+	cfg->spin_us = OPTS_GET(opts, spin_us, 0) ?: DEF_SPIN_US;
+	cfg->resolve_timeout_ms = OPTS_GET(opts, resolve_timeout_ms, 0) ?: DEF_RESOLVE_MS;
+	cfg->bpffs = OPTS_GET(opts, bpffs, NULL);
+
+	switch (cfg->kind) {
+	case XVI_EP_UDP:
+		err = parse_addr(opts, cfg);
+		if (err)
+			return err;
+		break;
+	case XVI_EP_RAW:
+		if (!cfg->raw_tag) {
+			pr_warn("endpoint opts: a raw endpoint needs a nonzero .raw_tag\n");
+			return -EINVAL;
+		}
+		cfg->family = AF_PACKET;
+		break;
+	default:
+		pr_warn("endpoint opts: unknown .kind %d (XVI_EP_UDP or XVI_EP_RAW)\n",
+			cfg->kind);
+		return -EINVAL;
+	}
+
+	if (cfg->frame_size != 2048 && cfg->frame_size != 4096) {
+		pr_warn("endpoint opts: .frame_size %u must be 2048 or 4096\n",
+			cfg->frame_size);
+		return -EINVAL;
+	}
+	if (check_ring("rx_size", cfg->rx_size) || check_ring("tx_size", cfg->tx_size) ||
+	    check_ring("fill_size", cfg->fill_size) ||
+	    check_ring("comp_size", cfg->comp_size))
+		return -EINVAL;
+	if (!is_pow2(cfg->num_frames) || cfg->num_frames > MAX_NUM_FRAMES) {
+		pr_warn("endpoint opts: .num_frames %u must be a power of 2 up to %u\n",
+			cfg->num_frames, MAX_NUM_FRAMES);
+		return -EINVAL;
+	}
+	/* The receive pool is fill_size frames, the send pool the rest. */
+	if (cfg->num_frames < cfg->fill_size + cfg->tx_size) {
+		pr_warn("endpoint opts: .num_frames %u is below fill_size + tx_size (%u + %u): raise num_frames or shrink the rings\n",
+			cfg->num_frames, cfg->fill_size, cfg->tx_size);
+		return -EINVAL;
+	}
+	if ((unsigned int)cfg->bind_mode > XVI_BIND_COPY) {
+		pr_warn("endpoint opts: unknown .bind_mode %d\n", cfg->bind_mode);
+		return -EINVAL;
+	}
+	if ((unsigned int)cfg->wait_mode > XVI_WAIT_BLOCK) {
+		pr_warn("endpoint opts: unknown .wait_mode %d\n", cfg->wait_mode);
+		return -EINVAL;
+	}
+	if (cfg->spin_us > MAX_SPIN_US) {
+		pr_warn("endpoint opts: .spin_us %u above %u\n", cfg->spin_us, MAX_SPIN_US);
+		return -EINVAL;
+	}
+	if (cfg->resolve_timeout_ms > MAX_RESOLVE_MS) {
+		pr_warn("endpoint opts: .resolve_timeout_ms %u above %u\n",
+			cfg->resolve_timeout_ms, MAX_RESOLVE_MS);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void ip_str(const struct xvi_ip *ip, char *buf, size_t len)
+{
+	if (!inet_ntop(ip->family, ip->a, buf, len))
+		snprintf(buf, len, "?");
+}
+
+/* Slow path behind the destination cache: route, then neighbour. */
+int xvi_ep__resolve(void *ctx, const struct xvi_ip *dst, __u8 mac[6],
+		    struct xvi_ip *src)
+{
+	struct xvi_endpoint *ep = ctx;
+	struct xvi_ip nh = {0};
+	char a[INET6_ADDRSTRLEN];
+	int err;
+
+	memset(src, 0, sizeof(*src));
+	/* route/neigh log the reason (no route, other interface, no answer). */
+	err = xvi_route__lookup(ep->ifindex, dst, &nh, src);
+	if (err)
+		return -EHOSTUNREACH;
+	if (ep->wildcard && (src->family != dst->family || ip_is_zero(src))) {
+		ip_str(dst, a, sizeof(a));
+		pr_warn("%s: the route to %s has no preferred source address: bind the endpoint to an address\n",
+			ep->ifname, a);
+		return -EADDRNOTAVAIL;
+	}
+	err = xvi_neigh__resolve(ep->ifindex, &nh, mac, ep->resolve_timeout_ms);
+	if (err)
+		return -EHOSTUNREACH;
+	return 0;
+}
+
+static void *map_segment(size_t size)
+{
+	void *p;
+
+	/*
+	 * Huge pages save TLB misses across a large segment; without reserved
+	 * huge pages (the common case) ordinary pages do.
+	 */
+	if (!(size % HUGE_2M)) {
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
+		if (p != MAP_FAILED)
+			return p;
+	}
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+	return p == MAP_FAILED ? NULL : p;
+}
+
+/*
+ * Create the UMEM and the socket bound with @mode (XDP_ZEROCOPY or
+ * XDP_COPY).  libxdp caches ring indices in these structs: they must start
+ * zeroed on every attempt (NOTES-kernel.md, rule 5).
+ */
+static int bind_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
+		       __u16 mode)
+{
+	struct xsk_umem_config ucfg = {
+		.fill_size = cfg->fill_size,
+		.comp_size = cfg->comp_size,
+		.frame_size = cfg->frame_size,
+		.frame_headroom = 0,
+		.flags = 0,
+	};
+	struct xsk_socket_config scfg = {
+		.rx_size = cfg->rx_size,
+		.tx_size = cfg->tx_size,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.xdp_flags = 0,
+		.bind_flags = mode | XDP_USE_NEED_WAKEUP,
+	};
+	int err;
+
+	memset(&ep->rx, 0, sizeof(ep->rx));
+	memset(&ep->tx, 0, sizeof(ep->tx));
+	memset(&ep->fill, 0, sizeof(ep->fill));
+	memset(&ep->comp, 0, sizeof(ep->comp));
+	err = xsk_umem__create(&ep->umem, ep->area, ep->area_size, &ep->fill,
+			       &ep->comp, &ucfg);
+	if (err) {
+		ep->umem = NULL;
+		return err < 0 ? err : -err;
+	}
+	err = xsk_socket__create(&ep->xsk, ep->ifname, cfg->queue_id, ep->umem,
+				 &ep->rx, &ep->tx, &scfg);
+	if (err) {
+		ep->xsk = NULL;
+		xsk_umem__delete(ep->umem);
+		ep->umem = NULL;
+		return err < 0 ? err : -err;
+	}
+	ep->bind_flags = mode;
+	ep->zerocopy = mode == XDP_ZEROCOPY;
+	ep->need_wakeup = true;
+	ep->fd = xsk_socket__fd(ep->xsk);
+	return 0;
+}
+
+static void bind_error(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int err);
+
+static int create_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
+{
+	int err = -EOPNOTSUPP;
+
+	if (cfg->bind_mode != XVI_BIND_COPY) {
+		err = bind_socket(ep, cfg, XDP_ZEROCOPY);
+		if (!err)
+			return 0;
+		if (cfg->bind_mode == XVI_BIND_ZEROCOPY) {
+			if (err == -EOPNOTSUPP || err == -EINVAL || err == -EPROTONOSUPPORT)
+				pr_warn("%s: zero-copy bind on queue %u failed (%s): the driver lacks AF_XDP zero-copy; use XVI_BIND_AUTO or XVI_BIND_COPY\n",
+					ep->ifname, cfg->queue_id, strerror(-err));
+			else
+				bind_error(ep, cfg, err);
+			return err;
+		}
+		pr_debug("%s: zero-copy unavailable (%s), binding in copy mode\n",
+			 ep->ifname, strerror(-err));
+	}
+	err = bind_socket(ep, cfg, XDP_COPY);
+	if (err)
+		bind_error(ep, cfg, err);
+	return err;
+}
+
+static void bind_error(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int err)
+{
+	if (err == -EBUSY)
+		pr_warn("%s: queue %u already has an AF_XDP socket with its own segment (one UMEM per queue): close it or use another queue\n",
+			ep->ifname, cfg->queue_id);
+	else if (err == -EPERM || err == -EACCES)
+		pr_warn("%s: creating an AF_XDP socket needs CAP_NET_RAW (and CAP_IPC_LOCK for the segment)\n",
+			ep->ifname);
+	else
+		pr_warn("%s: AF_XDP socket on queue %u failed: %s\n",
+			ep->ifname, cfg->queue_id, strerror(-err));
+}
+
+static void fill_tag(const struct xvi_ep_cfg *cfg, struct xvi_tag *tag)
+{
+	memset(tag, 0, sizeof(*tag));
+	if (cfg->kind == XVI_EP_RAW) {
+		tag->kind = XVI_TAG_RAW;
+		tag->raw_tag = htonl(cfg->raw_tag);
+		return;
+	}
+	tag->kind = cfg->family == AF_INET6 ? XVI_TAG_UDP6 : XVI_TAG_UDP4;
+	tag->port = htons(cfg->port);
+	memcpy(tag->addr, cfg->ip.a, cfg->family == AF_INET6 ? 16 : 4);
+}
+
+static void fill_local(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
+{
+	union xvi_sockaddr *l = &ep->local;
+
+	memset(l, 0, sizeof(*l));
+	if (cfg->kind == XVI_EP_RAW) {
+		l->raw.family = AF_PACKET;
+		memcpy(l->raw.mac, ep->mac, 6);
+		l->raw.tag = cfg->raw_tag;
+	} else if (cfg->family == AF_INET) {
+		l->in.sin_family = AF_INET;
+		l->in.sin_port = htons(cfg->port);
+		memcpy(&l->in.sin_addr, cfg->ip.a, 4);
+	} else {
+		l->in6.sin6_family = AF_INET6;
+		l->in6.sin6_port = htons(cfg->port);
+		memcpy(&l->in6.sin6_addr, cfg->ip.a, 16);
+	}
+}
+
+static __u32 max_payload(const struct xvi_ep_cfg *cfg, __u32 mtu)
+{
+	__u32 room = cfg->frame_size - XVI_TX_HEADROOM, hdr;
+
+	if (cfg->kind == XVI_EP_RAW)
+		hdr = XVI_RAW_HDR_LEN;
+	else if (cfg->family == AF_INET6)
+		hdr = XVI_IP6_HLEN + XVI_UDP_HLEN;
+	else
+		hdr = XVI_IP4_HLEN + XVI_UDP_HLEN;
+	if (mtu <= hdr)
+		return 0;
+	return mtu - hdr < room ? mtu - hdr : room;
+}
+
+static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
+{
+	if (!ep)
+		return;
+	/* Unpublish first: the datapath must stop redirecting to the socket. */
+	if (claimed)
+		xvi_ctl__release(ep->ctl, ep->slot);
+	if (ep->xsk)
+		xsk_socket__delete(ep->xsk);
+	if (ep->umem)
+		xsk_umem__delete(ep->umem);
+	if (ep->area)
+		munmap(ep->area, ep->area_size);
+	if (ep->ctl)
+		xvi_ctl__close(ep->ctl);
+	free(ep->free_frames);
+	free(ep);
+}
+
+struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
+					const struct xvi_endpoint_opts *opts)
+{
+	struct xvi_ctl_opts copts = { .sz = sizeof(copts) };
+	struct xvi_slot_owner owner;
+	struct xvi_endpoint *ep = NULL;
+	struct xvi_ep_cfg cfg;
+	struct xvi_iface ifc;
+	bool claimed = false;
+	__u32 i, idx;
+	int err;
+
+	err = xvi_ep_cfg__parse(ifname, opts, &cfg);
+	if (err)
+		goto fail;
+
+	/* The control plane (neigh.c, ctl.c) names its own failures. */
+	err = xvi_iface__query(ifname, &ifc);
+	if (err)
+		goto fail;
+	if (cfg.queue_id >= ifc.num_rx_queues) {
+		pr_warn("%s: queue %u does not exist: the interface has %u receive queue(s)\n",
+			ifname, cfg.queue_id, ifc.num_rx_queues);
+		err = -EINVAL;
+		goto fail;
+	}
+	if (cfg.kind == XVI_EP_UDP && !ip_is_zero(&cfg.ip)) {
+		err = xvi_iface__has_addr(ifc.ifindex, &cfg.ip);
+		if (err <= 0) {
+			char a[INET6_ADDRSTRLEN];
+
+			ip_str(&cfg.ip, a, sizeof(a));
+			if (!err) {
+				pr_warn("%s: address %s is not on the interface: add it or bind to the wildcard address\n",
+					ifname, a);
+				err = -EADDRNOTAVAIL;
+			} else {
+				pr_warn("%s: cannot list the addresses: %s\n", ifname,
+					strerror(-err));
+			}
+			goto fail;
+		}
+	}
+
+	/* Hot fields are read every frame: keep the object cache-line aligned. */
+	ep = aligned_alloc(64, (sizeof(*ep) + 63) & ~(size_t)63);
+	if (!ep) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	memset(ep, 0, sizeof(*ep));
+	ep->fd = -1;
+	snprintf(ep->ifname, sizeof(ep->ifname), "%s", ifname);
+	ep->kind = cfg.kind;
+	ep->family = cfg.family;
+	ep->local_ip = cfg.ip;
+	ep->wildcard = cfg.kind == XVI_EP_UDP && ip_is_zero(&cfg.ip);
+	ep->local_port = cfg.port;
+	ep->tag = cfg.raw_tag;
+	ep->ifindex = ifc.ifindex;
+	ep->mtu = ifc.mtu;
+	memcpy(ep->mac, ifc.mac, 6);
+	ep->queue_id = cfg.queue_id;
+	ep->frame_size = cfg.frame_size;
+	ep->frame_mask = ~(__u64)(cfg.frame_size - 1);
+	ep->num_frames = cfg.num_frames;
+	ep->rx_pool = cfg.fill_size;
+	ep->tx_pool = cfg.num_frames - cfg.fill_size;
+	ep->wait_mode = cfg.wait_mode;
+	ep->spin_us = cfg.spin_us;
+	ep->resolve_timeout_ms = cfg.resolve_timeout_ms;
+	ep->max_payload = max_payload(&cfg, ifc.mtu);
+	ep->ip_id = (__u16)getpid();
+	fill_local(ep, &cfg);
+	xvi_dst_cache__init(&ep->dst, xvi_ep__resolve, ep, NULL);
+
+	ep->free_frames = calloc(ep->tx_pool, sizeof(*ep->free_frames));
+	if (!ep->free_frames) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	ep->area_size = (size_t)cfg.num_frames * cfg.frame_size;
+	ep->area = map_segment(ep->area_size);
+	if (!ep->area) {
+		err = -errno;
+		pr_warn("%s: cannot map a %zu-byte segment: %s\n", ifname,
+			ep->area_size, strerror(errno));
+		goto fail;
+	}
+
+	copts.bpffs = cfg.bpffs;
+	ep->ctl = xvi_ctl__open(ifname, &copts);
+	if (!ep->ctl) {
+		err = errno ? -errno : -ENOENT;
+		goto fail;
+	}
+
+	memset(&owner, 0, sizeof(owner));
+	fill_tag(&cfg, &owner.tag);
+	owner.queue_id = cfg.queue_id;
+	owner.mode = XVI_EP_MODE_DIRECT;
+	owner.xsk_fd = -1;
+	err = xvi_ctl__claim(ep->ctl, &owner, &ep->slot);
+	if (err)
+		goto fail;
+	claimed = true;
+
+	err = create_socket(ep, &cfg);
+	if (err)
+		goto fail;
+
+	/* The whole receive pool goes to the kernel before the tag goes live. */
+	if (xsk_ring_prod__reserve(&ep->fill, ep->rx_pool, &idx) != ep->rx_pool) {
+		pr_warn("%s: fill ring refused %u frames\n", ifname, ep->rx_pool);
+		err = -ENOSPC;
+		goto fail;
+	}
+	for (i = 0; i < ep->rx_pool; i++)
+		*xsk_ring_prod__fill_addr(&ep->fill, idx + i) = (__u64)i * cfg.frame_size;
+	xsk_ring_prod__submit(&ep->fill, ep->rx_pool);
+	for (i = 0; i < ep->tx_pool; i++)
+		ep->free_frames[i] = (__u64)(cfg.num_frames - 1 - i) * cfg.frame_size;
+	ep->free_n = ep->tx_pool;
+
+	err = xvi_ctl__publish(ep->ctl, ep->slot, ep->fd, ep->bind_flags);
+	if (err)
+		goto fail;
+	pr_debug("%s: endpoint slot %u queue %u %s mode, %u frames of %u\n",
+		 ifname, ep->slot, ep->queue_id, ep->zerocopy ? "zero-copy" : "copy",
+		 ep->num_frames, ep->frame_size);
+	return ep;
+
+fail:
+	ep_destroy(ep, claimed);
+	errno = -err;
+	return NULL;
+}
+
+void xvi_endpoint__close(struct xvi_endpoint *ep)
+{
+	int saved = errno;
+
+	ep_destroy(ep, ep != NULL);
+	errno = saved;
+}
+
+int xvi_endpoint__info(const struct xvi_endpoint *ep,
+		       struct xvi_endpoint_info *info)
+{
+	struct xvi_endpoint_info out;
+	size_t sz;
+
+	if (!ep || !info || info->sz < sizeof(size_t))
+		return xvi_err(-EINVAL);
+	sz = info->sz;
+	memset(&out, 0, sizeof(out));
+	out.sz = sz;
+	out.flags = (ep->zerocopy ? XVI_INFO_ZEROCOPY : 0) |
+		    (ep->need_wakeup ? XVI_INFO_NEED_WAKEUP : 0);
+	out.ifindex = ep->ifindex;
+	out.queue_id = ep->queue_id;
+	out.slot = ep->slot;
+	out.mtu = ep->mtu;
+	out.max_payload = ep->max_payload;
+	out.frame_size = ep->frame_size;
+	out.num_frames = ep->num_frames;
+	out.local = ep->local;
+	/* An older caller's struct is shorter: fill only what it has. */
+	memcpy(info, &out, sz < sizeof(out) ? sz : sizeof(out));
+	info->sz = sz;
+	return 0;
+}
+
+int xvi_endpoint__fd(const struct xvi_endpoint *ep)
+{
+	if (!ep)
+		return xvi_err(-EINVAL);
+	return ep->fd;
+}
+
+int xvi_endpoint__stats(const struct xvi_endpoint *ep,
+			struct xvi_endpoint_stats *stats)
+{
+	struct xvi_endpoint_stats out;
+	struct xvi_ep_counters c;
+	struct xdp_statistics xs;
+	socklen_t len = sizeof(xs);
+	size_t sz;
+	int err;
+
+	if (!ep || !stats || stats->sz < sizeof(size_t))
+		return xvi_err(-EINVAL);
+	sz = stats->sz;
+	memset(&out, 0, sizeof(out));
+	err = xvi_ctl__ep_counters(ep->ctl, ep->slot, &c);
+	if (err)
+		return xvi_err(err);
+	out.rx_frames = c.rx_frames;
+	out.rx_bytes = c.rx_bytes;
+	/* Datapath drops plus the ones the software fallback made. */
+	out.drop_bad_csum = c.drop_bad_ip_csum + c.drop_bad_l4_csum + ep->sw_bad_csum;
+	out.drop_malformed = c.drop_malformed + c.drop_meta + ep->sw_malformed;
+	out.drop_no_socket = c.drop_no_socket;
+
+	memset(&xs, 0, sizeof(xs));
+	if (getsockopt(ep->fd, SOL_XDP, XDP_STATISTICS, &xs, &len))
+		return xvi_err(-errno);
+	out.rx_ring_full = xs.rx_ring_full;
+	out.rx_fill_empty = xs.rx_fill_ring_empty_descs;
+	out.rx_invalid = xs.rx_invalid_descs;
+	out.tx_invalid = xs.tx_invalid_descs;
+	out.tx_ring_empty = xs.tx_ring_empty_descs;
+	out.tx_frames = ep->tx_frames;
+	out.tx_kicks = ep->tx_kicks;
+	out.sz = sz;
+	memcpy(stats, &out, sz < sizeof(out) ? sz : sizeof(out));
+	stats->sz = sz;
+	return 0;
+}

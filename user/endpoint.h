@@ -1,0 +1,132 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The body of struct xvi_endpoint, shared by endpoint.c (open/close),
+ * rx.c and tx.c.  Internal to libxvi.
+ *
+ * Segment (UMEM) layout, num_frames frames of frame_size bytes:
+ *
+ *   frames [0, fill_size)           receive pool: they live in the fill ring,
+ *                                   the RX ring, the caller's hands (struct
+ *                                   xvi_msg) or the refill stash.  The pool
+ *                                   is exactly fill_size, so giving them all
+ *                                   back always fits in the fill ring.
+ *   frames [fill_size, num_frames)  send pool: a LIFO stack of free frames
+ *                                   (the most recently completed frame is
+ *                                   the warmest in cache), the TX ring, the
+ *                                   kernel, the completion ring.
+ *
+ * Receive frame: the kernel writes the packet at XDP_PACKET_HEADROOM (256)
+ * into the frame, and the datapath's struct xvi_rx_meta right in front of it
+ * (bpf_xdp_adjust_meta; AF_XDP copies the metadata too).
+ * Send frame: the payload starts at XVI_TX_HEADROOM so the headers (at most
+ * Ethernet + IPv6 + UDP = 62 bytes) are written in place in front of it and
+ * the descriptor points at the first header byte.
+ */
+#ifndef XVI_ENDPOINT_H
+#define XVI_ENDPOINT_H
+
+#include <stdbool.h>
+#include <net/if.h>
+#include <xdp/xsk.h>
+#include "xvi.h"
+#include "xvi_wire.h"
+#include "neigh.h"
+#include "dst_cache.h"
+#include "frame.h"
+
+#define XVI_TX_HEADROOM		64	/* >= 14 + 40 + 8, cache-line aligned payload */
+#define XVI_RX_HEADROOM		256	/* XDP_PACKET_HEADROOM, kernel ABI */
+#define XVI_FILL_BATCH		64	/* refill the fill ring this many at a time */
+#define XVI_RX_MAX_BATCH	256	/* descriptors taken per recv_batch peek */
+
+struct xvi_ctl;
+
+struct xvi_endpoint {
+	/* ---- receive fast path ---- */
+	struct xsk_ring_cons rx;
+	struct xsk_ring_prod fill;
+	void *area;			/* segment base */
+	__u64 frame_mask;		/* ~(frame_size - 1): frame base of an address */
+	__u32 slot;
+	__u32 stash_n;			/* frames waiting to go back to the fill ring */
+	int fd;
+	bool need_wakeup;		/* bound with XDP_USE_NEED_WAKEUP */
+	bool zerocopy;
+	enum xvi_ep_kind kind;
+	int family;			/* AF_INET, AF_INET6 or AF_PACKET (raw) */
+	__u64 sw_bad_csum;		/* dropped by the software fallback */
+	__u64 sw_malformed;
+	__u64 sw_parsed;		/* frames that arrived without metadata */
+
+	/* ---- send fast path ---- */
+	struct xsk_ring_prod tx;
+	struct xsk_ring_cons comp;
+	__u64 *free_frames;		/* stack of free send frames (addresses) */
+	__u32 free_n;
+	__u32 in_flight;		/* posted, not completed */
+	__u32 max_payload;
+	__u16 ip_id;
+	__u16 local_port;		/* host order */
+	__u32 tag;			/* raw tag, host order */
+	struct xvi_ip local_ip;		/* bound address, all-zero = wildcard */
+	bool wildcard;
+	__u8 mac[6];			/* interface MAC: source of every frame */
+	__u64 tx_frames;
+	__u64 tx_kicks;
+	struct xvi_dst_cache dst;
+
+	/* ---- cold ---- */
+	enum xvi_wait_mode wait_mode;
+	__u32 spin_us;
+	int resolve_timeout_ms;
+	__u32 frame_size;
+	__u32 num_frames;
+	__u32 rx_pool;			/* = fill_size */
+	__u32 tx_pool;
+	__u32 queue_id;
+	__u32 mtu;
+	int ifindex;
+	__u32 bind_flags;
+	union xvi_sockaddr local;
+	size_t area_size;
+	struct xsk_umem *umem;
+	struct xsk_socket *xsk;
+	struct xvi_ctl *ctl;
+	char ifname[IF_NAMESIZE];
+	__u64 stash[XVI_FILL_BATCH];
+};
+
+/* Parsed and defaulted open options. */
+struct xvi_ep_cfg {
+	enum xvi_ep_kind kind;
+	int family;
+	struct xvi_ip ip;
+	__u16 port;			/* host order */
+	__u32 raw_tag;
+	__u32 queue_id;
+	__u32 frame_size;
+	__u32 num_frames;
+	__u32 rx_size, tx_size, fill_size, comp_size;
+	enum xvi_bind_mode bind_mode;
+	enum xvi_wait_mode wait_mode;
+	__u32 spin_us;
+	__u32 resolve_timeout_ms;
+	const char *bpffs;
+};
+
+/* Validate @opts and fill @cfg with defaults applied; logs why on -EINVAL. */
+int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
+		      struct xvi_ep_cfg *cfg);
+
+/* rx.c / tx.c internals used by endpoint.c. */
+void xvi_rx__flush_stash(struct xvi_endpoint *ep);
+int xvi_tx__reap(struct xvi_endpoint *ep);
+int xvi_ep__resolve(void *ctx, const struct xvi_ip *dst, __u8 mac[6],
+		    struct xvi_ip *src);
+
+static inline void *xvi_ep__ptr(const struct xvi_endpoint *ep, __u64 addr)
+{
+	return (char *)ep->area + addr;
+}
+
+#endif /* XVI_ENDPOINT_H */

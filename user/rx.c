@@ -1,0 +1,321 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Receive: RX ring -> struct xvi_msg in place, frames back to the fill ring
+ * in batches.  The per-frame path makes no syscall and takes no lock.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include "endpoint.h"
+#include "log.h"
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#else
+	__asm__ __volatile__("" ::: "memory");
+#endif
+}
+
+static inline struct xvi_rx_meta *meta_of(const struct xvi_endpoint *ep, __u64 addr)
+{
+	return (struct xvi_rx_meta *)((char *)ep->area + addr - sizeof(struct xvi_rx_meta));
+}
+
+void xvi_rx__flush_stash(struct xvi_endpoint *ep)
+{
+	__u32 n = ep->stash_n, idx, i;
+
+	if (!n)
+		return;
+	/*
+	 * The receive pool is fill_size frames and the ring holds fill_size:
+	 * every frame we own always fits, so the reserve cannot fall short.
+	 */
+	if (unlikely(xsk_ring_prod__reserve(&ep->fill, n, &idx) != n)) {
+		pr_warn("%s: fill ring full with %u frames to return: frame accounting is broken\n",
+			ep->ifname, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		*xsk_ring_prod__fill_addr(&ep->fill, idx + i) = ep->stash[i];
+	xsk_ring_prod__submit(&ep->fill, n);
+	ep->stash_n = 0;
+	/* Zero-copy drivers sleep when the fill ring ran dry: wake them. */
+	if (xsk_ring_prod__needs_wakeup(&ep->fill))
+		recvfrom(ep->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+}
+
+static inline void give_back(struct xvi_endpoint *ep, __u64 addr)
+{
+	/*
+	 * The kernel copies metadata only when the datapath attached some, so
+	 * a stale magic from this frame's previous life must not survive.
+	 */
+	meta_of(ep, addr)->magic = 0;
+	ep->stash[ep->stash_n++] = addr & ep->frame_mask;
+	if (ep->stash_n == XVI_FILL_BATCH)
+		xvi_rx__flush_stash(ep);
+}
+
+static inline void set_peer(const struct xvi_endpoint *ep, const __u8 *f,
+			    __u32 flags, __u16 l3, __u16 l4, union xvi_sockaddr *p)
+{
+	if (flags & XVI_RX_RAW) {
+		__be32 t;
+
+		p->raw.family = AF_PACKET;
+		memcpy(p->raw.mac, f + 6, 6);
+		memcpy(&t, f + l3 + 4, 4);
+		p->raw.tag = ntohl(t);
+	} else if (flags & XVI_RX_IPV6) {
+		memset(&p->in6, 0, sizeof(p->in6));
+		p->in6.sin6_family = AF_INET6;
+		memcpy(&p->in6.sin6_port, f + l4, 2);
+		memcpy(&p->in6.sin6_addr, f + l3 + 8, 16);
+		/* A link-local peer is only reachable through this interface. */
+		if (IN6_IS_ADDR_LINKLOCAL(&p->in6.sin6_addr))
+			p->in6.sin6_scope_id = ep->ifindex;
+	} else {
+		memset(&p->in, 0, sizeof(p->in));
+		p->in.sin_family = AF_INET;
+		memcpy(&p->in.sin_port, f + l4, 2);
+		memcpy(&p->in.sin_addr, f + l3 + 12, 4);
+	}
+}
+
+/*
+ * No usable metadata (datapath without adjust_meta support, or a frame it
+ * did not verify): parse and verify in software.  Returns false to drop.
+ */
+static bool rx_slow(struct xvi_endpoint *ep, const __u8 *f, __u32 len,
+		    struct xvi_msg *m)
+{
+	struct xvi_frame_info fi;
+	int err;
+
+	ep->sw_parsed++;
+	err = xvi_frame__parse(f, len, &fi);
+	if (err) {
+		ep->sw_malformed++;
+		pr_debug("%s: dropped a frame: %s\n", ep->ifname, xvi_frame__strerror(err));
+		return false;
+	}
+	if ((ep->kind == XVI_EP_RAW) != !!(fi.flags & XVI_RX_RAW) ||
+	    (ep->kind == XVI_EP_UDP && fi.src.family != ep->family)) {
+		ep->sw_malformed++;
+		return false;
+	}
+	err = xvi_frame__verify(f, &fi);
+	if (err) {
+		ep->sw_bad_csum++;
+		pr_debug("%s: dropped a frame: %s\n", ep->ifname, xvi_frame__strerror(err));
+		return false;
+	}
+	m->data = (void *)(f + fi.payload_off);
+	m->len = fi.payload_len;
+	m->flags = (fi.flags & XVI_RX_CSUM_NONE) ? XVI_MSG_CSUM_NONE : XVI_MSG_CSUM_VERIFIED;
+	set_peer(ep, f, fi.flags, fi.l3_off, fi.l4_off, &m->peer);
+	return true;
+}
+
+static inline bool rx_one(struct xvi_endpoint *ep, __u64 addr, __u32 len,
+			  struct xvi_msg *m)
+{
+	const struct xvi_rx_meta *meta = meta_of(ep, addr);
+	const __u8 *f = (const __u8 *)ep->area + addr;
+	__u32 want = ep->kind == XVI_EP_RAW ? XVI_RX_RAW :
+		     ep->family == AF_INET6 ? XVI_RX_IPV6 : 0;
+	__u32 mf = meta->flags;
+	__u32 l3_need = want == XVI_RX_RAW ? XVI_RAW_HDR_LEN :
+			want == XVI_RX_IPV6 ? XVI_IP6_HLEN : XVI_IP4_HLEN;
+
+	m->frame = addr;
+	/*
+	 * Trust the metadata only if it is ours, its offsets lie inside the
+	 * frame, the frame kind fits the endpoint, and the checksums were
+	 * checked (or there are none).
+	 */
+	if (likely(meta->magic == XVI_RX_META_MAGIC && meta->slot == ep->slot &&
+		   (mf & (XVI_RX_RAW | XVI_RX_IPV6)) == want &&
+		   (mf & (XVI_RX_CSUM_VERIFIED | XVI_RX_CSUM_NONE | XVI_RX_RAW)) &&
+		   (__u32)meta->payload_off + meta->payload_len <= len &&
+		   (__u32)meta->l4_off + XVI_UDP_HLEN <= len &&
+		   (__u32)meta->l3_off + l3_need <= len)) {
+		m->data = (void *)(f + meta->payload_off);
+		m->len = meta->payload_len;
+		m->flags = ((mf & XVI_RX_CSUM_VERIFIED) ? XVI_MSG_CSUM_VERIFIED : 0) |
+			   ((mf & XVI_RX_CSUM_NONE) ? XVI_MSG_CSUM_NONE : 0);
+		set_peer(ep, f, mf, meta->l3_off, meta->l4_off, &m->peer);
+		return true;
+	}
+	return rx_slow(ep, f, len, m);
+}
+
+int xvi_endpoint__recv_batch(struct xvi_endpoint *ep, struct xvi_msg *msgs,
+			     int max)
+{
+	__u32 n, idx, i;
+	int got = 0;
+
+	if (unlikely(!ep || !msgs || max < 0))
+		return xvi_err(-EINVAL);
+	/* Frames given back since the last call go to the kernel in one batch. */
+	xvi_rx__flush_stash(ep);
+	n = xsk_ring_cons__peek(&ep->rx, max < XVI_RX_MAX_BATCH ? max : XVI_RX_MAX_BATCH,
+				&idx);
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&ep->rx, idx + i);
+
+		if (likely(rx_one(ep, d->addr, d->len, &msgs[got])))
+			got++;
+		else
+			give_back(ep, d->addr);
+	}
+	/* Descriptors are copied out; the frames stay ours until release. */
+	xsk_ring_cons__release(&ep->rx, n);
+	return got;
+}
+
+void xvi_endpoint__release(struct xvi_endpoint *ep, const struct xvi_msg *msgs,
+			   int n)
+{
+	int i;
+
+	if (!ep || !msgs)
+		return;
+	for (i = 0; i < n; i++)
+		give_back(ep, msgs[i].frame);
+}
+
+static inline bool rx_ready(struct xvi_endpoint *ep)
+{
+	/* Acquire pairs with the kernel's release of the producer index. */
+	return ep->rx.cached_prod != ep->rx.cached_cons ||
+	       __atomic_load_n(ep->rx.producer, __ATOMIC_ACQUIRE) != ep->rx.cached_cons;
+}
+
+static inline __u64 now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/* Spin until ready or @until_us (0: forever).  Returns 1 or 0. */
+static int spin_until(struct xvi_endpoint *ep, __u64 until_us)
+{
+	unsigned int i = 0;
+
+	for (;;) {
+		if (rx_ready(ep))
+			return 1;
+		cpu_relax();
+		/* Reading the clock is cheap (vDSO) but not free: every 64 turns. */
+		if (until_us && !(++i & 63) && now_us() >= until_us)
+			return rx_ready(ep);
+	}
+}
+
+static int block_until(struct xvi_endpoint *ep, int timeout_ms)
+{
+	struct pollfd p = { .fd = ep->fd, .events = POLLIN };
+	int r;
+
+	r = poll(&p, 1, timeout_ms);
+	if (r < 0)
+		return xvi_err(-errno);
+	if (r == 0)
+		return rx_ready(ep);
+	if (p.revents & (POLLERR | POLLNVAL))
+		return xvi_err(-EIO);
+	return 1;
+}
+
+int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms)
+{
+	__u64 start, until = 0, spin_end;
+	int left;
+
+	if (!ep)
+		return xvi_err(-EINVAL);
+	if (rx_ready(ep))
+		return 1;
+	/* Nothing can arrive while the free frames sit in our stash. */
+	xvi_rx__flush_stash(ep);
+	if (timeout_ms == 0)
+		return rx_ready(ep);
+
+	start = now_us();
+	if (timeout_ms > 0)
+		until = start + (__u64)timeout_ms * 1000;
+
+	switch (ep->wait_mode) {
+	case XVI_WAIT_BUSY:
+		return spin_until(ep, until);
+	case XVI_WAIT_ADAPTIVE:
+		spin_end = start + ep->spin_us;
+		if (until && until < spin_end)
+			spin_end = until;
+		if (spin_until(ep, spin_end))
+			return 1;
+		if (until && now_us() >= until)
+			return 0;
+		break;
+	case XVI_WAIT_BLOCK:
+	default:
+		break;
+	}
+	if (!until)
+		return block_until(ep, -1);
+	/* Round up: poll() must not wake before the deadline. */
+	left = (int)((until - now_us() + 999) / 1000);
+	return block_until(ep, left > 0 ? left : 0);
+}
+
+ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf, size_t len,
+			       union xvi_sockaddr *src, int timeout_ms)
+{
+	__u64 until = 0, now;
+	struct xvi_msg m;
+	int r, left = timeout_ms;
+
+	if (!ep || (!buf && len))
+		return xvi_err(-EINVAL);
+	if (timeout_ms > 0)
+		until = now_us() + (__u64)timeout_ms * 1000;
+	for (;;) {
+		r = xvi_endpoint__recv_batch(ep, &m, 1);
+		if (r < 0)
+			return r;
+		if (r == 1)
+			break;
+		/* Empty, or the frame was dropped by verification: wait again. */
+		if (timeout_ms > 0) {
+			now = now_us();
+			if (now >= until)
+				return xvi_err(-EAGAIN);
+			left = (int)((until - now + 999) / 1000);
+		}
+		r = xvi_endpoint__wait(ep, left);
+		if (r < 0)
+			return r;
+		if (r == 0)
+			return xvi_err(-EAGAIN);
+	}
+	memcpy(buf, m.data, m.len < len ? m.len : len);
+	if (src)
+		*src = m.peer;
+	xvi_endpoint__release(ep, &m, 1);
+	return m.len;
+}

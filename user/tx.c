@@ -1,0 +1,339 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Send: free-frame stack -> headers in place -> TX ring -> one doorbell ->
+ * completion ring -> free-frame stack.  The per-frame path makes no syscall
+ * and takes no lock; the doorbell is one sendto() per batch, and only when
+ * the kernel asks for it (need_wakeup).
+ */
+#include <errno.h>
+#include <string.h>
+#include <time.h>
+#include <arpa/inet.h>
+#include <sys/socket.h>
+#include "csum.h"
+#include "endpoint.h"
+#include "log.h"
+
+#define likely(x)	__builtin_expect(!!(x), 1)
+#define unlikely(x)	__builtin_expect(!!(x), 0)
+
+/*
+ * Copy mode (xsk_generic_xmit) sends at most this many descriptors per
+ * sendto() and answers EAGAIN when more are left (TX_BATCH_SIZE in
+ * net/xdp/xsk.c).
+ */
+#define KERNEL_TX_BATCH		32
+#define REAP_BATCH		512
+/* sendto(): how long a full send queue may stay full before -EAGAIN */
+#define SENDTO_WAIT_US		10000
+
+int xvi_tx__reap(struct xvi_endpoint *ep)
+{
+	__u32 n, idx, i;
+
+	n = xsk_ring_cons__peek(&ep->comp, REAP_BATCH, &idx);
+	if (!n)
+		return 0;
+	for (i = 0; i < n; i++) {
+		__u64 addr = *xsk_ring_cons__comp_addr(&ep->comp, idx + i);
+
+		/* Never trust the ring to push beyond the pool we own. */
+		if (likely(ep->free_n < ep->tx_pool))
+			ep->free_frames[ep->free_n++] = addr & ep->frame_mask;
+	}
+	xsk_ring_cons__release(&ep->comp, n);
+	ep->in_flight -= n < ep->in_flight ? n : ep->in_flight;
+	return n;
+}
+
+static inline __u32 tx_pending(const struct xvi_endpoint *ep)
+{
+	/* Acquire pairs with the kernel's release of the consumer index. */
+	return ep->tx.cached_prod - __atomic_load_n(ep->tx.consumer, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * Ring the doorbell until the kernel has taken every posted descriptor, or
+ * a bounded number of times.  Whatever is left is kicked by the next send
+ * or flush.
+ */
+static int tx_kick(struct xvi_endpoint *ep)
+{
+	__u32 pending = tx_pending(ep);
+	int budget = pending / KERNEL_TX_BATCH + 8;
+
+	while (pending && budget-- > 0) {
+		/* A zero-copy driver clears the flag while it is polling the ring. */
+		if (ep->need_wakeup && !xsk_ring_prod__needs_wakeup(&ep->tx))
+			break;
+		ep->tx_kicks++;
+		if (sendto(ep->fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0) {
+			switch (errno) {
+			case EAGAIN:	/* batch limit hit, or completion ring full */
+			case EBUSY:	/* the device dropped one frame; it completed */
+			case ENOBUFS:	/* socket send buffer full of frames in flight */
+			case EINTR:
+				xvi_tx__reap(ep);
+				break;
+			default:
+				return xvi_err(-errno);
+			}
+		}
+		pending = tx_pending(ep);
+	}
+	xvi_tx__reap(ep);
+	return 0;
+}
+
+int xvi_endpoint__tx_alloc(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
+{
+	int i;
+
+	if (unlikely(!ep || !bufs || n < 0))
+		return xvi_err(-EINVAL);
+	if (ep->free_n < (__u32)n) {
+		xvi_tx__reap(ep);
+		/* Frames stuck in an unkicked ring never complete: kick them. */
+		if (!ep->free_n && tx_pending(ep))
+			tx_kick(ep);
+	}
+	if ((__u32)n > ep->free_n)
+		n = ep->free_n;
+	for (i = 0; i < n; i++) {
+		__u64 addr = ep->free_frames[--ep->free_n];
+
+		bufs[i].data = xvi_ep__ptr(ep, addr + XVI_TX_HEADROOM);
+		bufs[i].cap = ep->frame_size - XVI_TX_HEADROOM;
+		bufs[i].len = 0;
+		bufs[i].flags = 0;
+		bufs[i].dst = NULL;
+		bufs[i].frame = addr;
+	}
+	return n;
+}
+
+void xvi_endpoint__tx_free(struct xvi_endpoint *ep, const struct xvi_txbuf *bufs, int n)
+{
+	int i;
+
+	if (!ep || !bufs)
+		return;
+	for (i = 0; i < n && ep->free_n < ep->tx_pool; i++)
+		ep->free_frames[ep->free_n++] = bufs[i].frame & ep->frame_mask;
+}
+
+static inline void ip_from_sa(const union xvi_sockaddr *sa, struct xvi_ip *ip)
+{
+	ip->family = sa->sa.sa_family;
+	if (ip->family == AF_INET)
+		memcpy(ip->a, &sa->in.sin_addr, 4);
+	else
+		memcpy(ip->a, &sa->in6.sin6_addr, 16);
+}
+
+/*
+ * Headers for one datagram whose @len payload bytes already sit at @data
+ * in a send frame; fills the descriptor.  @psum is the payload's partial
+ * sum if @have_sum, else it is computed here.  @now caches the clock for
+ * the batch (0 = not read yet).
+ */
+static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
+		    bool have_sum, const union xvi_sockaddr *dst, __u64 *now,
+		    struct xdp_desc *d)
+{
+	__u64 off = (__u64)((char *)data - (char *)ep->area);
+	__u32 in_frame = off & (ep->frame_size - 1);
+	const struct xvi_dst_entry *e;
+	struct xvi_frame_spec s;
+	struct xvi_ip dip;
+	int hlen, err;
+
+	if (unlikely(len > ep->max_payload))
+		return -EMSGSIZE;
+	if (unlikely(!dst))
+		return -EDESTADDRREQ;
+	if (unlikely(dst->sa.sa_family != ep->family))
+		return -EAFNOSUPPORT;
+	/* The buffer must be one of ours, with the header room in front. */
+	if (unlikely(off >= ep->area_size || in_frame < XVI_TX_HEADROOM ||
+		     in_frame + len > ep->frame_size))
+		return -EINVAL;
+
+	memset(&s, 0, sizeof(s));
+	s.family = ep->family;
+	memcpy(s.src_mac, ep->mac, 6);
+	if (ep->kind == XVI_EP_RAW) {
+		if (unlikely(!dst->raw.tag))
+			return -EINVAL;
+		memcpy(s.dst_mac, dst->raw.mac, 6);
+		s.dst_tag = dst->raw.tag;
+		s.src_tag = ep->tag;
+	} else {
+		__be16 port = ep->family == AF_INET ? dst->in.sin_port : dst->in6.sin6_port;
+
+		if (unlikely(!port))
+			return -EINVAL;
+		ip_from_sa(dst, &dip);
+		if (!*now)
+			*now = xvi_dst_cache__now(&ep->dst);
+		err = xvi_dst_cache__get(&ep->dst, &dip, *now, &e);
+		if (unlikely(err))
+			return err;
+		memcpy(s.dst_mac, e->mac, 6);
+		s.src = ep->wildcard ? e->src : ep->local_ip;
+		s.dst = dip;
+		s.sport = ep->local_port;
+		s.dport = ntohs(port);
+		s.ip_id = ep->ip_id++;
+		if (!have_sum)
+			psum = xvi_csum_partial(data, len, 0);
+	}
+	hlen = xvi_frame__put_hdrs(data, len, psum, &s);
+	if (unlikely(hlen < 0))
+		return -EINVAL;
+	d->addr = off - hlen;
+	d->len = hlen + len;
+	return 0;
+}
+
+/* A caller-built frame (XVI_TX_FRAME): checked for bounds, posted as-is. */
+static int tx_frame(struct xvi_endpoint *ep, const struct xvi_txbuf *b,
+		    struct xdp_desc *d)
+{
+	__u64 off = (__u64)((char *)b->data - (char *)ep->area);
+	__u32 in_frame = off & (ep->frame_size - 1);
+
+	if (unlikely(off >= ep->area_size || in_frame + b->len > ep->frame_size ||
+		     b->len < XVI_ETH_HLEN))
+		return -EINVAL;
+	if (unlikely(b->len > ep->mtu + XVI_ETH_HLEN + XVI_VLAN_HLEN))
+		return -EMSGSIZE;
+	d->addr = off;
+	d->len = b->len;
+	return 0;
+}
+
+/* Reserve up to @n TX descriptors, kicking once if the ring is full. */
+static __u32 tx_reserve(struct xvi_endpoint *ep, __u32 n, __u32 *idx)
+{
+	__u32 free = xsk_prod_nb_free(&ep->tx, n);
+
+	if (free < n) {
+		tx_kick(ep);
+		free = xsk_prod_nb_free(&ep->tx, n);
+	}
+	if (n > free)
+		n = free;
+	return n ? xsk_ring_prod__reserve(&ep->tx, n, idx) : 0;
+}
+
+static int tx_post(struct xvi_endpoint *ep, __u32 n)
+{
+	/* Release: descriptors and frame bytes before the producer index. */
+	xsk_ring_prod__submit(&ep->tx, n);
+	ep->in_flight += n;
+	ep->tx_frames += n;
+	return tx_kick(ep);
+}
+
+int xvi_endpoint__tx_send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
+{
+	__u32 r, idx, i;
+	__u64 now = 0;
+	int err = 0;
+
+	if (unlikely(!ep || (!bufs && n) || n < 0))
+		return xvi_err(-EINVAL);
+	if (!n)
+		return 0;
+	r = tx_reserve(ep, n, &idx);
+	for (i = 0; i < r; i++) {
+		struct xdp_desc *d = xsk_ring_prod__tx_desc(&ep->tx, idx + i);
+		struct xvi_txbuf *b = &bufs[i];
+
+		if (b->flags & XVI_TX_FRAME)
+			err = tx_frame(ep, b, d);
+		else
+			err = tx_build(ep, b->data, b->len, 0, false, b->dst, &now, d);
+		if (unlikely(err))
+			break;
+	}
+	/* Hand back the reserved descriptors of the failed tail. */
+	ep->tx.cached_prod -= r - i;
+	if (i) {
+		int kerr = tx_post(ep, i);
+
+		/* Posted is posted: the next kick retries; report the count. */
+		if (kerr)
+			pr_debug("%s: send doorbell failed: %s\n", ep->ifname, strerror(-kerr));
+		return i;
+	}
+	return xvi_err(err ? err : -EAGAIN);
+}
+
+static inline __u64 now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t len,
+			     const union xvi_sockaddr *dst)
+{
+	__u64 addr, psum = 0, now = 0, until = 0;
+	struct xdp_desc *d;
+	void *data;
+	__u32 idx;
+	int err;
+
+	if (unlikely(!ep || (!buf && len)))
+		return xvi_err(-EINVAL);
+	if (unlikely(len > ep->max_payload))
+		return xvi_err(-EMSGSIZE);
+	/* A free frame and a descriptor, waiting a bounded time for both. */
+	for (;;) {
+		if (!ep->free_n)
+			xvi_tx__reap(ep);
+		if (ep->free_n && tx_reserve(ep, 1, &idx))
+			break;
+		if (!until)
+			until = now_us() + SENDTO_WAIT_US;
+		else if (now_us() >= until)
+			return xvi_err(-EAGAIN);
+		err = tx_kick(ep);
+		if (err)
+			return err;
+	}
+	addr = ep->free_frames[--ep->free_n];
+	data = xvi_ep__ptr(ep, addr + XVI_TX_HEADROOM);
+	/* One pass over the payload: copy and checksum together. */
+	if (ep->kind == XVI_EP_RAW)
+		memcpy(data, buf, len);
+	else
+		psum = xvi_csum_copy(data, buf, len, 0);
+	d = xsk_ring_prod__tx_desc(&ep->tx, idx);
+	err = tx_build(ep, data, len, psum, true, dst, &now, d);
+	if (unlikely(err)) {
+		ep->tx.cached_prod--;
+		ep->free_frames[ep->free_n++] = addr;
+		return xvi_err(err);
+	}
+	err = tx_post(ep, 1);
+	if (err)
+		pr_debug("%s: send doorbell failed: %s\n", ep->ifname, strerror(-err));
+	return len;
+}
+
+int xvi_endpoint__flush(struct xvi_endpoint *ep)
+{
+	int err;
+
+	if (!ep)
+		return xvi_err(-EINVAL);
+	err = tx_kick(ep);
+	if (err)
+		return err;
+	return ep->in_flight;
+}
