@@ -245,8 +245,14 @@ static void *map_segment(size_t size)
 static int bind_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 		       __u16 mode)
 {
+	/*
+	 * The kernel publishes its fill-ring consumer index lazily (only when
+	 * its cached entries run out), so frames it already used and we got
+	 * back through the RX ring can still look queued.  Twice the receive
+	 * pool always has room for every frame we own, seen or not.
+	 */
 	struct xsk_umem_config ucfg = {
-		.fill_size = cfg->fill_size,
+		.fill_size = 2 * cfg->fill_size,
 		.comp_size = cfg->comp_size,
 		.frame_size = cfg->frame_size,
 		.frame_headroom = 0,
@@ -288,12 +294,47 @@ static int bind_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 
 static void bind_error(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int err);
 
+/* Does a live endpoint other than ours hold @queue on this interface? */
+static bool queue_held(struct xvi_endpoint *ep, __u32 queue)
+{
+	struct xvi_slot_owner o;
+	__u32 slot = XVI_CTL_SLOT_START;
+
+	while (xvi_ctl__next_owner(ep->ctl, &slot, &o) > 0)
+		if (slot != ep->slot && o.queue_id == queue &&
+		    xvi_ctl__owner_alive(o.pid, o.start_time))
+			return true;
+	return false;
+}
+
+/*
+ * The kernel frees a closed socket's UMEM from a work item, so for a few tens
+ * of milliseconds after another endpoint on this queue closed, a bind still
+ * sees the queue busy.  Retry then, but fail at once if a live endpoint
+ * really holds the queue.
+ */
+#define XVI_BUSY_RETRY_MS	1000
+
+static int bind_socket_retry(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
+			     __u16 mode)
+{
+	int err, waited;
+
+	for (waited = 0;; waited += 10) {
+		err = bind_socket(ep, cfg, mode);
+		if (err != -EBUSY || waited >= XVI_BUSY_RETRY_MS ||
+		    queue_held(ep, cfg->queue_id))
+			return err;
+		usleep(10 * 1000);
+	}
+}
+
 static int create_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 {
 	int err = -EOPNOTSUPP;
 
 	if (cfg->bind_mode != XVI_BIND_COPY) {
-		err = bind_socket(ep, cfg, XDP_ZEROCOPY);
+		err = bind_socket_retry(ep, cfg, XDP_ZEROCOPY);
 		if (!err)
 			return 0;
 		if (cfg->bind_mode == XVI_BIND_ZEROCOPY) {
@@ -307,7 +348,7 @@ static int create_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 		pr_debug("%s: zero-copy unavailable (%s), binding in copy mode\n",
 			 ep->ifname, strerror(-err));
 	}
-	err = bind_socket(ep, cfg, XDP_COPY);
+	err = bind_socket_retry(ep, cfg, XDP_COPY);
 	if (err)
 		bind_error(ep, cfg, err);
 	return err;
@@ -390,6 +431,7 @@ static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
 	if (ep->ctl)
 		xvi_ctl__close(ep->ctl);
 	free(ep->free_frames);
+	free(ep->stash);
 	free(ep);
 }
 
@@ -470,7 +512,8 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	xvi_dst_cache__init(&ep->dst, xvi_ep__resolve, ep, NULL);
 
 	ep->free_frames = calloc(ep->tx_pool, sizeof(*ep->free_frames));
-	if (!ep->free_frames) {
+	ep->stash = calloc(ep->rx_pool, sizeof(*ep->stash));
+	if (!ep->free_frames || !ep->stash) {
 		err = -ENOMEM;
 		goto fail;
 	}

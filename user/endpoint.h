@@ -7,9 +7,9 @@
  *
  *   frames [0, fill_size)           receive pool: they live in the fill ring,
  *                                   the RX ring, the caller's hands (struct
- *                                   xvi_msg) or the refill stash.  The pool
- *                                   is exactly fill_size, so giving them all
- *                                   back always fits in the fill ring.
+ *                                   xvi_msg) or the refill stash.  The fill
+ *                                   ring is twice the pool (see bind_socket)
+ *                                   so giving them all back always fits.
  *   frames [fill_size, num_frames)  send pool: a LIFO stack of free frames
  *                                   (the most recently completed frame is
  *                                   the warmest in cache), the TX ring, the
@@ -93,7 +93,7 @@ struct xvi_endpoint {
 	struct xsk_socket *xsk;
 	struct xvi_ctl *ctl;
 	char ifname[IF_NAMESIZE];
-	__u64 stash[XVI_FILL_BATCH];
+	__u64 *stash;			/* rx_pool entries: can hold every frame */
 };
 
 /* Parsed and defaulted open options. */

@@ -36,18 +36,18 @@ void xvi_rx__flush_stash(struct xvi_endpoint *ep)
 	if (!n)
 		return;
 	/*
-	 * The receive pool is fill_size frames and the ring holds fill_size:
-	 * every frame we own always fits, so the reserve cannot fall short.
+	 * The fill ring is twice the receive pool, so this never falls short;
+	 * if it ever did, the rest stays stashed (the stash holds the whole
+	 * pool) and goes next time instead of being lost.
 	 */
-	if (unlikely(xsk_ring_prod__reserve(&ep->fill, n, &idx) != n)) {
-		pr_warn("%s: fill ring full with %u frames to return: frame accounting is broken\n",
-			ep->ifname, n);
+	n = xsk_ring_prod__reserve(&ep->fill, n, &idx) ? n :
+	    xsk_ring_prod__reserve(&ep->fill, xsk_prod_nb_free(&ep->fill, n), &idx);
+	if (unlikely(!n))
 		return;
-	}
 	for (i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&ep->fill, idx + i) = ep->stash[i];
+		*xsk_ring_prod__fill_addr(&ep->fill, idx + i) = ep->stash[ep->stash_n - n + i];
 	xsk_ring_prod__submit(&ep->fill, n);
-	ep->stash_n = 0;
+	ep->stash_n -= n;
 	/* Zero-copy drivers sleep when the fill ring ran dry: wake them. */
 	if (xsk_ring_prod__needs_wakeup(&ep->fill))
 		recvfrom(ep->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
@@ -61,7 +61,7 @@ static inline void give_back(struct xvi_endpoint *ep, __u64 addr)
 	 */
 	meta_of(ep, addr)->magic = 0;
 	ep->stash[ep->stash_n++] = addr & ep->frame_mask;
-	if (ep->stash_n == XVI_FILL_BATCH)
+	if (ep->stash_n >= XVI_FILL_BATCH)
 		xvi_rx__flush_stash(ep);
 }
 
