@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xvi-perf: sockperf's command line and UDP message format over xdp-vi
+ * endpoints, or over kernel sockets (--kernel) for side-by-side runs.
+ */
+#include <getopt.h>
+#include <stdarg.h>
+#include "perf.h"
+
+static int verbosity;
+
+static int print_fn(enum xvi_print_level level, const char *fmt, va_list args)
+{
+	if (level == XVI_DEBUG && verbosity < 1)
+		return 0;
+	return vfprintf(stderr, fmt, args);
+}
+
+const char *perf_transport_name(const struct perf_cfg *cfg)
+{
+	return cfg->xt.kernel ? "kernel" : "xvi";
+}
+
+static const struct {
+	const char *name;
+	const char *alias;
+	enum perf_mode mode;
+} subcommands[] = {
+	{ "server",	"sr", MODE_SERVER },
+	{ "ping-pong",	"pp", MODE_PING_PONG },
+	{ "throughput",	"tp", MODE_THROUGHPUT },
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: xvi-perf server|ping-pong|throughput [OPTIONS]   (aliases: sr, pp, tp)\n"
+"\n"
+"sockperf-compatible UDP latency and throughput over xdp-vi endpoints.\n"
+"\n"
+"  -i, --ip IP          server: address to listen on (default 0.0.0.0);\n"
+"                       clients: the server address (IPv4 or IPv6 literal)\n"
+"  -p, --port PORT      UDP port (default %u)\n"
+"  -m, --msg-size BYTES message size, header included (%u..%u, default %u)\n"
+"  -t, --time SEC       client: test time (default 1); server: stop after SEC\n"
+"                       (default: run until Ctrl-C or SIGTERM)\n"
+"      --iface IFACE    the interface that runs the xdp-vi datapath (required\n"
+"                       unless --kernel)\n"
+"      --queue Q        interface queue to bind (default 0)\n"
+"      --kernel         use an ordinary kernel UDP socket instead\n"
+"      --wait MODE      busy, block or adaptive (default adaptive)\n"
+"      --mps N          limit the send rate to N messages per second\n"
+"      --json           print results as one JSON object on stdout\n"
+"  -v, --verbose        library debug messages\n"
+"  -h, --help           this help\n"
+"\n"
+"Exit status: 0 success, 1 failure, 2 usage error.\n",
+		SP_DEFAULT_PORT, SP_HDR_LEN, XT_UDP_MAX, SP_DEFAULT_SIZE);
+}
+
+enum {
+	OPT_IFACE = 256,
+	OPT_QUEUE,
+	OPT_KERNEL,
+	OPT_WAIT,
+	OPT_MPS,
+	OPT_JSON,
+};
+
+static const struct option long_opts[] = {
+	{ "ip",		required_argument, NULL, 'i' },
+	{ "port",	required_argument, NULL, 'p' },
+	{ "msg-size",	required_argument, NULL, 'm' },
+	{ "time",	required_argument, NULL, 't' },
+	{ "iface",	required_argument, NULL, OPT_IFACE },
+	{ "queue",	required_argument, NULL, OPT_QUEUE },
+	{ "kernel",	no_argument,	   NULL, OPT_KERNEL },
+	{ "wait",	required_argument, NULL, OPT_WAIT },
+	{ "mps",	required_argument, NULL, OPT_MPS },
+	{ "json",	no_argument,	   NULL, OPT_JSON },
+	{ "verbose",	no_argument,	   NULL, 'v' },
+	{ "help",	no_argument,	   NULL, 'h' },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int usage_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "xvi-perf: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry 'xvi-perf --help'.\n");
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_cfg cfg = {
+		.xt = { .prog = "xvi-perf", .wait = XVI_WAIT_ADAPTIVE },
+		.msg_size = SP_DEFAULT_SIZE,
+	};
+	const char *ip = NULL;
+	unsigned long v, port = SP_DEFAULT_PORT;
+	bool have_time = false;
+	size_t i;
+	int c;
+
+	if (argc < 2)
+		return usage(stderr), 2;
+	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
+		return usage(stdout), 0;
+	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
+		if (!strcmp(argv[1], subcommands[i].name) ||
+		    !strcmp(argv[1], subcommands[i].alias))
+			break;
+	if (i == sizeof(subcommands) / sizeof(subcommands[0]))
+		return usage_err("unknown subcommand '%s': use server, ping-pong or throughput",
+				 argv[1]);
+	cfg.mode = subcommands[i].mode;
+	cfg.seconds = cfg.mode == MODE_SERVER ? 0 : 1;
+
+	optind = 2;
+	while ((c = getopt_long(argc, argv, "i:p:m:t:vh", long_opts, NULL)) != -1) {
+		switch (c) {
+		case 'i':
+			ip = optarg;
+			break;
+		case 'p':
+			if (xt_parse_ulong(optarg, 1, 65535, &port))
+				return usage_err("-p %s: a port is 1..65535", optarg);
+			break;
+		case 'm':
+			if (xt_parse_ulong(optarg, SP_HDR_LEN, XT_UDP_MAX, &v))
+				return usage_err("-m %s: a message is %u..%u bytes (sockperf's %u-byte header included)",
+						 optarg, SP_HDR_LEN, XT_UDP_MAX, SP_HDR_LEN);
+			cfg.msg_size = (__u32)v;
+			break;
+		case 't':
+			if (xt_parse_seconds(optarg, 86400 * 365, &cfg.seconds))
+				return usage_err("-t %s: give seconds, e.g. -t 5 or -t 0.5", optarg);
+			have_time = true;
+			break;
+		case OPT_IFACE:
+			cfg.xt.iface = optarg;
+			break;
+		case OPT_QUEUE:
+			if (xt_parse_ulong(optarg, 0, 65535, &v))
+				return usage_err("--queue %s: give a queue number", optarg);
+			cfg.xt.queue = (__u32)v;
+			break;
+		case OPT_KERNEL:
+			cfg.xt.kernel = true;
+			break;
+		case OPT_WAIT:
+			if (xt_wait_parse(optarg, &cfg.xt.wait))
+				return usage_err("--wait %s: use busy, block or adaptive", optarg);
+			break;
+		case OPT_MPS:
+			if (xt_parse_ulong(optarg, 1, 1000000000ul, &v))
+				return usage_err("--mps %s: give messages per second, 1 or more",
+						 optarg);
+			cfg.mps = v;
+			break;
+		case OPT_JSON:
+			cfg.json = true;
+			break;
+		case 'v':
+			verbosity++;
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			return usage_err("bad option");
+		}
+	}
+	if (optind < argc)
+		return usage_err("unexpected argument '%s'", argv[optind]);
+	if (!cfg.xt.iface && !cfg.xt.kernel)
+		return usage_err("--iface is required: the interface that runs the xdp-vi datapath "
+				 "(xdp-vi attach IFACE), or --kernel for kernel sockets");
+	if (cfg.mode != MODE_SERVER && !ip)
+		return usage_err("-i is required: the server address, e.g. -i 198.18.0.2");
+	if (cfg.mode != MODE_SERVER && have_time && cfg.seconds <= 0)
+		return usage_err("-t must be above 0 for a client");
+	if (!ip)
+		ip = "0.0.0.0";
+	if (xt_parse_addr(ip, (__u16)port, &cfg.addr))
+		return usage_err("-i %s: not an IPv4 or IPv6 address literal", ip);
+
+	xvi_set_print(print_fn);
+	xt_install_signals();
+	switch (cfg.mode) {
+	case MODE_SERVER:
+		return perf_server(&cfg);
+	case MODE_PING_PONG:
+		return perf_ping_pong(&cfg);
+	default:
+		return perf_throughput(&cfg);
+	}
+}

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * xvi-perf: sockperf-compatible UDP latency and throughput over libxvi
+ * endpoints or kernel sockets.
+ */
+#ifndef XVI_PERF_H
+#define XVI_PERF_H
+
+#include <endian.h>
+#include "../transport.h"
+
+/*
+ * The sockperf 3.x UDP message header (src/message.h there), 14 bytes at the
+ * start of every datagram, every field big endian, no padding on the wire:
+ *   0..7   sequence number (u64), counted by the client from 1
+ *   8..9   flags (u16): CLIENT (sent by a client, cleared in replies),
+ *          PONG (the client asks for a reply), WARMUP (not measured, no reply)
+ *   10..13 message length (u32), header included
+ * The rest of the message is filler of that length.
+ */
+#define SP_HDR_LEN	14
+#define SP_F_CLIENT	0x0001
+#define SP_F_PONG	0x0002
+#define SP_F_WARMUP	0x0004
+/*
+ * xvi-perf extension, unknown to sockperf: a client asks an xvi-perf server
+ * how many of its messages arrived.  The request also carries CLIENT|PONG,
+ * so a sockperf server just echoes it and the client sees its own request
+ * magic come back ("server count unavailable") instead of an answer.
+ */
+#define SP_F_XVI_STATS	0x0100
+#define SP_STATS_LEN	(SP_HDR_LEN + 8 + 8 + 8)
+#define SP_STATS_ASK	0x7876692d73746174ull	/* "xvi-stat" */
+#define SP_STATS_ANSWER	0x7876692d616e7377ull	/* "xvi-answ" */
+
+#define SP_DEFAULT_PORT	11111
+#define SP_DEFAULT_SIZE	SP_HDR_LEN
+
+struct sp_hdr {
+	__u64 seq;
+	__u16 flags;
+	__u32 len;
+};
+
+static inline void sp_put(void *buf, __u64 seq, __u16 flags, __u32 len)
+{
+	__u64 s = htobe64(seq);
+	__u16 f = htobe16(flags);
+	__u32 l = htobe32(len);
+	char *p = buf;
+
+	memcpy(p, &s, 8);
+	memcpy(p + 8, &f, 2);
+	memcpy(p + 10, &l, 4);
+}
+
+/* Decode; false if the datagram is too short for what the header claims. */
+static inline bool sp_get(const void *buf, __u32 buflen, struct sp_hdr *h)
+{
+	const char *p = buf;
+	__u64 s;
+	__u16 f;
+	__u32 l;
+
+	if (buflen < SP_HDR_LEN)
+		return false;
+	memcpy(&s, p, 8);
+	memcpy(&f, p + 8, 2);
+	memcpy(&l, p + 10, 4);
+	h->seq = be64toh(s);
+	h->flags = be16toh(f);
+	h->len = be32toh(l);
+	return h->len >= SP_HDR_LEN && h->len <= buflen;
+}
+
+static inline void sp_set_flags(void *buf, __u16 flags)
+{
+	__u16 f = htobe16(flags);
+
+	memcpy((char *)buf + 8, &f, 2);
+}
+
+static inline void sp_put_u64(void *buf, size_t off, __u64 v)
+{
+	v = htobe64(v);
+	memcpy((char *)buf + off, &v, 8);
+}
+
+static inline __u64 sp_get_u64(const void *buf, size_t off)
+{
+	__u64 v;
+
+	memcpy(&v, (const char *)buf + off, 8);
+	return be64toh(v);
+}
+
+enum perf_mode {
+	MODE_SERVER,
+	MODE_PING_PONG,
+	MODE_THROUGHPUT,
+};
+
+struct perf_cfg {
+	enum perf_mode mode;
+	struct xt_cfg xt;
+	union xvi_sockaddr addr;	/* server: bind; client: destination */
+	__u32 msg_size;
+	double seconds;			/* client: test time; server: 0 = forever */
+	__u64 mps;			/* 0 = as fast as possible */
+	bool json;
+	int verbose;
+};
+
+int perf_server(const struct perf_cfg *cfg);
+int perf_ping_pong(const struct perf_cfg *cfg);
+int perf_throughput(const struct perf_cfg *cfg);
+
+/* stats.c */
+struct lat_samples {
+	__u32 *ns;		/* round-trip times */
+	size_t n, cap, max;
+	__u64 dropped;		/* samples beyond max (not stored) */
+};
+
+int lat_add(struct lat_samples *s, __u64 rtt_ns);
+void lat_free(struct lat_samples *s);
+
+struct lat_summary {
+	size_t n;
+	double avg_us, stddev_us, min_us, max_us;	/* one way = RTT / 2 */
+	double p50_us, p90_us, p99_us, p999_us, p9999_us;
+};
+
+void lat_summarize(struct lat_samples *s, struct lat_summary *out);
+
+const char *perf_transport_name(const struct perf_cfg *cfg);
+
+#endif /* XVI_PERF_H */
