@@ -346,57 +346,6 @@ static inline int xt_open_kernel(struct xt *t, const struct xt_cfg *cfg,
 }
 
 /*
- * Library messages of an open attempt that may be retried are held here and
- * printed only if that attempt turns out to be the last.
- */
-__attribute__((weak)) char xt_held_log[1024];
-__attribute__((weak)) size_t xt_held_len;
-
-static inline int xt_hold_print(enum xvi_print_level level, const char *fmt, va_list args)
-{
-	int n;
-
-	if (level == XVI_DEBUG || xt_held_len >= sizeof(xt_held_log) - 1)
-		return 0;
-	n = vsnprintf(xt_held_log + xt_held_len, sizeof(xt_held_log) - xt_held_len, fmt, args);
-	if (n > 0)
-		xt_held_len += (size_t)n;
-	if (xt_held_len >= sizeof(xt_held_log))
-		xt_held_len = sizeof(xt_held_log) - 1;
-	return n;
-}
-
-/*
- * A queue stays busy for a few milliseconds after the previous AF_XDP socket
- * on it closed (the kernel releases the UMEM from a workqueue), so a tool run
- * right after another one gets EBUSY: retry that, for up to a second.
- */
-static inline struct xvi_endpoint *xt_open_endpoint(const char *ifname,
-						    const struct xvi_endpoint_opts *o)
-{
-	struct xvi_endpoint *ep = NULL;
-	xvi_print_fn_t prev;
-	int attempt, err = 0;
-
-	for (attempt = 0; attempt < 50 && !xt_stop; attempt++) {
-		if (attempt)
-			usleep(20000);
-		xt_held_len = 0;
-		xt_held_log[0] = '\0';
-		prev = xvi_set_print(xt_hold_print);
-		ep = xvi_endpoint__open(ifname, o);
-		err = errno;
-		xvi_set_print(prev);
-		if (ep || err != EBUSY)
-			break;
-	}
-	if (!ep && xt_held_len)
-		fputs(xt_held_log, stderr);
-	errno = err;
-	return ep;
-}
-
-/*
  * Open a transport bound to @local (its family decides IPv4 or IPv6).
  * Prints a message that names the problem and the fix on failure and
  * returns a negative errno.
@@ -428,7 +377,7 @@ static inline int xt_open(struct xt *t, const struct xt_cfg *cfg,
 		.queue_id = cfg->queue,
 		.wait_mode = cfg->wait,
 	);
-	t->ep = xt_open_endpoint(cfg->iface, &o);
+	t->ep = xvi_endpoint__open(cfg->iface, &o);
 	if (!t->ep) {
 		err = errno ? errno : EIO;
 		xt_open_hint(cfg, local, err);
