@@ -7,7 +7,8 @@ PKGS=(
 	build-essential clang llvm gcc-multilib pkg-config
 	libbpf-dev libxdp-dev xdp-tools bpftool libmnl-dev libelf-dev zlib1g-dev
 	libpcap-dev libcriterion-dev
-	iproute2 ethtool tcpdump sockperf iperf3 kmod util-linux
+	iproute2 iputils-ping ethtool tcpdump sockperf iperf3 kmod util-linux
+	python3 procps psmisc
 )
 
 missing=()

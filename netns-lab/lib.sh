@@ -1,0 +1,439 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# shellcheck shell=bash
+#
+# netns-lab/lib.sh: the two-node lab as bash functions.  Sourced by
+# netns-lab/lab (the command), by tests/lab/*.sh and by netns-lab/demo.
+# See netns-lab/lab for the topology drawing and docs/LAB.md for usage.
+#
+#   lab_up    [--name NAME] [--nodes 2]     build a lab, set $LAB
+#   lab_exec  [--name NAME] [-T SEC] NODE -- CMD...
+#   lab_shell [--name NAME] NODE
+#   lab_status [--name NAME] [--json]
+#   lab_down  [--name NAME]                 idempotent, never fails
+#   lab_list
+#
+# Library mode: lab_up registers the lab for teardown on EXIT, INT and TERM
+# (lab_at_exit adds more cleanup commands, run before the labs go down).
+#
+# Every name the lab creates is derived from the lab name alone, so that
+# lab_down can clean a half-built lab even when its state directory is gone:
+#   namespaces  NAME-a, NAME-b
+#   veth        NAMEa (in NAME-a), NAMEb (in NAME-b), renamed to xv0 inside
+#   bpffs       $LAB_STATE/NAME/bpffs-a, bpffs-b
+# Nothing is ever created in, attached to or moved through the root namespace.
+
+LAB_STATE=${XVI_LAB_STATE:-/run/xdp-vi-lab}
+LAB_IFACE=xv0
+# Default bound for lab_exec (seconds); -T overrides per call.
+LAB_EXEC_TIMEOUT=${LAB_EXEC_TIMEOUT:-60}
+
+# Node letter -> host index: a=1, b=2.  Addresses from the benchmarking
+# ranges only (198.18.0.0/15, 2001:2::/48).
+_lab_idx() { case $1 in a) echo 1 ;; b) echo 2 ;; *) return 1 ;; esac; }
+lab_addr4() { echo "198.18.0.$(_lab_idx "$1")"; }
+lab_addr6() { echo "2001:2::$(_lab_idx "$1")"; }
+_lab_letters() { local n=$1 l=(a b); echo "${l[@]:0:n}"; }
+
+_lab_err() { echo "lab: $*" >&2; }
+
+# Lab names end up in veth names (NAME + node letter <= 15 chars, IFNAMSIZ)
+# and in paths, so keep them short and plain.
+_lab_check_name() {
+	if [[ ! $1 =~ ^[A-Za-z0-9][A-Za-z0-9_]{0,11}$ ]]; then
+		_lab_err "bad lab name '$1': use 1-12 letters, digits or '_'" \
+			"(it prefixes interface names, which are limited to 15 chars)"
+		return 1
+	fi
+}
+
+# Which lab: --name, else $LAB (library mode), else the last one `up` made.
+_lab_pick() {
+	local name=${1:-${LAB:-}}
+	if [ -z "$name" ] && [ -r "$LAB_STATE/last" ]; then
+		name=$(<"$LAB_STATE/last")
+	fi
+	if [ -z "$name" ]; then
+		_lab_err "no lab given and none is up: run 'lab up' or pass --name NAME"
+		return 1
+	fi
+	_lab_check_name "$name" || return 1
+	echo "$name"
+}
+
+_lab_ns() { echo "$1-$2"; }
+_lab_veth() { echo "$1$2"; }
+_lab_bpffs() { echo "$LAB_STATE/$1/bpffs-$2"; }
+
+# Run a setup step; on failure say which one and why.
+_lab_try() {
+	local out
+	if ! out=$("$@" 2>&1); then
+		_lab_err "failed: $* :: ${out:-no message}"
+		return 1
+	fi
+}
+
+_lab_build() {
+	local name=$1 nodes=$2 dir=$LAB_STATE/$1 n ns fs
+	local letters
+	read -r -a letters <<<"$(_lab_letters "$nodes")"
+
+	mkdir -p "$dir" && chmod 0700 "$dir" || return 1
+	# Written first: `down` can clean whatever exists even if we die next.
+	{
+		echo "LAB_NAME=$name"
+		echo "LAB_NODES='${letters[*]}'"
+		echo "LAB_IFACE=$LAB_IFACE"
+		echo "LAB_CREATED=$(date +%s)"
+		for n in "${letters[@]}"; do
+			echo "LAB_NS_$n=$(_lab_ns "$name" "$n")"
+			echo "LAB_VETH_$n=$(_lab_veth "$name" "$n")"
+			echo "LAB_ADDR4_$n=$(lab_addr4 "$n")/24"
+			echo "LAB_ADDR6_$n=$(lab_addr6 "$n")/64"
+			echo "LAB_BPFFS_$n=$(_lab_bpffs "$name" "$n")"
+		done
+	} >"$dir/env"
+
+	for n in "${letters[@]}"; do
+		ns=$(_lab_ns "$name" "$n")
+		fs=$(_lab_bpffs "$name" "$n")
+		_lab_try ip netns add "$ns" || return 1
+		_lab_try ip -n "$ns" link set lo up || return 1
+		mkdir -p "$fs" || return 1
+		_lab_try mount -t bpf bpf "$fs" || return 1
+		chmod 0700 "$fs"
+	done
+
+	# Both ends are created directly inside their namespaces: the pair never
+	# exists in the root namespace, even for a moment.
+	_lab_try ip link add "$(_lab_veth "$name" a)" netns "$(_lab_ns "$name" a)" \
+		type veth peer name "$(_lab_veth "$name" b)" \
+		netns "$(_lab_ns "$name" b)" || return 1
+
+	for n in "${letters[@]}"; do
+		ns=$(_lab_ns "$name" "$n")
+		_lab_try ip -n "$ns" link set "$(_lab_veth "$name" "$n")" name "$LAB_IFACE" ||
+			return 1
+		# Keep the unique name visible as an altname, for people reading
+		# `ip link` output; a kernel without altnames is fine too.
+		ip -n "$ns" link property add dev "$LAB_IFACE" \
+			altname "$(_lab_veth "$name" "$n")" 2>/dev/null || true
+		_lab_try ip -n "$ns" addr add "$(lab_addr4 "$n")/24" dev "$LAB_IFACE" || return 1
+		# nodad: the address is usable at once, no 1-2 s of "tentative".
+		_lab_try ip -n "$ns" -6 addr add "$(lab_addr6 "$n")/64" dev "$LAB_IFACE" nodad ||
+			return 1
+		_lab_try ip -n "$ns" link set "$LAB_IFACE" up || return 1
+		# A veth drops frames redirected into it (XDP_REDIRECT via DEVMAP,
+		# AF_XDP TX lands on the peer the same way) unless the receiving
+		# end has GRO on or runs XDP itself (NOTES-kernel.md rule 4).
+		_lab_try ip netns exec "$ns" ethtool -K "$LAB_IFACE" gro on || return 1
+		# A veth passes CHECKSUM_PARTIAL skbs: the UDP/TCP checksum in the
+		# bytes is only the pseudo-header sum, and XDP on the peer sees
+		# exactly those bytes (no skb flag to tell).  A real NIC fills the
+		# checksum in before the wire; make the kernel do it in software
+		# so that both nodes put complete checksums on this "wire".
+		_lab_try ip netns exec "$ns" ethtool -K "$LAB_IFACE" tx off || return 1
+	done
+
+	# Carrier comes up once both ends are up; wait for it (bounded).
+	local state
+	for _ in $(seq 50); do
+		state=$(ip -n "$(_lab_ns "$name" a)" -o link show dev "$LAB_IFACE" 2>/dev/null)
+		[[ $state == *LOWER_UP* ]] && break
+		sleep 0.1
+	done
+	if [[ $state != *LOWER_UP* ]]; then
+		_lab_err "$LAB_IFACE in $(_lab_ns "$name" a) has no carrier after 5 s"
+		return 1
+	fi
+	echo ready >"$dir/status"
+}
+
+# Labs this shell built, torn down by the exit trap (library mode).
+declare -a _LAB_MINE=()
+declare -a _LAB_AT_EXIT=()
+_LAB_TRAPPED=
+
+lab_at_exit() { _LAB_AT_EXIT+=("$*"); }
+
+_lab_cleanup() {
+	local c l
+	for c in "${_LAB_AT_EXIT[@]}"; do
+		eval "$c" >/dev/null 2>&1 || true
+	done
+	_LAB_AT_EXIT=()
+	for l in "${_LAB_MINE[@]}"; do
+		lab_down --name "$l" >/dev/null 2>&1 || true
+	done
+	_LAB_MINE=()
+}
+
+_lab_trap() {
+	[ -n "$_LAB_TRAPPED" ] && return 0
+	_LAB_TRAPPED=1
+	trap '_lab_cleanup' EXIT
+	trap '_lab_cleanup; trap - INT; kill -INT $$' INT
+	trap '_lab_cleanup; exit 143' TERM
+	trap '_lab_cleanup; exit 129' HUP
+}
+
+lab_up() {
+	local name="" nodes=2
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) name=${2:-}; shift 2 || { _lab_err "--name needs a value"; return 1; } ;;
+		--name=*) name=${1#--name=}; shift ;;
+		--nodes) nodes=${2:-}; shift 2 || { _lab_err "--nodes needs a value"; return 1; } ;;
+		--nodes=*) nodes=${1#--nodes=}; shift ;;
+		*) _lab_err "up: unknown argument '$1'"; return 1 ;;
+		esac
+	done
+	[ -n "$name" ] || name="xvi$$"
+	_lab_check_name "$name" || return 1
+	if [ "$nodes" != 2 ]; then
+		_lab_err "--nodes $nodes: only 2 nodes (a, b) are supported"
+		return 1
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		_lab_err "must run as root (namespaces, veths and bpffs need CAP_SYS_ADMIN)"
+		return 1
+	fi
+	if [ -e "$LAB_STATE/$name" ] || ip netns list | grep -qE "^$name-[a-z]( |$)"; then
+		_lab_err "lab '$name' exists: use it, or 'lab down --name $name' first"
+		return 1
+	fi
+	mkdir -p "$LAB_STATE" || return 1
+	# Register before building: a signal during the build still cleans up.
+	if [ "${_LAB_LIBRARY:-1}" = 1 ]; then
+		_LAB_MINE+=("$name")
+		_lab_trap
+	fi
+	if ! _lab_build "$name" "$nodes"; then
+		lab_down --name "$name" >/dev/null 2>&1
+		_lab_err "up: lab '$name' not created (partial state removed)"
+		return 1
+	fi
+	echo "$name" >"$LAB_STATE/last.tmp" && mv -f "$LAB_STATE/last.tmp" "$LAB_STATE/last"
+	LAB=$name
+}
+
+# lab_exec [--name NAME] [-T SEC] NODE -- CMD...
+# Runs CMD in the node's namespace with the node's bpffs on /sys/fs/bpf.
+# `ip netns exec` already unshares the mount namespace (and remounts /sys,
+# which hides any bpffs: NOTES-kernel.md rule 6), so the bind mount is private
+# to this command and the pins live on in the lab's bpffs between commands.
+# The command is exec'ed, so $! of a backgrounded lab_exec (without -T 0...)
+# is the timeout process; use lab_pid_of or a pid file for the real one.
+lab_exec() {
+	local name="" tmo=$LAB_EXEC_TIMEOUT node ns fs
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) name=$2; shift 2 ;;
+		--name=*) name=${1#--name=}; shift ;;
+		-T) tmo=$2; shift 2 ;;
+		*) break ;;
+		esac
+	done
+	node=${1:-}
+	shift || true
+	[ "${1:-}" = "--" ] && shift
+	if [ -z "$node" ] || [ $# -eq 0 ]; then
+		_lab_err "usage: exec [--name NAME] [-T SEC] NODE -- CMD..."
+		return 2
+	fi
+	name=$(_lab_pick "$name") || return 2
+	if ! _lab_idx "$node" >/dev/null; then
+		_lab_err "no node '$node' in lab $name (nodes: a b)"
+		return 2
+	fi
+	ns=$(_lab_ns "$name" "$node")
+	fs=$(_lab_bpffs "$name" "$node")
+	if ! ip netns list | grep -qE "^$ns( |$)"; then
+		_lab_err "lab $name has no namespace $ns: is the lab up? ('lab status --name $name')"
+		return 2
+	fi
+	if ! mountpoint -q "$fs"; then
+		_lab_err "$fs is not a bpffs mount: lab $name is half built; 'lab down --name $name'"
+		return 2
+	fi
+	local -a pre=()
+	# -T 0 = no bound (interactive shell).
+	[ "$tmo" != 0 ] && pre=(timeout -k 5 "$tmo")
+	"${pre[@]}" ip netns exec "$ns" env XVI_LAB="$name" XVI_LAB_NODE="$node" \
+		XVI_LAB_IFACE="$LAB_IFACE" XVI_LAB_BPFFS="$fs" \
+		sh -c 'mount --bind "$XVI_LAB_BPFFS" /sys/fs/bpf || exit 125; exec "$@"' \
+		lab-exec "$@"
+}
+
+lab_shell() {
+	local name="" node rc
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) name=$2; shift 2 ;;
+		--name=*) name=${1#--name=}; shift ;;
+		*) break ;;
+		esac
+	done
+	node=${1:-}
+	name=$(_lab_pick "$name") || return 2
+	[ -n "$node" ] || { _lab_err "usage: shell [--name NAME] NODE"; return 2; }
+	rc=$LAB_STATE/$name/bashrc-$node
+	cat >"$rc" <<-EOF
+		[ -r ~/.bashrc ] && . ~/.bashrc
+		PS1='[lab $name:$node \W]\\$ '
+	EOF
+	lab_exec --name "$name" -T 0 "$node" -- bash --rcfile "$rc" -i
+}
+
+# The XDP program on a node's lab interface, as "mode:id", or "none".
+_lab_xdp_of() {
+	local out
+	out=$(ip -n "$1" -d -o link show dev "$LAB_IFACE" 2>/dev/null) || { echo none; return; }
+	if [[ $out =~ prog/(xdp[a-z]*)\ id\ ([0-9]+) ]]; then
+		echo "${BASH_REMATCH[1]}:${BASH_REMATCH[2]}"
+	elif [[ $out =~ (xdp[a-z]*)/id:([0-9]+) ]]; then
+		echo "${BASH_REMATCH[1]}:${BASH_REMATCH[2]}"
+	else
+		echo none
+	fi
+}
+
+lab_status() {
+	local name="" json=0 n ns fs up mac state xdp fsok sep="" letters=(a b)
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) name=$2; shift 2 ;;
+		--name=*) name=${1#--name=}; shift ;;
+		--json) json=1; shift ;;
+		*) _lab_err "status: unknown argument '$1'"; return 2 ;;
+		esac
+	done
+	name=$(_lab_pick "$name") || return 2
+	[ -r "$LAB_STATE/$name/env" ] || ip netns list | grep -qE "^$name-[a-z]( |$)" || {
+		_lab_err "no lab '$name' (see 'lab list')"
+		return 1
+	}
+	local healthy=1
+	[ "$json" = 1 ] && printf '{"name":"%s","state_dir":"%s","iface":"%s","nodes":[' \
+		"$name" "$LAB_STATE/$name" "$LAB_IFACE"
+	[ "$json" = 1 ] || echo "lab $name (state $LAB_STATE/$name)"
+	for n in "${letters[@]}"; do
+		ns=$(_lab_ns "$name" "$n")
+		fs=$(_lab_bpffs "$name" "$n")
+		up=false mac="" state=absent xdp=none fsok=false
+		if ip netns list | grep -qE "^$ns( |$)"; then
+			up=true
+			local l
+			l=$(ip -n "$ns" -o link show dev "$LAB_IFACE" 2>/dev/null)
+			if [ -n "$l" ]; then
+				[[ $l == *LOWER_UP* ]] && state=up || state=down
+				[[ $l =~ link/ether\ ([0-9a-f:]+) ]] && mac=${BASH_REMATCH[1]}
+			fi
+			xdp=$(_lab_xdp_of "$ns")
+		fi
+		mountpoint -q "$fs" && fsok=true
+		[ "$up" = true ] && [ "$state" = up ] && [ "$fsok" = true ] || healthy=0
+		if [ "$json" = 1 ]; then
+			printf '%s{"node":"%s","netns":"%s","exists":%s,"iface":"%s",' \
+				"$sep" "$n" "$ns" "$up" "$LAB_IFACE"
+			printf '"veth":"%s","link":"%s","mac":"%s",' \
+				"$(_lab_veth "$name" "$n")" "$state" "$mac"
+			printf '"ipv4":"%s","ipv4_prefix":"%s/24","ipv6":"%s","ipv6_prefix":"%s/64",' \
+				"$(lab_addr4 "$n")" "$(lab_addr4 "$n")" "$(lab_addr6 "$n")" \
+				"$(lab_addr6 "$n")"
+			printf '"bpffs":"%s","bpffs_mounted":%s,"xdp":%s}' "$fs" "$fsok" \
+				"$([ "$xdp" = none ] && echo null ||
+					printf '{"mode":"%s","prog_id":%s}' "${xdp%%:*}" "${xdp#*:}")"
+			sep=,
+		else
+			printf '  node %s: netns %-10s iface %s (veth %s) link %-6s mac %s\n' \
+				"$n" "$ns" "$LAB_IFACE" "$(_lab_veth "$name" "$n")" "$state" "${mac:--}"
+			printf '          %s/24 %s/64  bpffs %s%s  xdp %s\n' \
+				"$(lab_addr4 "$n")" "$(lab_addr6 "$n")" "$fs" \
+				"$([ "$fsok" = true ] || echo ' (NOT MOUNTED)')" "$xdp"
+		fi
+	done
+	if [ "$json" = 1 ]; then
+		printf '],"healthy":%s}\n' "$([ $healthy = 1 ] && echo true || echo false)"
+	else
+		[ $healthy = 1 ] && echo "  healthy" || echo "  NOT healthy: 'lab down --name $name' and up again"
+	fi
+	[ $healthy = 1 ]
+}
+
+# Kill what runs in a namespace: TERM, then KILL, each bounded to ~2 s.
+_lab_kill_ns() {
+	local ns=$1 sig pids
+	for sig in TERM KILL; do
+		pids=$(ip netns pids "$ns" 2>/dev/null) || return 0
+		[ -n "$pids" ] || return 0
+		# shellcheck disable=SC2086
+		kill -s $sig $pids 2>/dev/null
+		for _ in $(seq 20); do
+			[ -z "$(ip netns pids "$ns" 2>/dev/null)" ] && return 0
+			sleep 0.1
+		done
+	done
+	pids=$(ip netns pids "$ns" 2>/dev/null)
+	[ -z "$pids" ] || _lab_err "processes survive in $ns: $pids"
+}
+
+lab_down() {
+	local name="" n ns fs v
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) name=$2; shift 2 ;;
+		--name=*) name=${1#--name=}; shift ;;
+		*) _lab_err "down: unknown argument '$1'"; return 0 ;;
+		esac
+	done
+	name=$(_lab_pick "$name") || return 0
+	for n in a b; do
+		ns=$(_lab_ns "$name" "$n")
+		ip netns list 2>/dev/null | grep -qE "^$ns( |$)" || continue
+		_lab_kill_ns "$ns"
+		# Detach whatever XDP is there (ours or a test's), then delete the
+		# interface explicitly: a namespace that something still pins would
+		# otherwise keep its devices and programs alive after `netns del`.
+		for v in "$LAB_IFACE" "$(_lab_veth "$name" "$n")"; do
+			ip -n "$ns" link show dev "$v" >/dev/null 2>&1 || continue
+			ip -n "$ns" link set dev "$v" xdp off 2>/dev/null
+			ip -n "$ns" link set dev "$v" xdpgeneric off 2>/dev/null
+			ip -n "$ns" link del dev "$v" 2>/dev/null
+		done
+		ip netns del "$ns" 2>/dev/null || _lab_err "could not delete netns $ns"
+	done
+	# Never expected (the pair is created inside the namespaces), but if an
+	# old lab left a veth of ours in the root namespace, remove it.
+	for n in a b; do
+		v=$(_lab_veth "$name" "$n")
+		ip -o link show dev "$v" type veth >/dev/null 2>&1 && ip link del dev "$v" 2>/dev/null
+	done
+	for n in a b; do
+		fs=$(_lab_bpffs "$name" "$n")
+		if mountpoint -q "$fs" 2>/dev/null; then
+			umount "$fs" 2>/dev/null || umount -l "$fs" 2>/dev/null ||
+				_lab_err "could not unmount $fs"
+		fi
+	done
+	[ -d "$LAB_STATE/$name" ] && rm -rf --one-file-system "${LAB_STATE:?}/${name:?}"
+	if [ -r "$LAB_STATE/last" ] && [ "$(<"$LAB_STATE/last")" = "$name" ]; then
+		rm -f "$LAB_STATE/last"
+	fi
+	[ "${LAB:-}" = "$name" ] && LAB=
+	return 0
+}
+
+lab_list() {
+	local d name last=""
+	[ -r "$LAB_STATE/last" ] && last=$(<"$LAB_STATE/last")
+	for d in "$LAB_STATE"/*/; do
+		[ -d "$d" ] || continue
+		name=$(basename "$d")
+		if ip netns list | grep -qE "^$name-a( |$)"; then
+			printf '%s%s\n' "$name" "$([ "$name" = "$last" ] && echo ' (last)')"
+		else
+			printf '%s (broken: no namespace; lab down --name %s)\n' "$name" "$name"
+		fi
+	done
+}

@@ -1,0 +1,265 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+# shellcheck shell=bash
+#
+# tests/lab/_tap.sh: sourced by every tests/lab/*.sh (tests/run skips files
+# starting with '_').  A case table, TAP-like output and lab helpers.
+#
+# A suite defines functions and a table, then calls t_main "$@":
+#
+#   t_setup() { t_lab_up dp && t_attach b; }     # optional
+#   case_ping4() { t_ping a 198.18.0.2 || return 1; }
+#   CASES=(
+#       ping4   case_ping4   "node a pings node b over IPv4"
+#   )
+#   t_main "$@"
+#
+# A case function returns 0 (ok), 1 (not ok, reason from `fail MSG`) or 77
+# (skip, reason from `skip MSG`; only for a kernel feature that is truly
+# absent).  stdout carries exactly one line per case for tests/run:
+#   ok NAME | not ok NAME - reason | skip NAME - reason
+# Everything else (diagnostics) goes to stderr.
+#
+# Environment: B (build dir, default build), XVI_TEST_LAB_PREFIX (lab name
+# prefix; tests/run sets a unique one), PYTHON (default python3).
+
+set -u -o pipefail
+
+T_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+B=${B:-build}
+case $B in /*) T_B=$B ;; *) T_B=$T_ROOT/$B ;; esac
+T_BIN=$T_B/bin
+XDPVI=$T_BIN/xdp-vi
+# shellcheck disable=SC2034 # used by the suites
+XVICAT=$T_BIN/xvi-cat
+# shellcheck disable=SC2034
+XVIPERF=$T_BIN/xvi-perf
+PY=${PYTHON:-python3}
+T_SUITE=$(basename "$0" .sh)
+
+# shellcheck source=netns-lab/lib.sh
+. "$T_ROOT/netns-lab/lib.sh"
+
+T_TMP=$(mktemp -d "/tmp/xvi-lab-$T_SUITE.XXXXXX")
+lab_at_exit "rm -rf '$T_TMP'"
+_lab_trap
+
+T_REASON=
+fail() { T_REASON="$*"; return 1; }
+skip() { T_REASON="$*"; return 77; }
+t_log() { echo "# $T_SUITE: $*" >&2; }
+
+# Lab names: <prefix><suite tag>, at most 12 characters (see lib.sh).
+t_lab_name() {
+	local p=${XVI_TEST_LAB_PREFIX:-xt$$}
+	echo "${p:0:10}$1"
+}
+
+T_LAB=
+t_lab_up() {
+	T_LAB=$(t_lab_name "$1")
+	lab_up --name "$T_LAB" || fail "lab_up $T_LAB failed"
+}
+
+# Run on a node of this suite's lab, bounded (default 20 s).
+t_x() {
+	local tmo=20
+	[ "$1" = -T ] && { tmo=$2; shift 2; }
+	local node=$1
+	shift
+	lab_exec --name "$T_LAB" -T "$tmo" "$node" -- "$@"
+}
+
+t_need() {
+	local b
+	for b; do
+		[ -x "$b" ] || { fail "${b#"$T_ROOT"/} missing: build it (make B=${B})"; return 1; }
+	done
+}
+
+# Pass the whole input through so callers can show it.
+t_is_json() { "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
+
+# Print the values of every key named $2 anywhere in JSON file $1, one a line.
+t_json_values() {
+	"$PY" - "$1" "$2" <<-'EOF'
+	import json, sys
+	def walk(o, key):
+	    if isinstance(o, dict):
+	        for k, v in o.items():
+	            if k == key and not isinstance(v, (dict, list)):
+	                print(v)
+	            walk(v, key)
+	    elif isinstance(o, list):
+	        for v in o:
+	            walk(v, key)
+	walk(json.load(open(sys.argv[1])), sys.argv[2])
+	EOF
+}
+
+# Kernel XDP program on a node's xv0 ("mode:id" or "none").
+t_xdp_of() { _lab_xdp_of "$(_lab_ns "$T_LAB" "$1")"; }
+
+t_bpffs() { _lab_bpffs "$T_LAB" "$1"; }
+
+# Files (not directories) in a node's bpffs, minus the kernel's preloaded
+# iterators that every bpffs mount shows.
+t_bpffs_files() {
+	find "$(t_bpffs "$1")" -mindepth 1 ! -type d ! -name maps.debug ! -name progs.debug \
+		2>/dev/null
+}
+
+# IDs of the maps pinned under a node's <bpffs>/xdp-vi/, one a line.
+t_pinned_map_ids() {
+	local f fs
+	fs=$(t_bpffs "$1")
+	find "$fs/xdp-vi" -mindepth 1 ! -type d 2>/dev/null | while IFS= read -r f; do
+		t_x "$1" bpftool -j map show pinned "/sys/fs/bpf${f#"$fs"}" 2>/dev/null |
+			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null
+	done
+}
+
+# Wait (bounded, ~3 s) until none of the given map/prog IDs exists any more:
+# the kernel frees them asynchronously once the last reference is gone.
+t_ids_gone() {
+	local kind=$1 i id left
+	shift
+	for i in $(seq 30); do
+		left=
+		for id; do
+			bpftool "$kind" show id "$id" >/dev/null 2>&1 && left+=" $id"
+		done
+		[ -z "$left" ] && return 0
+		sleep 0.1
+	done
+	echo "$left"
+	return 1
+}
+
+# ping that works with or without iputils: 3 echo requests, 1 s each,
+# success if any reply comes back.
+T_PING_PY='
+import os, select, socket, struct, sys, time
+dst = sys.argv[1]
+v6 = ":" in dst
+if v6:
+    s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
+    req, rep = 128, 129
+else:
+    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
+    req, rep = 8, 0
+ident = os.getpid() & 0xffff
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    t = (t >> 16) + (t & 0xffff)
+    t += t >> 16
+    return ~t & 0xffff
+for seq in range(3):
+    body = b"xvi-ping"
+    hdr = struct.pack("!BBHHH", req, 0, 0, ident, seq)
+    if not v6:  # the kernel fills the ICMPv6 checksum, not the ICMPv4 one
+        hdr = struct.pack("!BBHHH", req, 0, csum(hdr + body), ident, seq)
+    s.sendto(hdr + body, (dst, 0))
+    end = time.time() + 1
+    while time.time() < end:
+        r, _, _ = select.select([s], [], [], max(0, end - time.time()))
+        if not r:
+            break
+        d = s.recv(2048)
+        if not v6:
+            d = d[(d[0] & 15) * 4:]
+        if len(d) >= 8 and d[0] == rep and struct.unpack("!H", d[4:6])[0] == ident:
+            print("reply from", dst, "seq", seq)
+            sys.exit(0)
+sys.exit(1)
+'
+t_ping() {
+	local node=$1 dst=$2
+	if command -v ping >/dev/null; then
+		t_x -T 10 "$node" ping -n -c 3 -i 0.2 -W 1 "$dst" >&2
+	else
+		t_x -T 10 "$node" "$PY" -c "$T_PING_PY" "$dst" >&2
+	fi
+}
+
+# Wait (bounded) until a file exists and is non-empty.
+t_wait_file() {
+	local f=$1 tenths=${2:-50} i
+	for i in $(seq "$tenths"); do
+		[ -s "$f" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# xdp-vi on a node, bounded.
+t_xdpvi() {
+	local node=$1
+	shift
+	t_x -T 20 "$node" "$XDPVI" "$@"
+}
+
+# Wait until `xdp-vi status --json` on NODE lists an endpoint for UDP port
+# PORT (an endpoint "tag" such as "udp4 198.18.0.2:7000", or a "port" key),
+# at most ~3 s.  Returns 1 if it never does.
+t_wait_endpoint_port() {
+	local node=$1 port=$2 i
+	for i in $(seq 30); do
+		if t_xdpvi "$node" status --json >"$T_TMP/st.json" 2>/dev/null &&
+			{ t_json_values "$T_TMP/st.json" tag | grep -q ":$port\$" ||
+				t_json_values "$T_TMP/st.json" port | grep -qx "$port"; }; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# Attach the datapath on a node's xv0 (setup helper).
+t_attach() {
+	t_need "$XDPVI" || return 1
+	local err
+	err=$(t_xdpvi "$1" attach "$LAB_IFACE" 2>&1 >/dev/null) ||
+		fail "xdp-vi attach $LAB_IFACE on node $1 failed: ${err//$'\n'/ }"
+}
+
+_t_line() { printf '%s\n' "${*//$'\n'/ }"; }
+
+t_main() {
+	local i name fn rc failed=0 setup_err=
+	if [ "${1:-}" = -l ]; then
+		for ((i = 0; i < ${#CASES[@]}; i += 3)); do
+			printf '%s\t%s\n' "${CASES[i]}" "${CASES[i + 2]}"
+		done
+		return 0
+	fi
+	if [ "$(id -u)" -ne 0 ]; then
+		for ((i = 0; i < ${#CASES[@]}; i += 3)); do
+			_t_line "not ok ${CASES[i]} - must run as root (namespaces, XDP)"
+		done
+		return 1
+	fi
+	if declare -F t_setup >/dev/null; then
+		T_REASON=
+		t_setup || setup_err="setup failed: ${T_REASON:-see stderr}"
+	fi
+	for ((i = 0; i < ${#CASES[@]}; i += 3)); do
+		name=${CASES[i]}
+		fn=${CASES[i + 1]}
+		if [ -n "$setup_err" ] && [ "${CASES_NEED_SETUP:-1}" = 1 ]; then
+			_t_line "not ok $name - $setup_err"
+			failed=1
+			continue
+		fi
+		T_REASON=
+		t_log "case $name: ${CASES[i + 2]}"
+		"$fn" && rc=0 || rc=$?
+		case $rc in
+		0) _t_line "ok $name" ;;
+		77) _t_line "skip $name - ${T_REASON:-skipped}" ;;
+		*) _t_line "not ok $name - ${T_REASON:-exit status $rc}"; failed=1 ;;
+		esac
+	done
+	return $failed
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# lifetime.sh: an endpoint dies with SIGKILL (no chance to clean up); within
+# 1 s `xdp-vi status` no longer shows it, its port can be opened again at
+# once and works, and detach afterwards leaves nothing.
+
+. "$(dirname "$0")/_tap.sh"
+
+PORT=7100
+PID=
+MAP_IDS=
+
+t_setup() {
+	t_need "$XDPVI" "$XVICAT" || return 1
+	t_lab_up lt || return 1
+	t_attach b || return 1
+	MAP_IDS=$(t_pinned_map_ids b | tr '\n' ' ')
+}
+
+# Start xvi-cat listening on node b; its real pid (not timeout's) in $PID.
+_listen() {
+	local tag=$1 pidf=$T_TMP/cat-$1.pid
+	rm -f "$pidf"
+	t_x -T 20 b sh -c 'echo $$ >"$0"; exec "$@"' "$pidf" \
+		"$XVICAT" -u --iface "$LAB_IFACE" -l 198.18.0.2 "$PORT" -c 1 -w 10 \
+		>"$T_TMP/cat-$tag.out" 2>"$T_TMP/cat-$tag.err" &
+	t_wait_file "$pidf" 30 || { fail "could not start xvi-cat"; return 1; }
+	PID=$(<"$pidf")
+}
+
+# The pids of every endpoint `xdp-vi status --json` lists on node b.
+_status_pids() {
+	t_xdpvi b status --json >"$T_TMP/st.json" 2>"$T_TMP/st.err" || return 1
+	t_json_values "$T_TMP/st.json" pid
+}
+
+case_listed() {
+	_listen first || return 1
+	for _ in $(seq 30); do
+		_status_pids | grep -qx "$PID" && return 0
+		kill -0 "$PID" 2>/dev/null ||
+			fail "xvi-cat exited early: $(head -c 200 "$T_TMP/cat-first.err")" || return
+		sleep 0.1
+	done
+	fail "xdp-vi status --json never listed the endpoint of pid $PID (3 s)"
+}
+
+case_kill9_gone() {
+	[ -n "$PID" ] || fail "no endpoint to kill (case listed failed)" || return
+	kill -9 "$PID" 2>/dev/null || fail "pid $PID already gone before kill -9" || return
+	local t0
+	t0=$(date +%s%N)
+	for _ in $(seq 10); do
+		sleep 0.1
+		_status_pids >"$T_TMP/pids" || continue
+		if ! grep -qx "$PID" "$T_TMP/pids"; then
+			t_log "endpoint gone from status after $((($(date +%s%N) - t0) / 1000000)) ms"
+			return 0
+		fi
+	done
+	fail "status --json still lists pid $PID 1 s after kill -9"
+}
+
+T_SEND1='
+import socket, sys
+socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(sys.argv[1].encode() + b"\n",
+                                                        ("198.18.0.2", int(sys.argv[2])))
+'
+case_reopen() {
+	local tok
+	_listen second || return 1
+	tok="reopen-$RANDOM$RANDOM"
+	t_wait_endpoint_port b "$PORT" || true
+	# Retry the datagram: the new endpoint may need a moment to publish.
+	for _ in $(seq 10); do
+		t_x -T 5 a "$PY" -c "$T_SEND1" "$tok" "$PORT" || break
+		grep -q "$tok" "$T_TMP/cat-second.out" && break
+		kill -0 "$PID" 2>/dev/null || break
+		sleep 0.3
+	done
+	for _ in $(seq 20); do
+		kill -0 "$PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	grep -q "$tok" "$T_TMP/cat-second.out" ||
+		fail "port $PORT reopened after kill -9 but got nothing:" \
+			"$(head -c 200 "$T_TMP/cat-second.err")" || return
+}
+
+case_detach_clean() {
+	local err left
+	err=$(t_xdpvi b detach "$LAB_IFACE" 2>&1 >/dev/null) || fail "xdp-vi detach failed: $err" || return
+	[ "$(t_xdp_of b)" = none ] || fail "XDP program still on xv0 after detach" || return
+	left=$(t_bpffs_files b)
+	[ -z "$left" ] || fail "pins left in node b's bpffs: ${left//$'\n'/ }" || return
+	# shellcheck disable=SC2086
+	left=$(t_ids_gone map $MAP_IDS) || fail "maps alive after detach: ids$left" || return
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	listed		case_listed		"an xvi-cat endpoint shows in status --json with its pid"
+	kill9_gone	case_kill9_gone		"after kill -9 the endpoint leaves status within 1 s"
+	reopen		case_reopen		"the same port opens again at once and receives"
+	detach_clean	case_detach_clean	"detach after a killed endpoint leaves nothing"
+)
+
+t_main "$@"

@@ -1,0 +1,143 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# udp.sh: an xvi UDP endpoint (xvi-cat on node b, datapath on b's xv0) talks
+# to an ordinary kernel UDP socket (python3 on node a), both directions,
+# IPv4 and IPv6, payloads compared byte for byte.  Plus a datagram too
+# large for the MTU, which xvi-cat must refuse with EMSGSIZE.
+
+. "$(dirname "$0")/_tap.sh"
+
+t_setup() {
+	t_need "$XDPVI" "$XVICAT" || return 1
+	t_lab_up udp || return 1
+	t_attach b
+}
+
+# Kernel sender: argv = dst port file; one datagram per line of the file
+# (newline included), 50 ms apart.
+T_UDP_SEND='
+import socket, sys, time
+dst, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
+fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+for line in open(path, "rb").read().splitlines(keepends=True):
+    s.sendto(line, (dst, port))
+    time.sleep(0.05)
+'
+
+# Kernel receiver: argv = bind-addr port count ready-file; writes one line
+# per datagram: "<source address> <hex payload>"; exits after count
+# datagrams or 5 s of silence.
+T_UDP_RECV='
+import socket, sys
+addr, port, count, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
+s = socket.socket(fam, socket.SOCK_DGRAM)
+s.bind((addr, port)); s.settimeout(5)
+open(ready, "w").write("ready\n")
+for _ in range(count):
+    try:
+        d, src = s.recvfrom(65535)
+    except socket.timeout:
+        break
+    print(src[0], d.hex(), flush=True)
+'
+
+# Three datagrams: short, with spaces, and ~1000 bytes; random so that no
+# stale output can match.
+_payloads() {
+	local tok
+	tok=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+	{
+		echo "xvi-udp-$tok-one"
+		echo "two: $tok with spaces"
+		printf 'three-%s-' "$tok"
+		head -c 1000 /dev/zero | tr '\0' 'z'
+		echo
+	} >"$1"
+}
+
+# kernel (node a) -> xvi-cat -l (node b)
+_kernel_to_xvi() {
+	local local_ip=$1 port=$2 in=$T_TMP/k2x-$2.in out=$T_TMP/k2x-$2.out rc
+	_payloads "$in"
+	t_x -T 15 b "$XVICAT" -u --iface "$LAB_IFACE" -l "$local_ip" "$port" -c 3 -w 5 \
+		>"$out" 2>"$out.err" &
+	local pid=$!
+	# Send only once the endpoint is published (or after ~3 s anyway).
+	t_wait_endpoint_port b "$port" || t_log "port $port not seen in status --json; sending anyway"
+	t_x -T 10 a "$PY" -c "$T_UDP_SEND" "$local_ip" "$port" "$in" ||
+		{ kill $pid 2>/dev/null; wait $pid; fail "kernel sender on node a failed"; return 1; }
+	wait $pid && rc=0 || rc=$?
+	if ! cmp -s "$in" "$out"; then
+		fail "xvi-cat (exit $rc) got $(wc -c <"$out") bytes, expected $(wc -c <"$in"):" \
+			"$(head -c 80 "$out" | od -An -c | tr -s ' \n' ' ') $(head -c 200 "$out.err")"
+		return 1
+	fi
+	[ $rc -eq 0 ] || fail "payload right but xvi-cat exited $rc: $(head -c 200 "$out.err")"
+}
+
+# xvi-cat (node b) -> kernel socket (node a)
+_xvi_to_kernel() {
+	local peer_ip=$1 port=$2 src_ip=$3 in=$T_TMP/x2k-$2.in out=$T_TMP/x2k-$2.out
+	local ready=$T_TMP/x2k-$2.ready rc err
+	_payloads "$in"
+	rm -f "$ready"
+	t_x -T 15 a "$PY" -c "$T_UDP_RECV" "$peer_ip" "$port" 3 "$ready" >"$out" 2>&1 &
+	local pid=$!
+	t_wait_file "$ready" 50 || { wait $pid; fail "kernel receiver on node a did not start"; return 1; }
+	err=$(t_x -T 10 b "$XVICAT" -u --iface "$LAB_IFACE" "$peer_ip" "$port" <"$in" 2>&1) &&
+		rc=0 || rc=$?
+	wait $pid
+	[ $rc -eq 0 ] || fail "xvi-cat send exited $rc: $err" || return
+	# Each stdin line is one datagram; the line's newline may or may not be
+	# part of the payload, nothing else may differ.
+	"$PY" - "$in" "$out" "$src_ip" <<-'EOF' || fail "$(tail -1 "$out.check")"
+	import sys
+	want = open(sys.argv[1], "rb").read().splitlines()
+	got = [l.split() for l in open(sys.argv[2]).read().splitlines()]
+	rep = open(sys.argv[2] + ".check", "w")
+	if len(got) != len(want):
+	    rep.write("kernel socket got %d datagrams, expected %d\n" % (len(got), len(want)))
+	    sys.exit(1)
+	for i, (w, g) in enumerate(zip(want, got)):
+	    if len(g) != 2 or g[0] != sys.argv[3]:
+	        rep.write("datagram %d from %r, expected source %s\n" % (i, g, sys.argv[3]))
+	        sys.exit(1)
+	    p = bytes.fromhex(g[1])
+	    if p not in (w, w + b"\n"):
+	        rep.write("datagram %d payload %r, expected %r\n" % (i, p[:60], w[:60]))
+	        sys.exit(1)
+	EOF
+}
+
+case_udp4_in() { _kernel_to_xvi 198.18.0.2 7000; }
+case_udp4_out() { _xvi_to_kernel 198.18.0.1 7001 198.18.0.2; }
+case_udp6_in() { _kernel_to_xvi 2001:2::2 7002; }
+case_udp6_out() { _xvi_to_kernel 2001:2::1 7003 2001:2::2; }
+
+case_too_long() {
+	local err rc
+	err=$(head -c 9000 /dev/zero | tr '\0' 'x' |
+		t_x -T 10 b "$XVICAT" -u --iface "$LAB_IFACE" 198.18.0.1 7004 2>&1 >/dev/null) &&
+		rc=0 || rc=$?
+	[ $rc -ne 0 ] || fail "a 9000-byte datagram on a 1500-byte MTU was accepted (exit 0)" || return
+	[ $rc -ne 124 ] || fail "xvi-cat hung on an oversized datagram" || return
+	shopt -s nocasematch
+	[[ $err == *EMSGSIZE* || $err == *"too long"* || $err == *"too large"* ||
+		$err == *"too big"* ]] ||
+		{ shopt -u nocasematch; fail "no EMSGSIZE/too long message: '${err:0:200}'"; return 1; }
+	shopt -u nocasematch
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	udp4_in		case_udp4_in	"kernel UDP (a) -> xvi-cat -l 198.18.0.2:7000 (b), 3 datagrams"
+	udp4_out	case_udp4_out	"xvi-cat (b) -> kernel UDP 198.18.0.1:7001 (a), 3 datagrams"
+	udp6_in		case_udp6_in	"kernel UDP (a) -> xvi-cat -l [2001:2::2]:7002 (b)"
+	udp6_out	case_udp6_out	"xvi-cat (b) -> kernel UDP [2001:2::1]:7003 (a)"
+	too_long	case_too_long	"a 9000-byte line on a 1500 MTU: xvi-cat fails with EMSGSIZE"
+)
+
+t_main "$@"
