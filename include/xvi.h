@@ -113,6 +113,17 @@ enum xvi_wait_mode {
 	XVI_WAIT_BLOCK,		/* block in poll() at once */
 };
 
+enum xvi_open_path {
+	XVI_OPEN_AUTO = 0,	/* direct if privileged, else protected */
+	XVI_OPEN_DIRECT,	/* own the AF_XDP socket (CAP_NET_RAW, CAP_BPF) */
+	XVI_OPEN_PROTECTED,	/* through the xdp-vid broker, unprivileged */
+};
+
+enum xvi_endpoint_flags {
+	XVI_EP_HUGEPAGES = 1 << 0,	/* back the segment with huge pages */
+	XVI_EP_BUSY_POLL = 1 << 1,	/* SO_PREFER_BUSY_POLL + SO_BUSY_POLL_BUDGET */
+};
+
 struct xvi_endpoint_opts {
 	size_t sz;		/* sizeof(struct xvi_endpoint_opts) */
 	enum xvi_ep_kind kind;
@@ -137,6 +148,13 @@ struct xvi_endpoint_opts {
 	__u32 resolve_timeout_ms; /* neighbour resolution bound; default 1000 */
 	/* bpffs directory that holds the datapath pins; default /sys/fs/bpf */
 	const char *bpffs;
+	/*
+	 * How to open: XVI_OPEN_AUTO opens directly when the process has the
+	 * privileges and through the xdp-vid broker otherwise.
+	 */
+	enum xvi_open_path open_path;
+	__u32 flags;		/* enum xvi_endpoint_flags */
+	__u32 busy_poll_budget;	/* with XVI_EP_BUSY_POLL; default 64 */
 	size_t :0;
 };
 
