@@ -267,9 +267,10 @@ struct xvi_txbuf {
  * are in flight).  The caller writes payloads and sets len, dst (and flags),
  * then xvi_endpoint__tx_send() builds the headers in front of each payload,
  * checksums, posts all of them on the send queue with one doorbell, and
- * returns the number posted or a negative errno for the first buffer that
- * failed (buffers before it are posted, the failed one and those after it
- * remain the caller's: send again or xvi_endpoint__tx_free() them).
+ * returns the number posted, like sendmmsg(): if buffer k fails, buffers
+ * 0..k-1 are posted and k is returned (k and those after it remain the
+ * caller's: send again, which reports the error, or xvi_endpoint__tx_free()
+ * them); a negative errno only when the first buffer fails.
  *   EMSGSIZE  payload above the path MTU;   EHOSTUNREACH  no route or
  *   neighbour;  EAFNOSUPPORT  destination family does not fit the endpoint.
  */
