@@ -121,7 +121,7 @@ install: all
 	install -m 0755 $(B)/lib/libxvi.so $(DESTDIR)$(PREFIX)/lib/libxvi.so.0
 	ln -sf libxvi.so.0 $(DESTDIR)$(PREFIX)/lib/libxvi.so
 	install -m 0644 $(B)/lib/libxvi.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 0644 include/xvi.h include/xvi_wire.h $(DESTDIR)$(PREFIX)/include/xvi/
+	install -m 0644 include/xvi.h include/xvi_wire.h include/xvi_stream.h $(DESTDIR)$(PREFIX)/include/xvi/
 	for m in docs/man/*.[138]; do \
 		[ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; \
 	done; true

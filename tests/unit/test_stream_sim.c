@@ -1,0 +1,854 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The stream engine over a deterministic simulated link: virtual time,
+ * seeded loss, duplication, reordering and corruption, dead peers.  Two
+ * nodes, each an engine (struct xvi_stream_ctx) on its own link; nothing
+ * leaves the process.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include "stream_engine.h"
+
+#define MAXPKT		1600
+
+struct sim;
+
+struct node {
+	struct sim *sim;
+	int id;
+	struct xvi_stream_ctx *ctx;
+	union xvi_sockaddr addr;
+	__u64 timer;
+	__u8 txbuf[MAXPKT];
+	bool dead;		/* sends and receives nothing, runs no timers */
+};
+
+struct pkt {
+	__u64 at;
+	__u64 serial;		/* FIFO among equal times: links keep order */
+	int to;
+	__u32 len;
+	__u8 data[MAXPKT];
+};
+
+struct sim {
+	__u64 now;
+	__u64 rng;
+	int loss, dup, reorder, corrupt;	/* per mille */
+	bool drop_all[2];			/* drop everything sent by node i */
+	__u32 delay_us;
+	struct node n[2];
+	struct pkt *q;
+	int nq, cap;
+	__u64 delivered, dropped, serial;
+};
+
+static __u32 srnd(struct sim *s)
+{
+	s->rng ^= s->rng << 13;
+	s->rng ^= s->rng >> 7;
+	s->rng ^= s->rng << 17;
+	return (__u32)(s->rng >> 11);
+}
+
+static void *l_get(void *priv, __u32 *cap)
+{
+	struct node *n = priv;
+
+	*cap = MAXPKT;
+	return n->txbuf;
+}
+
+static void enqueue(struct sim *s, int to, const void *buf, __u32 len, __u64 extra)
+{
+	struct pkt *p;
+
+	if (s->nq == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 256;
+		s->q = realloc(s->q, s->cap * sizeof(*s->q));
+		cr_assert(s->q);
+	}
+	p = &s->q[s->nq++];
+	p->at = s->now + s->delay_us + extra;
+	p->serial = s->serial++;
+	p->to = to;
+	p->len = len;
+	memcpy(p->data, buf, len);
+	if (s->corrupt && (int)(srnd(s) % 1000) < s->corrupt) {
+		__u32 bit = srnd(s) % (len * 8);
+
+		p->data[bit / 8] ^= 1u << (bit % 8);
+	}
+}
+
+static void l_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer)
+{
+	struct node *n = priv;
+	struct sim *s = n->sim;
+	int to = 1 - n->id;
+	int copies = 1;
+
+	if (n->dead || s->drop_all[n->id] || (s->loss && (int)(srnd(s) % 1000) < s->loss)) {
+		s->dropped++;
+		return;
+	}
+	cr_assert(xvi_sockaddr_eq(peer, &s->n[to].addr), "datagram to an unknown peer");
+	if (s->dup && (int)(srnd(s) % 1000) < s->dup)
+		copies = 2;
+	while (copies--) {
+		__u64 extra = 0;
+
+		if (s->reorder && (int)(srnd(s) % 1000) < s->reorder)
+			extra = 1 + srnd(s) % (4 * s->delay_us + 200);
+		enqueue(s, to, buf, len, extra);
+	}
+}
+
+static void l_flush(void *priv) {}
+
+static __u64 l_now(void *priv)
+{
+	return ((struct node *)priv)->sim->now;
+}
+
+static void l_arm(void *priv, __u64 at)
+{
+	((struct node *)priv)->timer = at;
+}
+
+static void sim_init(struct sim *s, __u64 seed, const struct xvi_stream_ctx_opts *o)
+{
+	memset(s, 0, sizeof(*s));
+	s->rng = seed * 0x9E3779B97F4A7C15ULL + 1;
+	s->now = 1000000;
+	s->delay_us = 50;
+	for (int i = 0; i < 2; i++) {
+		struct node *n = &s->n[i];
+		struct xvi_slink link = {
+			.tx_get = l_get, .tx_put = l_put, .tx_flush = l_flush,
+			.now_us = l_now, .timer_arm = l_arm, .priv = n,
+			.mtu = 1472, .checksummed = false, .seed = seed * 2 + i + 1,
+		};
+
+		n->sim = s;
+		n->id = i;
+		n->addr.in.sin_family = AF_INET;
+		n->addr.in.sin_addr.s_addr = htonl(0x0a000001 + i);
+		n->addr.in.sin_port = htons(7000);
+		n->ctx = xvi_sctx__new(&link, o);
+		cr_assert(n->ctx, "engine: %s", strerror(errno));
+	}
+}
+
+static void sim_set_iss(struct sim *s, __u32 iss)
+{
+	s->n[0].ctx->link.iss = iss;
+	s->n[1].ctx->link.iss = iss + 0x1000;
+}
+
+static void sim_fini(struct sim *s)
+{
+	for (int i = 0; i < 2; i++)
+		xvi_sctx__free(s->n[i].ctx);
+	free(s->q);
+}
+
+/* Run the next event (a delivery or a timer).  false: nothing pending. */
+static bool sim_step(struct sim *s)
+{
+	__u64 best = ~0ULL;
+	int bi = -1, bt = -1;
+
+	for (int i = 0; i < s->nq; i++)
+		if (s->q[i].at < best || (s->q[i].at == best && s->q[i].serial < s->q[bi].serial)) {
+			best = s->q[i].at;
+			bi = i;
+		}
+	for (int i = 0; i < 2; i++)
+		if (s->n[i].timer && !s->n[i].dead && s->n[i].timer < best) {
+			best = s->n[i].timer;
+			bt = i;
+			bi = -1;
+		}
+	if (best == ~0ULL)
+		return false;
+	if (best > s->now)
+		s->now = best;
+	if (bi >= 0) {
+		struct pkt p = s->q[bi];
+		struct node *n = &s->n[p.to];
+
+		s->q[bi] = s->q[--s->nq];
+		if (n->dead)
+			return true;
+		s->delivered++;
+		xvi_sctx__input(n->ctx, &s->n[1 - p.to].addr, p.data, p.len, false);
+		xvi_sctx__run(n->ctx);
+	} else {
+		struct node *n = &s->n[bt];
+
+		n->timer = 0;
+		n->ctx->armed = 0;
+		xvi_sctx__run(n->ctx);
+	}
+	return true;
+}
+
+/* Step until @cond or virtual @limit_us passed; returns cond. */
+#define RUN_UNTIL(s, limit_us, cond)						\
+	({									\
+		__u64 _end = (s)->now + (limit_us);				\
+		bool _ok;							\
+		while (!(_ok = (cond)) && (s)->now < _end)			\
+			if (!sim_step(s))					\
+				(s)->now += 1000;				\
+		_ok;								\
+	})
+
+static struct xvi_stream *sock(struct sim *s, int node)
+{
+	struct xvi_stream *st = xvi_ss__socket(s->n[node].ctx, XVI_STREAM_NONBLOCK);
+
+	cr_assert(st);
+	return st;
+}
+
+static struct xvi_stream *listener(struct sim *s, __u16 svc, int backlog)
+{
+	struct xvi_stream *l = sock(s, 1);
+
+	l->svc = svc;
+	cr_assert_eq(xvi_ss__listen(l, backlog), 0);
+	return l;
+}
+
+/* Establish A(0) -> B(1); returns client, *srv gets the accepted one. */
+static struct xvi_stream *pair(struct sim *s, struct xvi_stream *l, struct xvi_stream **srv)
+{
+	struct xvi_stream *c = sock(s, 0);
+
+	cr_assert_eq(xvi_ss__connect(c, &s->n[1].addr, l->svc), -EINPROGRESS);
+	*srv = NULL;
+	cr_assert(RUN_UNTIL(s, 30000000, c->state == XVI_SS_ESTABLISHED &&
+			    (*srv || (*srv = xvi_ss__accept(l, NULL)))),
+		  "no connection: client %s", xvi_stream_state__str(c->state));
+	return c;
+}
+
+/* ---- byte-exact transfers under impairment ---- */
+
+struct xfer_case {
+	const char *name;
+	int loss, dup, reorder, corrupt;	/* per mille */
+	__u32 bytes;
+	__u32 iss;				/* 0: random */
+	__u32 flags;				/* client stream flags */
+	__u32 chunk;				/* send() size */
+};
+
+static const struct xfer_case xfer_cases[] = {
+	{ "clean 4 MiB", 0, 0, 0, 0, 4 << 20, 0, 0, 65536 },
+	{ "wrap at 2^32", 0, 0, 0, 0, 2 << 20, 0xfff00000u, 0, 8192 },
+	{ "5% loss", 50, 0, 0, 0, 2 << 20, 0, 0, 16384 },
+	{ "loss+reorder+dup+corrupt", 50, 5, 10, 1, 2 << 20, 0xffff0000u, 0, 3000 },
+	{ "heavy reorder and duplication", 10, 50, 200, 0, 1 << 20, 0, 0, 1000 },
+	{ "20% loss", 200, 0, 0, 10, 512 << 10, 0, 0, 4096 },
+	{ "small sends NODELAY, lossy", 20, 10, 20, 1, 256 << 10, 0, XVI_STREAM_NODELAY, 37 },
+	{ "small sends combined, lossy", 20, 10, 20, 1, 256 << 10, 0, 0, 37 },
+};
+
+static __u8 pattern(__u64 i)
+{
+	return (__u8)((i * 2654435761u) >> 13);
+}
+
+static void run_xfer(const struct xfer_case *k, __u64 seed)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .user_timeout_ms = 60000);
+	struct sim s;
+	struct xvi_stream *l, *c, *v;
+	__u8 *buf = malloc(65536);
+	__u64 sent = 0, rcvd = 0, steps = 0;
+	bool eof = false, shut = false;
+
+	sim_init(&s, seed, &o);
+	if (k->iss)
+		sim_set_iss(&s, k->iss);
+	l = listener(&s, 5, 8);
+	c = pair(&s, l, &v);
+	c->flags |= k->flags;
+	s.loss = k->loss;
+	s.dup = k->dup;
+	s.reorder = k->reorder;
+	s.corrupt = k->corrupt;
+	while (!eof && steps++ < 20000000) {
+		if (sent < k->bytes) {
+			__u32 n = k->bytes - sent < k->chunk ? k->bytes - sent : k->chunk;
+			ssize_t r;
+
+			for (__u32 i = 0; i < n; i++)
+				buf[i] = pattern(sent + i);
+			r = xvi_ss__send(c, buf, n);
+			cr_assert(r > 0 || r == -EAGAIN, "%s: send %zd", k->name, r);
+			if (r > 0)
+				sent += r;
+		} else if (!shut) {
+			cr_assert_eq(xvi_ss__shutdown(c, SHUT_WR), 0);
+			shut = true;
+		}
+		for (;;) {
+			ssize_t r = xvi_ss__recv(v, buf, 65536);
+
+			if (r == -EAGAIN)
+				break;
+			cr_assert(r >= 0, "%s: recv %zd", k->name, r);
+			if (!r) {
+				eof = true;
+				break;
+			}
+			for (ssize_t i = 0; i < r; i++)
+				cr_assert_eq(buf[i], pattern(rcvd + i), "%s: byte %llu differs",
+					     k->name, (unsigned long long)(rcvd + i));
+			rcvd += r;
+		}
+		if (!sim_step(&s))
+			s.now += 1000;
+	}
+	cr_assert(eof, "%s: no EOF after %llu of %u bytes (client %s, server %s)", k->name,
+		  (unsigned long long)rcvd, k->bytes, xvi_stream_state__str(c->state),
+		  xvi_stream_state__str(v->state));
+	cr_assert_eq(rcvd, k->bytes, "%s", k->name);
+	cr_log_info("%s: %u bytes in %.3f virtual s, %llu segs, %llu retrans, %llu timeouts, %llu recoveries, srtt %u us",
+		    k->name, k->bytes, (s.now - 1000000) / 1e6,
+		    (unsigned long long)c->st_.segs_sent, (unsigned long long)c->st_.segs_retrans,
+		    (unsigned long long)c->st_.timeouts, (unsigned long long)c->st_.fast_retrans,
+		    c->srtt_us);
+	cr_expect_eq(v->state, XVI_SS_CLOSE_WAIT);
+	if (k->corrupt)
+		cr_expect_gt(s.n[1].ctx->stats.rx_bad_integrity + s.n[0].ctx->stats.rx_bad_integrity,
+			     0, "%s: corruption never caught", k->name);
+	if (k->loss)
+		cr_expect_gt(c->st_.segs_retrans, 0);
+	/* Orderly close: both ends reach CLOSED and free their state. */
+	cr_assert_eq(xvi_ss__close(v), 0);
+	s.loss = s.dup = s.reorder = s.corrupt = 0;
+	cr_assert(RUN_UNTIL(&s, 20000000, c->state == XVI_SS_TIME_WAIT ||
+			    c->state == XVI_SS_CLOSED),
+		  "%s: client stuck in %s", k->name, xvi_stream_state__str(c->state));
+	cr_assert(RUN_UNTIL(&s, 20000000, s.n[1].ctx->nconns == 0 && c->state == XVI_SS_CLOSED));
+	cr_expect_eq(c->err, 0);
+	xvi_ss__close(c);
+	xvi_ss__close(l);
+	cr_expect_eq(s.n[0].ctx->all, NULL);
+	cr_expect_eq(s.n[1].ctx->all, NULL);
+	sim_fini(&s);
+	free(buf);
+}
+
+Test(stream_sim, transfers_byte_exact, .timeout = 60)
+{
+	for (size_t i = 0; i < sizeof(xfer_cases) / sizeof(xfer_cases[0]); i++)
+		run_xfer(&xfer_cases[i], 100 + i);
+}
+
+/* ---- many connections under heavy loss ---- */
+
+Test(stream_sim, fifty_connections_under_30pct_loss, .timeout = 60)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .user_timeout_ms = 60000);
+	struct xvi_stream *c[50], *acc[50], *l;
+	struct sim s;
+	int na = 0, ne;
+
+	sim_init(&s, 7, &o);
+	l = listener(&s, 9, 64);
+	s.loss = 300;
+	for (int i = 0; i < 50; i++) {
+		c[i] = sock(&s, 0);
+		cr_assert_eq(xvi_ss__connect(c[i], &s.n[1].addr, 9), -EINPROGRESS);
+	}
+	for (__u64 end = s.now + 60000000; s.now < end;) {
+		struct xvi_stream *a;
+
+		while (na < 50 && (a = xvi_ss__accept(l, NULL)))
+			acc[na++] = a;
+		ne = 0;
+		for (int i = 0; i < 50; i++)
+			ne += c[i]->state == XVI_SS_ESTABLISHED;
+		if (ne == 50 && na == 50)
+			break;
+		if (!sim_step(&s))
+			s.now += 1000;
+	}
+	ne = 0;
+	for (int i = 0; i < 50; i++) {
+		ne += c[i]->state == XVI_SS_ESTABLISHED;
+		cr_expect_eq(c[i]->err, 0, "conn %d: %s", i, strerror(c[i]->err));
+	}
+	cr_assert_eq(ne, 50, "established clients: %d", ne);
+	cr_assert_eq(na, 50, "accepted: %d", na);
+	/* Each accepted stream pairs with exactly one client. */
+	for (int i = 0; i < 50; i++) {
+		int m = 0;
+
+		for (int j = 0; j < 50; j++)
+			m += acc[j]->rcid == c[i]->lcid && acc[j]->lcid == c[i]->rcid;
+		cr_expect_eq(m, 1, "client %d matched %d server streams", i, m);
+	}
+	sim_fini(&s);
+}
+
+/* ---- keepalive ---- */
+
+Test(stream_sim, keepalive_detects_dead_peer_within_bound)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .keepalive_idle_ms = 300, .keepalive_intvl_ms = 100,
+		 .keepalive_cnt = 4);
+	const __u64 bound = 300000 + 4 * 100000;
+	struct xvi_stream *l, *c, *v;
+	struct sim s;
+	__u64 t0;
+
+	sim_init(&s, 11, &o);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	/* idle but alive: keepalive probes are answered, nothing fails */
+	RUN_UNTIL(&s, 5 * bound, false);
+	cr_assert_eq(c->state, XVI_SS_ESTABLISHED);
+	cr_assert_eq(v->state, XVI_SS_ESTABLISHED);
+	s.n[1].dead = true;
+	t0 = s.now;
+	cr_assert(RUN_UNTIL(&s, 10 * bound, c->state == XVI_SS_CLOSED));
+	cr_expect_eq(c->err, ETIMEDOUT);
+	cr_expect_eq(xvi_ss__recv(c, NULL, 0), -ETIMEDOUT);
+	cr_expect(xvi_ss__events(c) & POLLERR);
+	/* idle + cnt * intvl after the last thing heard (<= t0) */
+	cr_expect_leq(s.now - t0, bound + 1000, "detected after %llu us, bound %llu",
+		      (unsigned long long)(s.now - t0), (unsigned long long)bound);
+	cr_expect_geq(s.now - t0, 4 * 100000, "too early: %llu us",
+		      (unsigned long long)(s.now - t0));
+	sim_fini(&s);
+}
+
+Test(stream_sim, user_timeout_on_dead_peer_with_data)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .user_timeout_ms = 1000, .keepalive_idle_ms = 100000);
+	struct xvi_stream *l, *c, *v;
+	struct sim s;
+
+	sim_init(&s, 12, &o);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	s.n[1].dead = true;
+	cr_assert_eq(xvi_ss__send(c, "abc", 3), 3);
+	cr_assert(RUN_UNTIL(&s, 5000000, c->state == XVI_SS_CLOSED));
+	cr_expect_eq(c->err, ETIMEDOUT);
+	cr_expect_eq(xvi_ss__send(c, "abc", 3), -ETIMEDOUT);
+	sim_fini(&s);
+}
+
+/* ---- listen backlog under a SYN flood ---- */
+
+static void inject_syn(struct sim *s, int to, __u32 ip, __u32 scid, __u16 svc)
+{
+	struct xvi_shdr h = { .flags = XVI_SF_SYN, .scid = scid, .seq = scid * 3, .mss = 1000,
+			      .wnd = 65536, .svc = svc };
+	union xvi_sockaddr from = { 0 };
+	__u8 buf[128];
+	__u32 hl = xvi_shdr__encode(&h, buf);
+
+	xvi_shdr__seal(buf, hl);
+	from.in.sin_family = AF_INET;
+	from.in.sin_addr.s_addr = htonl(ip);
+	from.in.sin_port = htons(1234);
+	xvi_sctx__input(s->n[to].ctx, &from, buf, hl, false);
+}
+
+Test(stream_sim, syn_flood_is_bounded)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .syn_backlog = 16);
+	struct xvi_stream *l, *c, *v;
+	struct sim s;
+
+	sim_init(&s, 13, &o);
+	l = listener(&s, 3, 4);
+	/* spoofed sources: their SYN|ACKs go nowhere (l_put asserts on
+	 * unknown peers, so drop node 1's output during the flood) */
+	s.drop_all[1] = true;
+	for (__u32 i = 0; i < 5000; i++)
+		inject_syn(&s, 1, 0xc6120000 + i, i + 1, 3);
+	cr_expect_leq(s.n[1].ctx->nconns, 16u, "half-open connections: %u",
+		      s.n[1].ctx->nconns);
+	cr_expect_eq(l->n_half, 16u);
+	cr_expect_eq(s.n[1].ctx->stats.syn_evicted, 5000u - 16);
+	/* repeated SYNs of one peer make one half-open connection */
+	for (int i = 0; i < 10; i++)
+		inject_syn(&s, 1, 0xc6130001, 42, 3);
+	cr_expect_leq(l->n_half, 16u);
+	s.drop_all[1] = false;
+	s.nq = 0;
+	/* the spoofed half-open entries must not hold a real client off */
+	for (int i = 0; i < 2; i++) {
+		c = pair(&s, l, &v);
+		cr_assert_eq(v->state, XVI_SS_ESTABLISHED);
+		cr_assert_eq(c->state, XVI_SS_ESTABLISHED);
+	}
+	cr_expect_leq(s.n[1].ctx->nconns, 16u + 2);
+	sim_fini(&s);
+}
+
+Test(stream_sim, accept_queue_bounded)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o);
+	struct xvi_stream *l, *c[6];
+	struct sim s;
+	int est = 0;
+
+	sim_init(&s, 14, &o);
+	l = listener(&s, 3, 2);
+	for (int i = 0; i < 6; i++) {
+		c[i] = sock(&s, 0);
+		xvi_ss__connect(c[i], &s.n[1].addr, 3);
+	}
+	RUN_UNTIL(&s, 300000, false);
+	cr_expect_eq(l->n_acc, 2u);
+	cr_expect_gt(s.n[1].ctx->stats.accept_overflow, 0u);
+	/* accepting drains the queue; the held-back handshakes complete */
+	for (__u64 end = s.now + 20000000; s.now < end && est < 6;) {
+		if (xvi_ss__accept(l, NULL))
+			est++;
+		if (!sim_step(&s))
+			s.now += 1000;
+	}
+	cr_expect_eq(est, 6);
+	sim_fini(&s);
+}
+
+/* ---- state machine ---- */
+
+/* Record the states a stream passes through. */
+struct trace {
+	enum xvi_stream_state st[16];
+	int n;
+};
+
+static void trace_add(struct trace *t, const struct xvi_stream *s)
+{
+	if (!t->n || t->st[t->n - 1] != s->state)
+		if (t->n < 16)
+			t->st[t->n++] = s->state;
+}
+
+static void expect_trace(const struct trace *t, const enum xvi_stream_state *want, int n,
+			 const char *who)
+{
+	char got[256] = "";
+
+	for (int i = 0; i < t->n; i++) {
+		strcat(got, xvi_stream_state__str(t->st[i]));
+		strcat(got, " ");
+	}
+	cr_expect_eq(t->n, n, "%s: %s", who, got);
+	for (int i = 0; i < n && i < t->n; i++)
+		cr_expect_eq(t->st[i], want[i], "%s: step %d: %s", who, i, got);
+}
+
+/* Run with both streams traced until both are CLOSED. */
+static void trace_run(struct sim *s, struct xvi_stream *a, struct trace *ta,
+		      struct xvi_stream *b, struct trace *tb, bool close_b_on_eof)
+{
+	__u64 end = s->now + 10000000;
+	char x[16];
+
+	while (s->now < end && (a->state != XVI_SS_CLOSED || b->state != XVI_SS_CLOSED)) {
+		trace_add(ta, a);
+		trace_add(tb, b);
+		if (close_b_on_eof && b->eof && !b->fin_queued)
+			xvi_ss__shutdown(b, SHUT_WR);
+		xvi_ss__recv(a, x, sizeof(x));
+		xvi_ss__recv(b, x, sizeof(x));
+		if (!sim_step(s))
+			s->now += 1000;
+	}
+	trace_add(ta, a);
+	trace_add(tb, b);
+}
+
+Test(stream_sim, active_and_passive_close)
+{
+	static const enum xvi_stream_state act[] = {
+		XVI_SS_ESTABLISHED, XVI_SS_FIN_WAIT_1, XVI_SS_FIN_WAIT_2, XVI_SS_TIME_WAIT,
+		XVI_SS_CLOSED };
+	static const enum xvi_stream_state pas[] = {
+		XVI_SS_ESTABLISHED, XVI_SS_CLOSE_WAIT, XVI_SS_LAST_ACK, XVI_SS_CLOSED };
+	struct trace ta = { 0 }, tb = { 0 };
+	struct xvi_stream *l, *c, *v;
+	struct sim s;
+
+	sim_init(&s, 21, NULL);
+	s.delay_us = 1000;
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	trace_add(&ta, c);
+	trace_add(&tb, v);
+	cr_assert_eq(xvi_ss__send(c, "bye", 3), 3);
+	xvi_ss__shutdown(c, SHUT_WR);
+	trace_add(&ta, c);
+	/* the server closes its half only after a while: FIN_WAIT_2 shows */
+	RUN_UNTIL(&s, 20000, false);
+	trace_add(&ta, c);
+	trace_add(&tb, v);
+	trace_run(&s, c, &ta, v, &tb, true);
+	expect_trace(&ta, act, 5, "active");
+	expect_trace(&tb, pas, 4, "passive");
+	cr_expect_eq(c->err, 0);
+	cr_expect_eq(v->err, 0);
+	sim_fini(&s);
+}
+
+Test(stream_sim, simultaneous_close_crossing_fins)
+{
+	static const enum xvi_stream_state both[] = {
+		XVI_SS_ESTABLISHED, XVI_SS_FIN_WAIT_1, XVI_SS_CLOSING, XVI_SS_TIME_WAIT,
+		XVI_SS_CLOSED };
+	struct trace ta = { 0 }, tb = { 0 };
+	struct xvi_stream *l, *c, *v;
+	struct sim s;
+
+	sim_init(&s, 22, NULL);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	trace_add(&ta, c);
+	trace_add(&tb, v);
+	/* both FINs leave before either arrives */
+	xvi_ss__shutdown(c, SHUT_WR);
+	xvi_ss__shutdown(v, SHUT_WR);
+	trace_run(&s, c, &ta, v, &tb, false);
+	expect_trace(&ta, both, 5, "client");
+	expect_trace(&tb, both, 5, "server");
+	sim_fini(&s);
+}
+
+Test(stream_sim, close_returns_at_once_and_finishes_in_background)
+{
+	struct xvi_stream *l, *c, *v;
+	struct sim s;
+	char buf[64];
+
+	sim_init(&s, 23, NULL);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	s.loss = 300;
+	cr_assert_eq(xvi_ss__send(c, "last words", 10), 10);
+	cr_assert_eq(xvi_ss__close(c), 0);	/* handle gone, connection lingers */
+	cr_expect_eq(xvi_sctx__orphans(s.n[0].ctx), 1u);
+	cr_assert(RUN_UNTIL(&s, 10000000, xvi_ss__recv(v, buf, sizeof(buf)) == 10));
+	cr_assert_eq(memcmp(buf, "last words", 10), 0);
+	cr_assert(RUN_UNTIL(&s, 10000000, xvi_ss__recv(v, buf, sizeof(buf)) == 0));
+	xvi_ss__close(v);
+	cr_assert(RUN_UNTIL(&s, 10000000, !s.n[0].ctx->nconns && !s.n[1].ctx->nconns));
+	cr_expect_eq(xvi_sctx__orphans(s.n[0].ctx), 0u);
+	sim_fini(&s);
+}
+
+Test(stream_sim, linger_bounds_a_close_to_a_dead_peer)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .linger_ms = 500);
+	struct xvi_stream *l, *c, *v;
+	struct sim s;
+	__u64 t0;
+
+	sim_init(&s, 24, &o);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	s.n[1].dead = true;
+	t0 = s.now;
+	cr_assert_eq(xvi_ss__close(c), 0);
+	cr_assert(RUN_UNTIL(&s, 5000000, !s.n[0].ctx->nconns));
+	cr_expect_leq(s.now - t0, 500000 + 1000);
+	cr_expect_eq(s.n[0].ctx->all, NULL);
+	sim_fini(&s);
+}
+
+Test(stream_sim, connect_refused_without_listener)
+{
+	struct xvi_stream *c;
+	struct sim s;
+
+	sim_init(&s, 25, NULL);
+	c = sock(&s, 0);
+	xvi_ss__connect(c, &s.n[1].addr, 77);
+	cr_assert(RUN_UNTIL(&s, 1000000, c->state == XVI_SS_CLOSED));
+	cr_expect_eq(c->err, ECONNREFUSED);
+	cr_expect(xvi_ss__events(c) & POLLERR);
+	sim_fini(&s);
+}
+
+/* RST with the right ids in each state: CLOSED, with the state's error. */
+struct rst_case {
+	const char *name;
+	enum xvi_stream_state st;
+	int err;
+};
+
+static const struct rst_case rst_cases[] = {
+	{ "SYN_SENT", XVI_SS_SYN_SENT, ECONNREFUSED },
+	{ "ESTABLISHED", XVI_SS_ESTABLISHED, ECONNRESET },
+	{ "FIN_WAIT_1", XVI_SS_FIN_WAIT_1, ECONNRESET },
+	{ "FIN_WAIT_2", XVI_SS_FIN_WAIT_2, ECONNRESET },
+	{ "CLOSE_WAIT", XVI_SS_CLOSE_WAIT, ECONNRESET },
+	{ "CLOSING", XVI_SS_CLOSING, ECONNRESET },
+	{ "LAST_ACK", XVI_SS_LAST_ACK, ECONNRESET },
+	{ "TIME_WAIT", XVI_SS_TIME_WAIT, 0 },
+};
+
+static void inject_rst(struct sim *s, struct xvi_stream *x, int node)
+{
+	struct xvi_shdr h = { .flags = XVI_SF_RST | XVI_SF_ACK, .dcid = x->lcid,
+			      .scid = x->rcid ? x->rcid : 1, .seq = x->rq.nxt,
+			      .ack = x->state == XVI_SS_SYN_SENT ? x->iss + 1 : x->snd_nxt };
+	__u8 buf[128];
+	__u32 hl = xvi_shdr__encode(&h, buf);
+
+	xvi_shdr__seal(buf, hl);
+	xvi_sctx__input(s->n[node].ctx, &s->n[1 - node].addr, buf, hl, false);
+}
+
+Test(stream_sim, rst_in_every_state)
+{
+	for (size_t i = 0; i < sizeof(rst_cases) / sizeof(rst_cases[0]); i++) {
+		const struct rst_case *k = &rst_cases[i];
+		struct xvi_stream *l, *c, *v = NULL, *x;
+		struct sim s;
+		int node = 0;
+
+		sim_init(&s, 30 + i, NULL);
+		l = listener(&s, 1, 4);
+		if (k->st == XVI_SS_SYN_SENT) {
+			c = sock(&s, 0);
+			s.drop_all[0] = true;
+			xvi_ss__connect(c, &s.n[1].addr, 1);
+			x = c;
+		} else {
+			c = pair(&s, l, &v);
+			x = c;
+			switch (k->st) {
+			case XVI_SS_FIN_WAIT_1:	/* FIN sent, never acknowledged */
+				s.drop_all[0] = true;
+				xvi_ss__shutdown(c, SHUT_WR);
+				break;
+			case XVI_SS_FIN_WAIT_2:
+				xvi_ss__shutdown(c, SHUT_WR);
+				RUN_UNTIL(&s, 1000000, c->state == XVI_SS_FIN_WAIT_2);
+				break;
+			case XVI_SS_CLOSE_WAIT:
+				xvi_ss__shutdown(v, SHUT_WR);
+				RUN_UNTIL(&s, 1000000, c->state == XVI_SS_CLOSE_WAIT);
+				break;
+			case XVI_SS_CLOSING:	/* crossing FINs, the server's ACK lost */
+				xvi_ss__shutdown(c, SHUT_WR);
+				xvi_ss__shutdown(v, SHUT_WR);
+				s.drop_all[1] = true;
+				RUN_UNTIL(&s, 1000000, c->state == XVI_SS_CLOSING);
+				break;
+			case XVI_SS_LAST_ACK:
+				xvi_ss__shutdown(v, SHUT_WR);
+				RUN_UNTIL(&s, 1000000, c->state == XVI_SS_CLOSE_WAIT);
+				s.drop_all[0] = true;
+				xvi_ss__shutdown(c, SHUT_WR);
+				break;
+			case XVI_SS_TIME_WAIT:
+				xvi_ss__shutdown(c, SHUT_WR);
+				xvi_ss__shutdown(v, SHUT_WR);
+				RUN_UNTIL(&s, 1000000, c->state == XVI_SS_TIME_WAIT);
+				break;
+			default:
+				break;
+			}
+		}
+		if (x->state != k->st) {
+			/* CLOSING needs both ACKs lost; exercise it by construction */
+			cr_expect_eq(x->state, k->st, "%s: setup reached %s", k->name,
+				     xvi_stream_state__str(x->state));
+			sim_fini(&s);
+			continue;
+		}
+		inject_rst(&s, x, node);
+		cr_expect_eq(x->state, XVI_SS_CLOSED, "%s: after RST %s", k->name,
+			     xvi_stream_state__str(x->state));
+		cr_expect_eq(x->err, k->err, "%s: err %d", k->name, x->err);
+		sim_fini(&s);
+	}
+}
+
+Test(stream_sim, rst_in_syn_rcvd_frees_half_open)
+{
+	struct xvi_stream *l, *c;
+	struct sim s;
+
+	sim_init(&s, 40, NULL);
+	l = listener(&s, 1, 4);
+	c = sock(&s, 0);
+	xvi_ss__connect(c, &s.n[1].addr, 1);
+	s.drop_all[1] = true;	/* SYN|ACK never arrives */
+	RUN_UNTIL(&s, 1000, l->n_half == 1);
+	cr_assert_eq(l->n_half, 1u);
+	{
+		struct xvi_stream *h = l->half_head;
+
+		cr_assert_eq(h->state, XVI_SS_SYN_RCVD);
+		inject_rst(&s, h, 1);
+	}
+	cr_expect_eq(l->n_half, 0u);
+	cr_expect_eq(s.n[1].ctx->nconns, 0u);
+	sim_fini(&s);
+}
+
+/* ---- zero-copy sends from registered memory ---- */
+
+Test(stream_sim, send_by_reference_completes_after_ack)
+{
+	struct xvi_stream *l, *c, *v;
+	static __u8 region_mem[200000];
+	__u8 *got = malloc(sizeof(region_mem) + 4);
+	struct sim s;
+	__u64 cookies[4];
+	int region, n = 0;
+	__u32 rcvd = 0;
+
+	for (size_t i = 0; i < sizeof(region_mem); i++)
+		region_mem[i] = pattern(i);
+	sim_init(&s, 41, NULL);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	s.loss = 30;
+	region = 0;
+	s.n[0].ctx->regions[0] = (struct xvi_sregion){ .addr = region_mem,
+						       .len = sizeof(region_mem), .used = true };
+	cr_assert_eq(xvi_ss__send(c, "hdr:", 4), 4);
+	cr_assert_eq(xvi_ss__send_ref(c, region, 0, 100000, 1), 100000);
+	cr_assert_eq(xvi_ss__send_ref(c, region, 100000, 100000, 2), 100000);
+	cr_expect_eq(xvi_ss__reap(c, cookies, 4), 0);
+	cr_expect_eq(s.n[0].ctx->regions[0].refs, 2u);
+	while (rcvd < 200004 && RUN_UNTIL(&s, 10000000, xvi_srq__ready(&v->rq))) {
+		ssize_t r = xvi_ss__recv(v, got + rcvd, 200004 - rcvd);
+
+		cr_assert(r > 0);
+		rcvd += r;
+		n += xvi_ss__reap(c, cookies + n, 4 - n);
+	}
+	cr_assert_eq(rcvd, 200004u);
+	cr_assert_eq(memcmp(got, "hdr:", 4), 0);
+	cr_assert_eq(memcmp(got + 4, region_mem, sizeof(region_mem)), 0);
+	RUN_UNTIL(&s, 1000000, c->snd_una == c->snd_nxt);
+	n += xvi_ss__reap(c, cookies + n, 4 - n);
+	cr_expect_eq(n, 2);
+	cr_expect_eq(cookies[0], 1u);
+	cr_expect_eq(cookies[1], 2u);
+	cr_expect_eq(s.n[0].ctx->regions[0].refs, 0u);
+	sim_fini(&s);
+	free(got);
+}

@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * NewReno AIMD (RFC 5681, RFC 6582) as stream congestion control ops.
+ * Loss recovery itself (which segment to resend) is the engine's SACK
+ * scoreboard; these hooks only size the window.
+ */
+#include "xvi_stream.h"
+
+static void nr_init(struct xvi_stream_cc *cc)
+{
+	/* RFC 6928 initial window: 10 segments */
+	cc->cwnd = 10 * cc->mss;
+	cc->ssthresh = ~0u;
+	cc->acked_acc = 0;
+}
+
+static void nr_on_ack(struct xvi_stream_cc *cc, __u32 acked, __u32 rtt_us,
+		      __u32 in_flight)
+{
+	if (cc->cwnd < cc->ssthresh) {
+		/* Slow start with appropriate byte counting, L = 2 (RFC 3465). */
+		cc->cwnd += acked < 2 * cc->mss ? acked : 2 * cc->mss;
+		return;
+	}
+	/* Congestion avoidance: one mss per window acknowledged. */
+	cc->acked_acc += acked;
+	if (cc->acked_acc >= cc->cwnd) {
+		cc->acked_acc -= cc->cwnd;
+		cc->cwnd += cc->mss;
+	}
+}
+
+static void nr_on_event(struct xvi_stream_cc *cc, enum xvi_stream_cc_event ev,
+			__u32 in_flight)
+{
+	__u32 half = in_flight / 2;
+
+	switch (ev) {
+	case XVI_CC_FAST_LOSS:
+		cc->ssthresh = half > 2 * cc->mss ? half : 2 * cc->mss;
+		cc->cwnd = cc->ssthresh;
+		break;
+	case XVI_CC_TIMEOUT:
+		cc->ssthresh = half > 2 * cc->mss ? half : 2 * cc->mss;
+		cc->cwnd = cc->mss;
+		break;
+	case XVI_CC_RECOVERED:
+		cc->cwnd = cc->ssthresh;
+		break;
+	}
+	cc->acked_acc = 0;
+}
+
+static const struct xvi_stream_cc_ops newreno = {
+	.name = "newreno",
+	.init = nr_init,
+	.on_ack = nr_on_ack,
+	.on_event = nr_on_event,
+};
+
+const struct xvi_stream_cc_ops *xvi_stream_cc_newreno(void)
+{
+	return &newreno;
+}

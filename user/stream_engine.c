@@ -1,0 +1,1479 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Stream protocol engine: connection state machine, flow and congestion
+ * control, SACK loss recovery, timers.  It never blocks, never allocates on
+ * the data path (buffers are allocated when a connection is established)
+ * and knows nothing about endpoints: see struct xvi_slink.
+ * docs/PROTOCOL.md is the specification this file implements.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include "stream_engine.h"
+#include "opts.h"
+#include "log.h"
+
+#define MIN_MSS		64
+#define SYN_TRIES_RCVD	16	/* SYN|ACK sends before a half-open gives up */
+
+static inline __u64 now_us(struct xvi_stream_ctx *ctx)
+{
+	return ctx->now = ctx->link.now_us(ctx->link.priv);
+}
+
+static __u32 rnd32(struct xvi_stream_ctx *ctx)
+{
+	/* xorshift64*: ids and sequence numbers need to be unguessable
+	 * only against blind off-path injection, not cryptographically. */
+	__u64 x = ctx->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	ctx->rng = x;
+	return (__u32)((x * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+bool xvi_sockaddr_eq(const union xvi_sockaddr *a, const union xvi_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	switch (a->sa.sa_family) {
+	case AF_INET:
+		return a->in.sin_port == b->in.sin_port &&
+		       a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+	case AF_INET6:
+		return a->in6.sin6_port == b->in6.sin6_port &&
+		       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+	case AF_PACKET:
+		return a->raw.tag == b->raw.tag && !memcmp(a->raw.mac, b->raw.mac, 6);
+	}
+	return false;
+}
+
+/* ---- connection table ------------------------------------------------- */
+
+static struct xvi_stream **hslot(struct xvi_stream_ctx *ctx, __u32 cid)
+{
+	return &ctx->htab[(cid * 2654435761u) & ctx->hmask];
+}
+
+static struct xvi_stream *lookup(struct xvi_stream_ctx *ctx, __u32 cid)
+{
+	struct xvi_stream *s = *hslot(ctx, cid);
+
+	while (s && s->lcid != cid)
+		s = s->hnext;
+	return s;
+}
+
+static void unhash(struct xvi_stream *s)
+{
+	struct xvi_stream **pp;
+
+	if (!s->lcid)
+		return;
+	for (pp = hslot(s->ctx, s->lcid); *pp; pp = &(*pp)->hnext)
+		if (*pp == s) {
+			*pp = s->hnext;
+			break;
+		}
+	s->lcid = 0;
+}
+
+static void hash_new_cid(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 cid;
+
+	do
+		cid = rnd32(ctx);
+	while (!cid || lookup(ctx, cid));
+	s->lcid = cid;
+	s->hnext = *hslot(ctx, cid);
+	*hslot(ctx, cid) = s;
+}
+
+static struct xvi_stream *conn_new(struct xvi_stream_ctx *ctx, __u32 flags)
+{
+	struct xvi_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->ctx = ctx;
+	s->flags = flags;
+	s->state = XVI_SS_CLOSED;
+	s->mss = ctx->mss;
+	s->rto_us = ctx->rto_init_us;
+	s->next = ctx->all;
+	if (ctx->all)
+		ctx->all->prev = s;
+	ctx->all = s;
+	return s;
+}
+
+/* Buffers of a connection that is about to carry data. */
+static int conn_buffers(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 items = 256;
+
+	if (s->segs)
+		return 0;
+	s->segs_cap = 64;
+	while (s->segs_cap < 4 * ctx->window && s->segs_cap < XVI_SS_MAX_SEGS)
+		s->segs_cap <<= 1;
+	s->segs = calloc(s->segs_cap, sizeof(*s->segs));
+	s->done = calloc(items, sizeof(*s->done));
+	s->done_cap = items;
+	if (!s->segs || !s->done || xvi_srq__init(&s->rq, ctx->rcvbuf, 0) ||
+	    xvi_ssq__init(&s->sq, ctx->sndbuf, items, s->iss + 1))
+		return -ENOMEM;
+	return 0;
+}
+
+static void list_unlink(struct xvi_stream *s);
+
+static void dirty_remove(struct xvi_stream *s)
+{
+	struct xvi_stream **pp;
+
+	if (!s->dirty)
+		return;
+	for (pp = &s->ctx->dirty; *pp; pp = &(*pp)->dnext)
+		if (*pp == s) {
+			*pp = s->dnext;
+			break;
+		}
+	s->dirty = false;
+}
+
+static void conn_free(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	if (s->state != XVI_SS_LISTEN && s->state != XVI_SS_CLOSED)
+		ctx->nconns--;
+	if (s->state == XVI_SS_LISTEN) {
+		/* Children outlive nothing but must not point at us. */
+		for (struct xvi_stream *c = ctx->all; c; c = c->next)
+			if (c->listener == s) {
+				c->listener = NULL;
+				c->on_list = 0;
+			}
+	}
+	list_unlink(s);
+	dirty_remove(s);
+	unhash(s);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		ctx->all = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	xvi_srq__free(&s->rq);
+	xvi_ssq__free(&s->sq);
+	free(s->segs);
+	free(s->done);
+	free(s);
+}
+
+/* Listener queues: doubly linked through lq_next/lq_prev. */
+static void list_append(struct xvi_stream *l, struct xvi_stream *c, int which)
+{
+	struct xvi_stream **head = which == XVI_SL_HALFOPEN ? &l->half_head : &l->acc_head;
+	struct xvi_stream **tail = which == XVI_SL_HALFOPEN ? &l->half_tail : &l->acc_tail;
+
+	c->listener = l;
+	c->on_list = which;
+	c->lq_next = NULL;
+	c->lq_prev = *tail;
+	if (*tail)
+		(*tail)->lq_next = c;
+	else
+		*head = c;
+	*tail = c;
+	if (which == XVI_SL_HALFOPEN)
+		l->n_half++;
+	else
+		l->n_acc++;
+}
+
+static void list_unlink(struct xvi_stream *c)
+{
+	struct xvi_stream *l = c->listener;
+	struct xvi_stream **head, **tail;
+
+	if (!l || !c->on_list)
+		return;
+	head = c->on_list == XVI_SL_HALFOPEN ? &l->half_head : &l->acc_head;
+	tail = c->on_list == XVI_SL_HALFOPEN ? &l->half_tail : &l->acc_tail;
+	if (c->lq_prev)
+		c->lq_prev->lq_next = c->lq_next;
+	else
+		*head = c->lq_next;
+	if (c->lq_next)
+		c->lq_next->lq_prev = c->lq_prev;
+	else
+		*tail = c->lq_prev;
+	if (c->on_list == XVI_SL_HALFOPEN)
+		l->n_half--;
+	else
+		l->n_acc--;
+	c->on_list = 0;
+	c->listener = NULL;
+}
+
+static void mark_dirty(struct xvi_stream *s)
+{
+	if (s->dirty)
+		return;
+	s->dirty = true;
+	s->dnext = s->ctx->dirty;
+	s->ctx->dirty = s;
+}
+
+/* ---- transmit ---------------------------------------------------------- */
+
+static inline __u32 rcv_ack(const struct xvi_stream *s)
+{
+	return s->rq.nxt + (s->eof ? 1 : 0);
+}
+
+static __u32 rcv_wnd(const struct xvi_stream *s)
+{
+	__u32 right = xvi_srq__right(&s->rq), ack = rcv_ack(s), w;
+
+	w = seq_gt(right, ack) ? right - ack : 0;
+	/* SOVIA's window w, in bytes: never more than w full segments. */
+	if (w > s->ctx->window * s->mss)
+		w = s->ctx->window * s->mss;
+	return w;
+}
+
+static bool need_crc(const struct xvi_stream_ctx *ctx)
+{
+	return !ctx->link.checksummed || (ctx->flags & XVI_SCTX_CRC_ALWAYS);
+}
+
+/*
+ * Build and queue one segment: header from the connection, @len payload
+ * bytes from the send queue at @seq.  Every segment after the SYN carries
+ * the cumulative ACK, the window and SACK blocks, so sending anything
+ * settles a pending delayed ACK.
+ */
+static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	struct xvi_shdr h;
+	__u32 cap, hl;
+	__u8 *buf;
+
+	buf = ctx->link.tx_get(ctx->link.priv, &cap);
+	if (!buf) {
+		ctx->stats.tx_no_buf++;
+		mark_dirty(s);
+		return false;
+	}
+	memset(&h, 0, sizeof(h));
+	h.flags = flags;
+	h.dcid = s->rcid;
+	h.scid = s->lcid;
+	h.seq = seq;
+	h.tsval = (__u32)ctx->now ? (__u32)ctx->now : 1;
+	h.tsecr = s->ts_recent;
+	if (flags & XVI_SF_SYN) {
+		h.svc = s->svc;
+		h.mss = s->mss;
+		h.wnd = ctx->window * s->mss;
+		if (flags & XVI_SF_ACK)
+			h.ack = s->irs + 1;
+	} else if (s->segs) {
+		h.flags |= XVI_SF_ACK;
+		h.ack = rcv_ack(s);
+		h.wnd = rcv_wnd(s);
+		h.nsack = xvi_srq__sack(&s->rq, h.sack, XVI_SW_MAX_SACK);
+		s->adv_right = h.ack + h.wnd;
+	} else {
+		h.flags |= XVI_SF_ACK;
+		h.ack = s->irs + 1;
+	}
+	h.len = len;
+	hl = xvi_shdr__encode(&h, buf);
+	if (hl + len > cap)	/* mss is below the link MTU: cannot happen */
+		len = 0;
+	if (len)
+		xvi_ssq__copy_out(&s->sq, seq, buf + hl, len);
+	if (need_crc(ctx))
+		xvi_shdr__seal(buf, hl + len);
+	ctx->link.tx_put(ctx->link.priv, buf, hl + len, &s->peer);
+	ctx->stats.tx_segs++;
+	s->st_.segs_sent++;
+	s->ack_now = false;
+	s->delayed = 0;
+	s->delack_at = 0;
+	return true;
+}
+
+static void send_rst_raw(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
+			 __u32 dcid, __u32 scid, __u32 seq, __u32 ack)
+{
+	struct xvi_shdr h;
+	__u32 cap, hl;
+	void *buf = ctx->link.tx_get(ctx->link.priv, &cap);
+
+	if (!buf) {
+		ctx->stats.tx_no_buf++;
+		return;
+	}
+	memset(&h, 0, sizeof(h));
+	h.flags = XVI_SF_RST | XVI_SF_ACK;
+	h.dcid = dcid;
+	h.scid = scid ? scid : 0xffffffffu;
+	h.seq = seq;
+	h.ack = ack;
+	h.tsval = (__u32)ctx->now;
+	hl = xvi_shdr__encode(&h, buf);
+	if (need_crc(ctx))
+		xvi_shdr__seal(buf, hl);
+	ctx->link.tx_put(ctx->link.priv, buf, hl, peer);
+	ctx->stats.tx_rst++;
+	ctx->stats.tx_segs++;
+}
+
+static void send_rst(struct xvi_stream *s)
+{
+	if (s->rcid && s->state != XVI_SS_LISTEN)
+		send_rst_raw(s->ctx, &s->peer, s->rcid, s->lcid, s->snd_nxt, rcv_ack(s));
+}
+
+/* RFC 6675 pipe: bytes believed to be in the network. */
+static __u32 pipe_bytes(const struct xvi_stream *s)
+{
+	__u32 p = 0;
+
+	for (__u32 i = s->st; i != s->sh; i++) {
+		const struct xvi_sseg *g = &s->segs[i & (s->segs_cap - 1)];
+
+		if (g->fl & SEG_SACKED)
+			continue;
+		if ((g->fl & SEG_LOST) && !(g->fl & SEG_RETX))
+			continue;
+		p += g->len ? g->len : 1;
+	}
+	return p;
+}
+
+static bool synchronized(enum xvi_stream_state st)
+{
+	return st >= XVI_SS_ESTABLISHED;
+}
+
+static bool can_send_data(enum xvi_stream_state st)
+{
+	return st == XVI_SS_ESTABLISHED || st == XVI_SS_CLOSE_WAIT ||
+	       st == XVI_SS_FIN_WAIT_1 || st == XVI_SS_CLOSING || st == XVI_SS_LAST_ACK;
+}
+
+static void arm_rto(struct xvi_stream *s)
+{
+	if (!s->rto_at && s->st != s->sh) {
+		__u64 rto = (__u64)s->rto_us << (s->backoff < 10 ? s->backoff : 10);
+
+		if (rto > s->ctx->rto_max_us)
+			rto = s->ctx->rto_max_us;
+		s->rto_at = s->ctx->now + rto;
+	}
+}
+
+static void output(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 p, mask = s->segs_cap - 1;
+
+	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD ||
+	    s->state == XVI_SS_CLOSED || s->state == XVI_SS_LISTEN || !s->segs)
+		return;
+	if (!can_send_data(s->state))
+		goto ack;
+	p = pipe_bytes(s);
+	/* 1. Repair: segments judged lost go first (RFC 6675 NextSeg rule 1). */
+	for (__u32 i = s->st; i != s->sh; i++) {
+		struct xvi_sseg *g = &s->segs[i & mask];
+		__u32 sz = g->len ? g->len : 1;
+
+		if ((g->fl & (SEG_SACKED | SEG_LOST | SEG_RETX)) != SEG_LOST)
+			continue;
+		if (p && p + sz > s->cc.cwnd)
+			goto ack;
+		if (!xmit(s, g->fl & SEG_FIN ? XVI_SF_FIN : 0, g->seq, g->len))
+			return;
+		g->fl |= SEG_RETX;
+		g->ntx++;
+		g->tx_us = ctx->now;
+		s->st_.segs_retrans++;
+		p += sz;
+		arm_rto(s);
+	}
+	/* 2. New data, within the peer's window and the congestion window. */
+	for (;;) {
+		__u32 avail = s->sq.end - s->snd_nxt, len, wroom, croom;
+		struct xvi_sseg *g;
+
+		if (s->fin_sent)
+			break;
+		if (s->sh - s->st == s->segs_cap)
+			break;
+		wroom = seq_gt(s->snd_right, s->snd_nxt) ? s->snd_right - s->snd_nxt : 0;
+		croom = s->cc.cwnd > p ? s->cc.cwnd - p : 0;
+		if (!avail) {
+			if (!s->fin_queued)
+				break;
+			/* FIN takes one sequence number after the data. */
+			if (!xmit(s, XVI_SF_FIN, s->snd_nxt, 0))
+				return;
+			g = &s->segs[s->sh++ & mask];
+			*g = (struct xvi_sseg){ .seq = s->snd_nxt, .fl = SEG_FIN,
+						.ntx = 1, .tx_us = ctx->now };
+			s->snd_nxt++;
+			s->fin_sent = true;
+			if (!s->una_since)
+				s->una_since = ctx->now;
+			arm_rto(s);
+			break;
+		}
+		len = avail < s->mss ? avail : s->mss;
+		if (len > wroom)
+			len = wroom;
+		if (len > croom)
+			len = croom;
+		if (!len) {
+			/* Zero window with nothing in flight: probe it. */
+			if (!wroom && s->st == s->sh && !s->persist_at)
+				s->persist_at = ctx->now + s->rto_us;
+			break;
+		}
+		if (len < s->mss && s->st != s->sh) {
+			/*
+			 * Nagle / SOVIA combining: hold a small tail while data
+			 * is unacknowledged, unless NODELAY, or the application
+			 * pushed (recv(), close()), or the window cuts it.
+			 */
+			if (len < avail)
+				break;	/* silly window: wait for room */
+			if (!(s->flags & XVI_STREAM_NODELAY) && !s->fin_queued)
+				break;
+		}
+		if (!xmit(s, 0, s->snd_nxt, len))
+			return;
+		g = &s->segs[s->sh++ & mask];
+		*g = (struct xvi_sseg){ .seq = s->snd_nxt, .len = len, .ntx = 1,
+					.tx_us = ctx->now };
+		if (s->st + 1 == s->sh || !s->una_since)
+			s->una_since = ctx->now;
+		s->snd_nxt += len;
+		s->st_.bytes_sent += len;
+		p += len;
+		s->persist_at = 0;
+		arm_rto(s);
+	}
+ack:
+	if (s->ack_now)
+		xmit(s, 0, s->snd_nxt, 0);
+}
+
+/* ---- RTT and congestion ------------------------------------------------- */
+
+static void rtt_sample(struct xvi_stream *s, __u32 tsecr)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 r = (__u32)ctx->now - tsecr;
+
+	if (!tsecr || r > 60000000u)
+		return;
+	if (!r)
+		r = 1;
+	if (!s->srtt_us) {
+		s->srtt_us = r;
+		s->rttvar_us = r / 2;
+	} else {
+		__u32 d = s->srtt_us > r ? s->srtt_us - r : r - s->srtt_us;
+
+		s->rttvar_us = (3 * s->rttvar_us + d) / 4;
+		s->srtt_us = (7 * s->srtt_us + r) / 8;
+	}
+	/* RFC 6298 (2.3); G is the delayed-ACK timer the peer may add. */
+	s->rto_us = s->srtt_us + (4 * s->rttvar_us > ctx->delack_us ?
+				  4 * s->rttvar_us : ctx->delack_us);
+	if (s->rto_us < ctx->rto_min_us)
+		s->rto_us = ctx->rto_min_us;
+	if (s->rto_us > ctx->rto_max_us)
+		s->rto_us = ctx->rto_max_us;
+}
+
+static void ref_done(void *arg, __u64 cookie, int region)
+{
+	struct xvi_stream *s = arg;
+
+	if (region >= 0 && region < XVI_SCTX_MAX_REGIONS && s->ctx->regions[region].refs)
+		s->ctx->regions[region].refs--;
+	if (s->done_h - s->done_t < s->done_cap)
+		s->done[s->done_h++ % s->done_cap] = cookie;
+}
+
+static bool fail(struct xvi_stream *s, int err);
+
+static void detect_loss(struct xvi_stream *s)
+{
+	__u32 mask = s->segs_cap - 1, sacked = 0;
+	bool lost = false;
+
+	/* A segment with DupThresh (3) SACKed segments above it is lost. */
+	for (__u32 i = s->sh; i != s->st; i--) {
+		struct xvi_sseg *g = &s->segs[(i - 1) & mask];
+
+		if (g->fl & SEG_SACKED) {
+			sacked++;
+		} else if (sacked >= 3 && !(g->fl & SEG_LOST)) {
+			g->fl |= SEG_LOST;
+			lost = true;
+		}
+	}
+	if (s->dupacks >= 3 && s->st != s->sh) {
+		struct xvi_sseg *g = &s->segs[s->st & mask];
+
+		if (!(g->fl & (SEG_SACKED | SEG_LOST))) {
+			g->fl |= SEG_LOST;
+			lost = true;
+		}
+	}
+	if (lost && !s->in_recovery) {
+		s->in_recovery = true;
+		s->recover = s->snd_nxt;
+		s->ctx->cc->on_event(&s->cc, XVI_CC_FAST_LOSS, pipe_bytes(s));
+		s->st_.fast_retrans++;
+	}
+	if (lost)
+		mark_dirty(s);
+}
+
+static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 ack = h->ack, mask = s->segs_cap - 1, old_wnd = s->peer_wnd;
+
+	if (seq_gt(ack, s->snd_nxt) || seq_lt(ack, s->snd_una))
+		return;		/* acknowledges what we never sent, or old */
+	if (seq_gt(ack + h->wnd, s->snd_right) || seq_gt(ack, s->snd_una))
+		s->snd_right = ack + h->wnd;
+	s->peer_wnd = h->wnd;
+	if (h->wnd)
+		s->persist_at = 0;
+	if (seq_gt(ack, s->snd_una)) {
+		__u32 acked = ack - s->snd_una;
+
+		rtt_sample(s, h->tsecr);
+		s->snd_una = ack;
+		while (s->st != s->sh) {
+			struct xvi_sseg *g = &s->segs[s->st & mask];
+
+			if (seq_gt(g->seq + (g->len ? g->len : 1), ack))
+				break;
+			s->st++;
+		}
+		xvi_ssq__ack(&s->sq, ack, ref_done, s);
+		s->dupacks = 0;
+		s->backoff = 0;
+		s->rto_at = 0;
+		s->una_since = s->st != s->sh ? ctx->now : 0;
+		if (s->in_recovery) {
+			if (seq_ge(ack, s->recover)) {
+				s->in_recovery = false;
+				ctx->cc->on_event(&s->cc, XVI_CC_RECOVERED, pipe_bytes(s));
+			} else if (s->st != s->sh) {
+				/* NewReno partial ACK: the next hole is lost too. */
+				struct xvi_sseg *g = &s->segs[s->st & mask];
+
+				if (!(g->fl & (SEG_SACKED | SEG_RETX)))
+					g->fl |= SEG_LOST;
+			}
+		} else {
+			ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+		}
+		arm_rto(s);
+		mark_dirty(s);
+	} else if (!h->len && !(h->flags & (XVI_SF_FIN | XVI_SF_SYN | XVI_SF_PRB)) &&
+		   s->st != s->sh && h->wnd == old_wnd) {
+		/* RFC 5681 duplicate ACK: a window update is not one. */
+		s->dupacks++;
+	}
+	for (int b = 0; b < h->nsack; b++) {
+		__u32 a = h->sack[b].start, e = h->sack[b].end;
+
+		if (seq_le(e, s->snd_una) || seq_gt(e, s->snd_nxt))
+			continue;
+		for (__u32 i = s->st; i != s->sh; i++) {
+			struct xvi_sseg *g = &s->segs[i & mask];
+
+			if (seq_ge(g->seq, a) && seq_le(g->seq + g->len, e) && g->len)
+				g->fl |= SEG_SACKED;
+		}
+	}
+	if (s->st != s->sh)
+		detect_loss(s);
+}
+
+static bool on_rto(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 mask = s->segs_cap - 1, flight;
+
+	s->rto_at = 0;
+	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD) {
+		bool rcvd = s->state == XVI_SS_SYN_RCVD;
+
+		/*
+		 * A half-open connection lives as long as a connecting one
+		 * (the user timeout): the listener's half-open queue is
+		 * bounded by eviction, not by giving up early.
+		 */
+		if (s->syn_tries >= SYN_TRIES_RCVD ||
+		    ctx->now - s->una_since >= ctx->user_timeout_us) {
+			if (rcvd) {
+				conn_free(s);
+				return false;
+			}
+			return fail(s, ETIMEDOUT);
+		}
+		s->backoff++;
+		s->syn_tries++;
+		s->st_.segs_retrans++;
+		xmit(s, rcvd ? XVI_SF_SYN | XVI_SF_ACK : XVI_SF_SYN, s->iss, 0);
+		s->rto_at = ctx->now + ((__u64)s->rto_us << (s->backoff < 6 ? s->backoff : 6));
+		return true;
+	}
+	if (s->st == s->sh)
+		return true;
+	if (ctx->now - s->una_since >= ctx->user_timeout_us) {
+		send_rst(s);
+		return fail(s, ETIMEDOUT);
+	}
+	s->backoff++;
+	s->st_.timeouts++;
+	flight = s->snd_nxt - s->snd_una;
+	for (__u32 i = s->st; i != s->sh; i++) {
+		struct xvi_sseg *g = &s->segs[i & mask];
+
+		if (!(g->fl & SEG_SACKED))
+			g->fl = (g->fl & ~SEG_RETX) | SEG_LOST;
+	}
+	ctx->cc->on_event(&s->cc, XVI_CC_TIMEOUT, flight);
+	s->in_recovery = false;
+	s->recover = s->snd_nxt;
+	s->dupacks = 0;
+	mark_dirty(s);
+	return true;
+}
+
+/* ---- state ---------------------------------------------------------------- */
+
+static __u32 time_wait_us(const struct xvi_stream *s)
+{
+	__u32 t = 2 * s->rto_us;
+
+	return t < 10000 ? 10000 : t > 1000000 ? 1000000 : t;
+}
+
+static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	bool was = s->state != XVI_SS_CLOSED && s->state != XVI_SS_LISTEN;
+	bool is = st != XVI_SS_CLOSED && st != XVI_SS_LISTEN;
+
+	if (was && !is)
+		ctx->nconns--;
+	else if (!was && is)
+		ctx->nconns++;
+	s->state = st;
+	if (st == XVI_SS_TIME_WAIT)
+		s->close_at = ctx->now + time_wait_us(s);
+	if (st == XVI_SS_CLOSED) {
+		s->rto_at = s->delack_at = s->persist_at = s->ka_at = 0;
+		s->close_at = 0;
+		dirty_remove(s);
+	}
+}
+
+/*
+ * The connection is over with @err (0: orderly).  Returns false if it was
+ * freed (nobody holds a handle: an orphan or a child not yet accepted).
+ */
+static bool fail(struct xvi_stream *s, int err)
+{
+	if (err)
+		s->err = err;
+	set_state(s, XVI_SS_CLOSED);
+	if (s->orphan || s->listener) {
+		conn_free(s);
+		return false;
+	}
+	return true;
+}
+
+static void update_state(struct xvi_stream *s)
+{
+	bool fin_acked = s->fin_sent && s->snd_una == s->snd_nxt;
+
+	switch (s->state) {
+	case XVI_SS_ESTABLISHED:
+		if (s->eof)
+			set_state(s, XVI_SS_CLOSE_WAIT);
+		break;
+	case XVI_SS_FIN_WAIT_1:
+		if (fin_acked && s->eof)
+			set_state(s, XVI_SS_TIME_WAIT);
+		else if (fin_acked)
+			set_state(s, XVI_SS_FIN_WAIT_2);
+		else if (s->eof)
+			set_state(s, XVI_SS_CLOSING);
+		break;
+	case XVI_SS_FIN_WAIT_2:
+		if (s->eof)
+			set_state(s, XVI_SS_TIME_WAIT);
+		break;
+	case XVI_SS_CLOSING:
+		if (fin_acked)
+			set_state(s, XVI_SS_TIME_WAIT);
+		break;
+	case XVI_SS_LAST_ACK:
+		if (fin_acked)
+			fail(s, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+static void established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	s->peer_mss = peer_mss;
+	if (s->mss > peer_mss)
+		s->mss = peer_mss;
+	s->cc.mss = s->mss;
+	ctx->cc->init(&s->cc);
+	s->snd_una = s->snd_nxt = s->iss + 1;
+	s->snd_right = s->iss + 1 + wnd;
+	s->peer_wnd = wnd;
+	s->rto_at = 0;
+	s->backoff = 0;
+	s->una_since = 0;
+	s->last_rx = ctx->now;
+	s->ka_at = ctx->ka_cnt ? ctx->now + ctx->ka_idle_us : 0;
+	set_state(s, XVI_SS_ESTABLISHED);
+}
+
+/* ---- input ---------------------------------------------------------------- */
+
+static struct xvi_stream *find_listener(struct xvi_stream_ctx *ctx, __u16 svc)
+{
+	for (struct xvi_stream *s = ctx->all; s; s = s->next)
+		if (s->state == XVI_SS_LISTEN && s->svc == svc)
+			return s;
+	return NULL;
+}
+
+static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
+		   const struct xvi_shdr *h)
+{
+	struct xvi_stream *l = find_listener(ctx, h->svc), *c;
+
+	if (!l) {
+		ctx->stats.rx_no_conn++;
+		send_rst_raw(ctx, peer, h->scid, 0, 0, h->seq + 1);
+		return;
+	}
+	/* A retransmitted SYN: our SYN|ACK was lost, send it again. */
+	for (int q = 0; q < 2; q++)
+		for (c = q ? l->acc_head : l->half_head; c; c = c->lq_next)
+			if (c->rcid == h->scid && xvi_sockaddr_eq(&c->peer, peer)) {
+				if (c->state == XVI_SS_SYN_RCVD)
+					xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
+				else
+					c->ack_now = true, mark_dirty(c);
+				return;
+			}
+	/*
+	 * Bounded half-open queue: a flood of SYNs evicts the oldest
+	 * half-open connection instead of growing, so it cannot exhaust
+	 * the listener; a genuine client whose entry was evicted
+	 * retransmits its SYN.
+	 */
+	if (l->n_half >= ctx->syn_backlog || ctx->nconns >= ctx->max_conns) {
+		if (!l->half_head) {
+			ctx->stats.accept_overflow++;
+			return;
+		}
+		ctx->stats.syn_evicted++;
+		conn_free(l->half_head);
+	}
+	c = conn_new(ctx, l->flags);
+	if (!c)
+		return;
+	hash_new_cid(c);
+	c->peer = *peer;
+	c->svc = h->svc;
+	c->rcid = h->scid;
+	c->irs = h->seq;
+	c->iss = ctx->link.iss ? ctx->link.iss : rnd32(ctx);
+	c->ts_recent = h->tsval;
+	c->peer_mss = h->mss;
+	c->peer_wnd = h->wnd;
+	if (c->mss > h->mss)
+		c->mss = h->mss;
+	set_state(c, XVI_SS_SYN_RCVD);
+	c->una_since = ctx->now;
+	list_append(l, c, XVI_SL_HALFOPEN);
+	xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
+	c->rto_at = ctx->now + c->rto_us;
+}
+
+static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *data)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	bool dup = false;
+	__u32 adv = 0;
+
+	if (h->len) {
+		if (s->eof) {
+			dup = true;
+		} else {
+			adv = xvi_srq__insert(&s->rq, h->seq, data, h->len, &dup);
+		}
+		if (dup) {
+			s->st_.dup_segs++;
+			s->ack_now = true;	/* the peer missed our ACK */
+		} else if (!adv || s->rq.nr) {
+			s->ack_now = true;	/* hole: duplicate ACK with SACK now */
+		} else {
+			s->delayed++;
+			if (s->delayed >= ctx->ack_thr)
+				s->ack_now = true;
+			else if (!s->delack_at)
+				s->delack_at = ctx->now + ctx->delack_us;
+		}
+		if (adv) {
+			s->st_.bytes_received += adv;
+			s->ts_recent = h->tsval;
+		}
+		if (s->orphan || s->rd_shut)
+			xvi_srq__read(&s->rq, NULL, ~0u);
+	} else if (seq_le(h->seq, s->rq.nxt)) {
+		s->ts_recent = h->tsval;
+	}
+	if (h->flags & XVI_SF_FIN) {
+		s->fin_in = h->seq + h->len;
+		s->have_fin_in = true;
+		s->ack_now = true;
+	}
+	if (s->have_fin_in && !s->eof && s->rq.nxt == s->fin_in) {
+		s->eof = true;
+		s->ack_now = true;
+	}
+	if (h->flags & XVI_SF_PRB)
+		s->ack_now = true;
+	if (s->ack_now)
+		mark_dirty(s);
+}
+
+void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
+		     const void *buf, __u32 len, bool verified)
+{
+	struct xvi_shdr h;
+	struct xvi_stream *s;
+	int hl;
+
+	hl = xvi_shdr__decode(&h, buf, len, verified);
+	if (hl < 0) {
+		if (hl == -EBADMSG)
+			ctx->stats.rx_bad_integrity++;
+		else
+			ctx->stats.rx_malformed++;
+		return;
+	}
+	ctx->stats.rx_segs++;
+	now_us(ctx);
+	if ((h.flags & XVI_SF_SYN) && !(h.flags & XVI_SF_ACK)) {
+		on_syn(ctx, peer, &h);
+		return;
+	}
+	s = lookup(ctx, h.dcid);
+	if (!s || !xvi_sockaddr_eq(&s->peer, peer) || s->state == XVI_SS_LISTEN ||
+	    (s->state != XVI_SS_SYN_SENT && s->rcid != h.scid) || s->state == XVI_SS_CLOSED) {
+		if (!(h.flags & XVI_SF_RST)) {
+			ctx->stats.rx_no_conn++;
+			send_rst_raw(ctx, peer, h.scid, h.dcid, h.ack, h.seq + h.len);
+		}
+		return;
+	}
+	s->st_.segs_received++;
+	if (s->state == XVI_SS_SYN_SENT) {
+		if (h.ack != s->iss + 1)
+			return;
+		if (h.flags & XVI_SF_RST) {
+			fail(s, ECONNREFUSED);
+			return;
+		}
+		if (!(h.flags & XVI_SF_SYN))
+			return;
+		s->rcid = h.scid;
+		s->irs = h.seq;
+		xvi_srq__reset(&s->rq, h.seq + 1);
+		s->ts_recent = h.tsval;
+		rtt_sample(s, h.tsecr);
+		established(s, h.mss, h.wnd);
+		s->ack_now = true;
+		mark_dirty(s);
+		return;
+	}
+	s->last_rx = ctx->now;
+	s->ka_sent = 0;
+	if (ctx->ka_cnt)
+		s->ka_at = ctx->now + ctx->ka_idle_us;
+	if (h.flags & XVI_SF_RST) {
+		/* After our FIN was acknowledged the peer's RST loses nothing. */
+		fail(s, s->state == XVI_SS_SYN_RCVD ? ECONNREFUSED :
+			s->state == XVI_SS_TIME_WAIT ? 0 : ECONNRESET);
+		return;
+	}
+	if (h.flags & XVI_SF_SYN) {
+		/* Our ACK of the SYN|ACK was lost. */
+		s->ack_now = true;
+		mark_dirty(s);
+		return;
+	}
+	if (s->state == XVI_SS_SYN_RCVD) {
+		struct xvi_stream *l = s->listener;
+
+		if (h.ack != s->iss + 1)
+			return;
+		if (l && l->n_acc >= l->backlog) {
+			/* Accept queue full: stay half-open, the peer retries. */
+			ctx->stats.accept_overflow++;
+			return;
+		}
+		if (conn_buffers(s)) {
+			send_rst(s);
+			fail(s, ENOMEM);
+			return;
+		}
+		xvi_srq__reset(&s->rq, s->irs + 1);
+		established(s, s->peer_mss, h.wnd);
+		if (l) {
+			list_unlink(s);
+			list_append(l, s, XVI_SL_ACCEPTQ);
+		}
+	}
+	on_ack(s, &h);
+	on_data(s, &h, (const __u8 *)buf + hl);
+	update_state(s);
+}
+
+/* ---- timers --------------------------------------------------------------- */
+
+static __u64 dmin(__u64 a, __u64 b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return a < b ? a : b;
+}
+
+static __u64 conn_deadline(const struct xvi_stream *s)
+{
+	__u64 d = dmin(s->rto_at, s->delack_at);
+
+	d = dmin(d, s->persist_at);
+	d = dmin(d, s->ka_at);
+	return dmin(d, s->close_at);
+}
+
+/* Returns false if the connection was freed. */
+static bool conn_timers(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u64 now = ctx->now;
+
+	if (s->close_at && s->close_at <= now) {
+		s->close_at = 0;
+		if (s->state == XVI_SS_TIME_WAIT)
+			return fail(s, 0);
+		if (s->orphan) {
+			/* Linger over: the peer did not finish, abort. */
+			send_rst(s);
+			conn_free(s);
+			return false;
+		}
+	}
+	if (s->rto_at && s->rto_at <= now && !on_rto(s))
+		return false;
+	if (s->delack_at && s->delack_at <= now) {
+		s->delack_at = 0;
+		s->ack_now = true;
+		mark_dirty(s);
+	}
+	if (s->persist_at && s->persist_at <= now) {
+		s->persist_at = now + s->rto_us * 2;
+		xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
+	}
+	if (s->ka_at && s->ka_at <= now && synchronized(s->state)) {
+		if (s->ka_sent >= ctx->ka_cnt) {
+			/* Dead peer: nothing heard for idle + cnt * intvl. */
+			send_rst(s);
+			return fail(s, ETIMEDOUT);
+		}
+		s->ka_sent++;
+		s->ka_at = now + ctx->ka_intvl_us;
+		xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
+	}
+	return true;
+}
+
+__u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx)
+{
+	__u64 d = 0;
+
+	for (const struct xvi_stream *s = ctx->all; s; s = s->next)
+		d = dmin(d, conn_deadline(s));
+	return d;
+}
+
+__u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx)
+{
+	__u32 n = 0;
+
+	for (const struct xvi_stream *s = ctx->all; s; s = s->next)
+		n += s->orphan;
+	return n;
+}
+
+void xvi_sctx__run(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_stream *s, *next;
+	__u64 d;
+
+	now_us(ctx);
+	for (s = ctx->all; s; s = next) {
+		next = s->next;
+		d = conn_deadline(s);
+		if (d && d <= ctx->now && !conn_timers(s))
+			continue;
+	}
+	while ((s = ctx->dirty)) {
+		ctx->dirty = s->dnext;
+		s->dirty = false;
+		output(s);
+		if (s->dirty)	/* link out of buffers: retry next run */
+			break;
+	}
+	ctx->link.tx_flush(ctx->link.priv);
+	d = xvi_sctx__next(ctx);
+	if (ctx->dirty)
+		d = dmin(d, ctx->now + 50);
+	if (d != ctx->armed) {
+		ctx->armed = d;
+		ctx->link.timer_arm(ctx->link.priv, d);
+	}
+}
+
+/* ---- context ---------------------------------------------------------------- */
+
+struct xvi_stream_ctx *xvi_sctx__new(const struct xvi_slink *link,
+				     const struct xvi_stream_ctx_opts *opts)
+{
+	struct xvi_stream_ctx *ctx;
+	__u32 max_mss;
+
+	if (!OPTS_VALID(opts, xvi_stream_ctx_opts)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (link->mtu < XVI_SW_MAX_HDR + MIN_MSS) {
+		pr_warn("stream: link payload %u too small for segments\n", link->mtu);
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return NULL;
+	ctx->link = *link;
+	max_mss = link->mtu - XVI_SW_MAX_HDR;
+	if (max_mss > 0xffff)
+		max_mss = 0xffff;
+	ctx->flags = OPTS_GET(opts, flags, 0);
+	ctx->max_conns = OPTS_GET(opts, max_conns, 0) ?: 1024;
+	ctx->window = OPTS_GET(opts, window, 0) ?: 32;
+	ctx->ack_thr = OPTS_GET(opts, ack_threshold, 0) ?: 16;
+	ctx->delack_us = OPTS_GET(opts, delack_us, 0) ?: 2000;
+	ctx->mss = OPTS_GET(opts, mss, 0) ?: max_mss;
+	ctx->copy_thr = OPTS_GET(opts, copy_threshold, 0) ?: 2048;
+	ctx->rto_init_us = (OPTS_GET(opts, rto_init_ms, 0) ?: 200) * 1000;
+	ctx->rto_min_us = (OPTS_GET(opts, rto_min_ms, 0) ?: 5) * 1000;
+	ctx->rto_max_us = (OPTS_GET(opts, rto_max_ms, 0) ?: 2000) * 1000;
+	ctx->user_timeout_us = (OPTS_GET(opts, user_timeout_ms, 0) ?: 10000) * 1000;
+	ctx->ka_idle_us = (OPTS_GET(opts, keepalive_idle_ms, 0) ?: 2000) * 1000;
+	ctx->ka_intvl_us = (OPTS_GET(opts, keepalive_intvl_ms, 0) ?: 500) * 1000;
+	ctx->ka_cnt = OPTS_GET(opts, keepalive_cnt, 0) ?: 6;
+	if (ctx->ka_cnt == ~0u)
+		ctx->ka_cnt = 0;	/* disabled */
+	ctx->linger_us = (OPTS_GET(opts, linger_ms, 0) ?: 2000) * 1000;
+	ctx->syn_backlog = OPTS_GET(opts, syn_backlog, 0) ?: 64;
+	ctx->cc = OPTS_GET(opts, cc, NULL) ?: xvi_stream_cc_newreno();
+	if (ctx->mss < MIN_MSS || ctx->mss > max_mss || ctx->window > 4096 ||
+	    ctx->ack_thr > ctx->window || !ctx->cc->init || !ctx->cc->on_ack ||
+	    !ctx->cc->on_event || ctx->rto_min_us > ctx->rto_max_us) {
+		pr_warn("stream: bad options: mss %u (64..%u), window %u (<= 4096), ack_threshold %u (<= window), rto_min <= rto_max, cc ops complete\n",
+			ctx->mss, max_mss, ctx->window, ctx->ack_thr);
+		free(ctx);
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx->rcvbuf = OPTS_GET(opts, rcvbuf, 0) ?: ctx->window * ctx->mss;
+	ctx->sndbuf = OPTS_GET(opts, sndbuf, 0) ?: 2 * ctx->rcvbuf;
+	if (ctx->rcvbuf < ctx->mss || ctx->sndbuf < ctx->mss || ctx->rcvbuf > (1u << 30) ||
+	    ctx->sndbuf > (1u << 30)) {
+		pr_warn("stream: rcvbuf/sndbuf must be between mss (%u) and 1 GiB\n", ctx->mss);
+		free(ctx);
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx->hmask = 1023;
+	while (ctx->hmask + 1 < ctx->max_conns)
+		ctx->hmask = ctx->hmask * 2 + 1;
+	ctx->htab = calloc(ctx->hmask + 1, sizeof(*ctx->htab));
+	if (!ctx->htab) {
+		free(ctx);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->rng = link->seed;
+	if (!ctx->rng && getrandom(&ctx->rng, sizeof(ctx->rng), GRND_NONBLOCK) != sizeof(ctx->rng))
+		ctx->rng = (__u64)(unsigned long)ctx ^ link->now_us(link->priv);
+	if (!ctx->rng)
+		ctx->rng = 0x9e3779b97f4a7c15ULL;
+	now_us(ctx);
+	return ctx;
+}
+
+void xvi_sctx__free(struct xvi_stream_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	while (ctx->all)
+		conn_free(ctx->all);
+	free(ctx->htab);
+	free(ctx);
+}
+
+int xvi_sctx__region_of(const struct xvi_stream_ctx *ctx, const void *p, size_t len)
+{
+	const __u8 *b = p;
+
+	for (int i = 0; i < XVI_SCTX_MAX_REGIONS; i++) {
+		const struct xvi_sregion *r = &ctx->regions[i];
+
+		if (r->used && b >= r->addr && len <= r->len &&
+		    (size_t)(b - r->addr) <= r->len - len)
+			return i;
+	}
+	return -1;
+}
+
+/* ---- stream operations (non-blocking) ----------------------------------- */
+
+struct xvi_stream *xvi_ss__socket(struct xvi_stream_ctx *ctx, __u32 flags)
+{
+	struct xvi_stream *s = conn_new(ctx, flags);
+
+	if (!s)
+		errno = ENOMEM;
+	return s;
+}
+
+int xvi_ss__listen(struct xvi_stream *s, int backlog)
+{
+	if (s->state != XVI_SS_CLOSED || s->rcid)
+		return -EINVAL;
+	for (struct xvi_stream *o = s->ctx->all; o; o = o->next)
+		if (o != s && o->state == XVI_SS_LISTEN && o->svc == s->svc)
+			return -EADDRINUSE;
+	s->backlog = backlog > 0 ? (__u32)backlog : 64;
+	s->state = XVI_SS_LISTEN;
+	return 0;
+}
+
+struct xvi_stream *xvi_ss__accept(struct xvi_stream *s, union xvi_sockaddr *peer)
+{
+	struct xvi_stream *c;
+
+	if (s->state != XVI_SS_LISTEN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = s->acc_head;
+	if (!c) {
+		errno = EAGAIN;
+		return NULL;
+	}
+	list_unlink(c);
+	c->flags = s->flags;
+	if (peer)
+		*peer = c->peer;
+	return c;
+}
+
+int xvi_ss__connect(struct xvi_stream *s, const union xvi_sockaddr *peer, __u16 svc)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	if (s->state == XVI_SS_SYN_SENT)
+		return -EALREADY;
+	if (s->state != XVI_SS_CLOSED || s->rcid)
+		return -EISCONN;
+	if (ctx->nconns >= ctx->max_conns)
+		return -EAGAIN;
+	now_us(ctx);
+	s->peer = *peer;
+	s->svc = svc;
+	s->iss = ctx->link.iss ? ctx->link.iss : rnd32(ctx);
+	if (!s->lcid)
+		hash_new_cid(s);
+	if (conn_buffers(s))
+		return -ENOMEM;
+	set_state(s, XVI_SS_SYN_SENT);
+	s->una_since = ctx->now;
+	xmit(s, XVI_SF_SYN, s->iss, 0);
+	s->rto_at = ctx->now + s->rto_us;
+	xvi_sctx__run(ctx);
+	return -EINPROGRESS;
+}
+
+static int conn_error(struct xvi_stream *s)
+{
+	if (s->err)
+		return -s->err;
+	return 0;
+}
+
+ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len)
+{
+	__u32 n;
+
+	if (s->err)
+		return conn_error(s);
+	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
+		return -EAGAIN;
+	if (s->state == XVI_SS_LISTEN || (s->state == XVI_SS_CLOSED && !s->rcid))
+		return -ENOTCONN;
+	if (s->fin_queued || !can_send_data(s->state))
+		return -EPIPE;
+	if (!len)
+		return 0;
+	n = xvi_ssq__push_copy(&s->sq, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
+	if (!n)
+		return -EAGAIN;
+	now_us(s->ctx);
+	output(s);
+	xvi_sctx__run(s->ctx);
+	return n;
+}
+
+ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t len,
+			 __u64 cookie)
+{
+	struct xvi_sregion *r;
+	int err;
+
+	if (region < 0 || region >= XVI_SCTX_MAX_REGIONS || !s->ctx->regions[region].used)
+		return -EINVAL;
+	r = &s->ctx->regions[region];
+	if (off > r->len || len > r->len - off || !len || len > (1u << 30))
+		return -EINVAL;
+	if (s->err)
+		return conn_error(s);
+	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
+		return -EAGAIN;
+	if (s->fin_queued || !can_send_data(s->state))
+		return -EPIPE;
+	/* Keep a completion slot free for every reference in the queue. */
+	if (s->done_h - s->done_t + (s->sq.ih - s->sq.it) >= s->done_cap)
+		return -EAGAIN;
+	err = xvi_ssq__push_ref(&s->sq, r->addr + off, (__u32)len, region, cookie);
+	if (err)
+		return err;
+	r->refs++;
+	now_us(s->ctx);
+	output(s);
+	xvi_sctx__run(s->ctx);
+	return len;
+}
+
+int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max)
+{
+	int n = 0;
+
+	while (n < max && s->done_t != s->done_h)
+		cookies[n++] = s->done[s->done_t++ % s->done_cap];
+	return n;
+}
+
+ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
+{
+	__u32 n, before;
+
+	if (!s->segs)
+		return s->err ? conn_error(s) : -ENOTCONN;
+	before = rcv_wnd(s);
+	n = xvi_srq__read(&s->rq, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
+	if (n) {
+		/* Window update once the window opened by a good part. */
+		__u32 w = rcv_wnd(s);
+
+		if (synchronized(s->state) && !s->eof &&
+		    (before < s->mss || w - before >= s->ctx->rcvbuf / 4) &&
+		    seq_gt(rcv_ack(s) + w, s->adv_right)) {
+			s->ack_now = true;
+			mark_dirty(s);
+		}
+	}
+	/* SOVIA: the application turning to receive pushes combined data. */
+	if (s->sq.end != s->snd_nxt && can_send_data(s->state)) {
+		__u32 f = s->flags;
+
+		s->flags |= XVI_STREAM_NODELAY;
+		now_us(s->ctx);
+		output(s);
+		s->flags = f;
+	}
+	if (n || s->dirty)
+		xvi_sctx__run(s->ctx);
+	if (n)
+		return n;
+	if (s->eof || s->rd_shut)
+		return 0;
+	if (s->err)
+		return conn_error(s);
+	if (s->state == XVI_SS_CLOSED)
+		return 0;
+	return -EAGAIN;
+}
+
+int xvi_ss__shutdown(struct xvi_stream *s, int how)
+{
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return -EINVAL;
+	if (!synchronized(s->state))
+		return s->state == XVI_SS_CLOSED && s->err ? conn_error(s) : -ENOTCONN;
+	if (how != SHUT_WR) {
+		s->rd_shut = true;
+		xvi_srq__read(&s->rq, NULL, ~0u);
+	}
+	if (how != SHUT_RD && !s->fin_queued) {
+		s->fin_queued = true;
+		if (s->state == XVI_SS_ESTABLISHED)
+			set_state(s, XVI_SS_FIN_WAIT_1);
+		else if (s->state == XVI_SS_CLOSE_WAIT)
+			set_state(s, XVI_SS_LAST_ACK);
+		now_us(s->ctx);
+		mark_dirty(s);
+		xvi_sctx__run(s->ctx);
+	}
+	return 0;
+}
+
+int xvi_ss__abort(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	now_us(ctx);
+	if (s->state == XVI_SS_LISTEN) {
+		struct xvi_stream *c;
+
+		while ((c = s->half_head) || (c = s->acc_head)) {
+			send_rst(c);
+			conn_free(c);
+		}
+	} else if (s->state != XVI_SS_CLOSED && s->state != XVI_SS_TIME_WAIT) {
+		send_rst(s);
+	}
+	conn_free(s);
+	ctx->link.tx_flush(ctx->link.priv);
+	return 0;
+}
+
+int xvi_ss__close(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	now_us(ctx);
+	switch (s->state) {
+	case XVI_SS_LISTEN:
+	case XVI_SS_SYN_SENT:
+	case XVI_SS_SYN_RCVD:
+		return xvi_ss__abort(s);
+	case XVI_SS_CLOSED:
+	case XVI_SS_TIME_WAIT:
+		/* TIME_WAIT finishes on its own; CLOSED is done. */
+		if (s->state == XVI_SS_TIME_WAIT) {
+			s->orphan = true;
+			return 0;
+		}
+		conn_free(s);
+		return 0;
+	default:
+		break;
+	}
+	if (xvi_srq__ready(&s->rq) && !s->rd_shut)
+		return xvi_ss__abort(s);	/* unread data: RST, as TCP */
+	s->orphan = true;
+	s->close_at = ctx->now + ctx->linger_us;
+	if (!s->fin_queued) {
+		s->fin_queued = true;
+		if (s->state == XVI_SS_ESTABLISHED)
+			set_state(s, XVI_SS_FIN_WAIT_1);
+		else if (s->state == XVI_SS_CLOSE_WAIT)
+			set_state(s, XVI_SS_LAST_ACK);
+	}
+	mark_dirty(s);
+	xvi_sctx__run(ctx);
+	return 0;
+}
+
+void xvi_ss__kick(struct xvi_stream *s)
+{
+	now_us(s->ctx);
+	mark_dirty(s);
+	xvi_sctx__run(s->ctx);
+}
+
+short xvi_ss__events(const struct xvi_stream *s)
+{
+	short ev = 0;
+
+	if (s->state == XVI_SS_LISTEN)
+		return s->acc_head ? POLLIN : 0;
+	if (s->segs && (xvi_srq__ready(&s->rq) || s->eof || s->rd_shut))
+		ev |= POLLIN;
+	if (can_send_data(s->state) && !s->fin_queued && xvi_ssq__room(&s->sq) &&
+	    s->sq.ih - s->sq.it < s->sq.items_cap)
+		ev |= POLLOUT;
+	if (s->err)
+		ev |= POLLERR | POLLIN | POLLOUT;
+	if (s->state == XVI_SS_CLOSED && s->rcid)
+		ev |= POLLHUP;
+	return ev;
+}
