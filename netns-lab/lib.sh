@@ -1,29 +1,40 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 # shellcheck shell=bash
 #
-# netns-lab/lib.sh: the two-node lab as bash functions.  Sourced by
-# netns-lab/lab (the command), by tests/lab/*.sh and by netns-lab/demo.
-# See netns-lab/lab for the topology drawing and docs/LAB.md for usage.
+# netns-lab/lib.sh: the two- and three-node labs as bash functions.  Sourced
+# by netns-lab/lab (the command), by tests/lab/*.sh and by netns-lab/demo.
+# See netns-lab/lab for the topology drawings and docs/LAB.md for usage.
 #
-#   lab_up    [--name NAME] [--nodes 2]     build a lab, set $LAB
+#   lab_up    [--name NAME] [--nodes 2|3] [--impair SPEC]
+#                                           build a lab, set $LAB
 #   lab_exec  [--name NAME] [-T SEC] NODE -- CMD...
 #   lab_shell [--name NAME] NODE
 #   lab_status [--name NAME] [--json]
 #   lab_down  [--name NAME]                 idempotent, never fails
 #   lab_list
+#   lab_impair [--name NAME] SPEC           3 nodes: restart the relay with SPEC
+#   lab_relay_stop [--name NAME]            3 nodes: stop the relay (final
+#                                           counters stay in the stats file)
+#   lab_relay_stats [--name NAME] [--json]  3 nodes: the relay's counters
 #
 # Library mode: lab_up registers the lab for teardown on EXIT, INT and TERM
 # (lab_at_exit adds more cleanup commands, run before the labs go down).
 #
 # Every name the lab creates is derived from the lab name alone, so that
 # lab_down can clean a half-built lab even when its state directory is gone:
-#   namespaces  NAME-a, NAME-b
-#   veth        NAMEa (in NAME-a), NAMEb (in NAME-b), renamed to xv0 inside
-#   bpffs       $LAB_STATE/NAME/bpffs-a, bpffs-b
+#   namespaces  NAME-a, NAME-b (and NAME-m with --nodes 3)
+#   veth        NAMEa (in NAME-a), NAMEb (in NAME-b), renamed to xv0 inside;
+#               3 nodes: their peers NAMEma, NAMEmb in NAME-m, renamed xva, xvb
+#   bpffs       $LAB_STATE/NAME/bpffs-a, bpffs-b (bpffs-m)
+#   relay       3 nodes: xvi-relay in NAME-m, pid in $LAB_STATE/NAME/relay.pid,
+#               counters in relay.stats, output in relay.log
 # Nothing is ever created in, attached to or moved through the root namespace.
 
 LAB_STATE=${XVI_LAB_STATE:-/run/xdp-vi-lab}
 LAB_IFACE=xv0
+# The middle node's two interfaces (3 nodes): xva faces node a, xvb node b.
+LAB_M_IFACES=(xva xvb)
+_lab_lib_dir=$(dirname "$(readlink -f "${BASH_SOURCE[0]}")")
 # Default bound for lab_exec (seconds); -T overrides per call.
 LAB_EXEC_TIMEOUT=${LAB_EXEC_TIMEOUT:-60}
 
@@ -32,7 +43,11 @@ LAB_EXEC_TIMEOUT=${LAB_EXEC_TIMEOUT:-60}
 _lab_idx() { case $1 in a) echo 1 ;; b) echo 2 ;; *) return 1 ;; esac; }
 lab_addr4() { echo "198.18.0.$(_lab_idx "$1")"; }
 lab_addr6() { echo "2001:2::$(_lab_idx "$1")"; }
-_lab_letters() { local n=$1 l=(a b); echo "${l[@]:0:n}"; }
+_lab_letters() { local n=$1 l=(a b m); echo "${l[@]:0:n}"; }
+# Nodes of an existing lab: a b, plus m when its namespace exists.
+_lab_nodes_of() {
+	if ip netns list 2>/dev/null | grep -qE "^$1-m( |$)"; then echo "a b m"; else echo "a b"; fi
+}
 
 _lab_err() { echo "lab: $*" >&2; }
 
@@ -74,7 +89,7 @@ _lab_try() {
 }
 
 _lab_build() {
-	local name=$1 nodes=$2 dir=$LAB_STATE/$1 n ns fs
+	local name=$1 nodes=$2 impair=${3:-} dir=$LAB_STATE/$1 n ns fs
 	local letters
 	read -r -a letters <<<"$(_lab_letters "$nodes")"
 
@@ -86,6 +101,15 @@ _lab_build() {
 		echo "LAB_IFACE=$LAB_IFACE"
 		echo "LAB_CREATED=$(date +%s)"
 		for n in "${letters[@]}"; do
+			if [ "$n" = m ]; then
+				echo "LAB_NS_m=$(_lab_ns "$name" m)"
+				echo "LAB_IFACES_m='${LAB_M_IFACES[*]}'"
+				echo "LAB_VETH_ma=$(_lab_veth "$name" ma)"
+				echo "LAB_VETH_mb=$(_lab_veth "$name" mb)"
+				echo "LAB_BPFFS_m=$(_lab_bpffs "$name" m)"
+				echo "LAB_IMPAIR=$(printf '%q' "$impair")"
+				continue
+			fi
 			echo "LAB_NS_$n=$(_lab_ns "$name" "$n")"
 			echo "LAB_VETH_$n=$(_lab_veth "$name" "$n")"
 			echo "LAB_ADDR4_$n=$(lab_addr4 "$n")/24"
@@ -106,11 +130,21 @@ _lab_build() {
 
 	# Both ends are created directly inside their namespaces: the pair never
 	# exists in the root namespace, even for a moment.
-	_lab_try ip link add "$(_lab_veth "$name" a)" netns "$(_lab_ns "$name" a)" \
-		type veth peer name "$(_lab_veth "$name" b)" \
-		netns "$(_lab_ns "$name" b)" || return 1
+	if [ "$nodes" = 2 ]; then
+		_lab_try ip link add "$(_lab_veth "$name" a)" netns "$(_lab_ns "$name" a)" \
+			type veth peer name "$(_lab_veth "$name" b)" \
+			netns "$(_lab_ns "$name" b)" || return 1
+	else
+		for n in a b; do
+			_lab_try ip link add "$(_lab_veth "$name" "$n")" \
+				netns "$(_lab_ns "$name" "$n")" type veth \
+				peer name "$(_lab_veth "$name" "m$n")" \
+				netns "$(_lab_ns "$name" m)" || return 1
+		done
+		_lab_build_m "$name" || return 1
+	fi
 
-	for n in "${letters[@]}"; do
+	for n in a b; do
 		ns=$(_lab_ns "$name" "$n")
 		_lab_try ip -n "$ns" link set "$(_lab_veth "$name" "$n")" name "$LAB_IFACE" ||
 			return 1
@@ -122,6 +156,14 @@ _lab_build() {
 		# nodad: the address is usable at once, no 1-2 s of "tentative".
 		_lab_try ip -n "$ns" -6 addr add "$(lab_addr6 "$n")/64" dev "$LAB_IFACE" nodad ||
 			return 1
+		# 3 nodes: no router solicitations (the lab has no router, and
+		# they recur for ever with backoff): after the first second the
+		# wire carries only what a and b's programs send, so a seeded
+		# relay sees identical input when the traffic is identical.
+		if [ "$nodes" = 3 ]; then
+			_lab_try ip netns exec "$ns" sysctl -qw \
+				"net.ipv6.conf.$LAB_IFACE.router_solicitations=0" || return 1
+		fi
 		_lab_try ip -n "$ns" link set "$LAB_IFACE" up || return 1
 		# A veth drops frames redirected into it (XDP_REDIRECT via DEVMAP,
 		# AF_XDP TX lands on the peer the same way) unless the receiving
@@ -137,16 +179,185 @@ _lab_build() {
 
 	# Carrier comes up once both ends are up; wait for it (bounded).
 	local state
-	for _ in $(seq 50); do
-		state=$(ip -n "$(_lab_ns "$name" a)" -o link show dev "$LAB_IFACE" 2>/dev/null)
-		[[ $state == *LOWER_UP* ]] && break
-		sleep 0.1
+	for n in a b; do
+		for _ in $(seq 50); do
+			state=$(ip -n "$(_lab_ns "$name" "$n")" -o link show dev "$LAB_IFACE" \
+				2>/dev/null)
+			[[ $state == *LOWER_UP* ]] && break
+			sleep 0.1
+		done
+		if [[ $state != *LOWER_UP* ]]; then
+			_lab_err "$LAB_IFACE in $(_lab_ns "$name" "$n") has no carrier after 5 s"
+			return 1
+		fi
 	done
-	if [[ $state != *LOWER_UP* ]]; then
-		_lab_err "$LAB_IFACE in $(_lab_ns "$name" a) has no carrier after 5 s"
-		return 1
+	if [ "$nodes" = 3 ]; then
+		_lab_relay_start "$name" "$impair" || return 1
 	fi
 	echo ready >"$dir/status"
+}
+
+# The middle node: two interfaces and no address of its own.  M forwards
+# Ethernet frames unchanged (xvi-relay), so a and b share one L2 segment
+# and keep their two-node addresses; raw 0x88B5 frames cross M as well.
+_lab_build_m() {
+	local name=$1 ns i v
+	ns=$(_lab_ns "$name" m)
+	for i in 0 1; do
+		v=$(_lab_veth "$name" "m$([ $i = 0 ] && echo a || echo b)")
+		_lab_try ip -n "$ns" link set "$v" name "${LAB_M_IFACES[i]}" || return 1
+		ip -n "$ns" link property add dev "${LAB_M_IFACES[i]}" altname "$v" \
+			2>/dev/null || true
+		# M must not talk on the wire itself (no RS, MLD or DAD frames
+		# of its own): the relay's input is a's and b's traffic only.
+		_lab_try ip netns exec "$ns" sysctl -qw \
+			"net.ipv6.conf.${LAB_M_IFACES[i]}.disable_ipv6=1" || return 1
+		# GRO off: GRO would merge a's TCP segments into skbs larger
+		# than the MTU, which the relay could not send as one frame.
+		# AF_XDP TX from a or b still reaches M: copy-mode TX goes
+		# through veth's ndo_start_xmit, not the XDP redirect path that
+		# needs GRO or XDP on the receiver (NOTES-kernel.md rule 4);
+		# tests/lab/relay.sh checks xvi-cat -> M -> kernel both ways.
+		_lab_try ip netns exec "$ns" ethtool -K "${LAB_M_IFACES[i]}" gro off || return 1
+		# The relay sends complete frames (no CHECKSUM_PARTIAL from an
+		# AF_PACKET socket); tx off only matters for M's own stack.
+		_lab_try ip netns exec "$ns" ethtool -K "${LAB_M_IFACES[i]}" tx off || return 1
+		_lab_try ip -n "$ns" link set "${LAB_M_IFACES[i]}" promisc on up || return 1
+	done
+}
+
+# ---- the relay on M (3 nodes) ---------------------------------------------
+
+# XVI_RELAY, else the one the lab (arg 1, optional) started, else
+# $B/bin (B relative to the source tree, default build), else PATH.
+_lab_relay_bin() {
+	local bd=${B:-build}
+	if [ -n "${XVI_RELAY:-}" ]; then
+		echo "$XVI_RELAY"
+		return 0
+	fi
+	if [ -n "${1:-}" ] && [ -x "$(cat "$LAB_STATE/$1/relay.bin" 2>/dev/null)" ]; then
+		cat "$LAB_STATE/$1/relay.bin"
+		return 0
+	fi
+	case $bd in /*) ;; *) bd=$_lab_lib_dir/../$bd ;; esac
+	if [ -x "$bd/bin/xvi-relay" ]; then
+		readlink -f "$bd/bin/xvi-relay"
+	elif command -v xvi-relay >/dev/null; then
+		command -v xvi-relay
+	else
+		_lab_err "xvi-relay not found in $bd/bin or PATH: build it ('make'), or set" \
+			"XVI_RELAY=/path/to/xvi-relay (B=DIR picks another build directory)"
+		return 1
+	fi
+}
+
+_lab_is_3() {
+	if ! ip netns list 2>/dev/null | grep -qE "^$(_lab_ns "$1" m)( |$)"; then
+		_lab_err "lab $1 has no middle node: 'lab up --nodes 3' builds one"
+		return 1
+	fi
+}
+
+# Start xvi-relay on M with SPEC; its pid goes to relay.pid once it runs.
+_lab_relay_start() {
+	local name=$1 spec=$2 dir=$LAB_STATE/$1 bin err pid=
+	bin=$(_lab_relay_bin "$name") || return 1
+	echo "$bin" >"$dir/relay.bin"
+	if ! err=$("$bin" --check -s "$spec" 2>&1 >/dev/null); then
+		_lab_err "--impair '$spec': ${err#xvi-relay: }"
+		return 1
+	fi
+	printf '%s\n' "$spec" >"$dir/relay.spec"
+	rm -f "$dir/relay.stats" "$dir/relay.pid"
+	# setsid: the relay outlives `lab up` and the terminal's ^C; lab_down
+	# stops it (it kills everything in the lab's namespaces).
+	setsid ip netns exec "$(_lab_ns "$name" m)" "$bin" -s "$spec" \
+		--stats-file "$dir/relay.stats" "${LAB_M_IFACES[@]}" \
+		>>"$dir/relay.log" 2>&1 </dev/null &
+	# The relay writes its own pid into the stats file once both sockets
+	# are bound and it forwards; wait for that (bounded, 5 s).
+	for _ in $(seq 50); do
+		if [ -s "$dir/relay.stats" ]; then
+			pid=$(sed -n 's/^pid //p' "$dir/relay.stats")
+			break
+		fi
+		sleep 0.1
+	done
+	if [ -z "$pid" ]; then
+		_lab_err "xvi-relay did not start on $(_lab_ns "$name" m): $(tail -3 \
+			"$dir/relay.log" 2>/dev/null | paste -sd' ')"
+		return 1
+	fi
+	echo "$pid" >"$dir/relay.pid"
+}
+
+lab_relay_stop() {
+	local name="" dir pid
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) name=$2; shift 2 ;;
+		--name=*) name=${1#--name=}; shift ;;
+		*) _lab_err "relay_stop: unknown argument '$1'"; return 2 ;;
+		esac
+	done
+	name=$(_lab_pick "$name") || return 2
+	dir=$LAB_STATE/$name
+	[ -r "$dir/relay.pid" ] || return 0
+	pid=$(<"$dir/relay.pid")
+	# Only a relay of this lab: check the pid still lives in NAME-m.
+	if ip netns pids "$(_lab_ns "$name" m)" 2>/dev/null | grep -qx "$pid"; then
+		kill -TERM "$pid" 2>/dev/null
+		for _ in $(seq 50); do
+			kill -0 "$pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		if kill -0 "$pid" 2>/dev/null; then
+			_lab_err "xvi-relay $pid ignored SIGTERM for 5 s: killing it"
+			kill -KILL "$pid" 2>/dev/null
+		fi
+	fi
+	rm -f "$dir/relay.pid"
+}
+
+# lab_impair [--name NAME] SPEC: restart the relay with new impairments.
+# The seed restarts too: the same SPEC on the same input decides the same.
+lab_impair() {
+	local name="" spec
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) name=$2; shift 2 ;;
+		--name=*) name=${1#--name=}; shift ;;
+		*) break ;;
+		esac
+	done
+	if [ $# -ne 1 ]; then
+		_lab_err "usage: impair [--name NAME] SPEC (e.g. loss=5%,seed=1; 'none' for none)"
+		return 2
+	fi
+	spec=$1
+	name=$(_lab_pick "$name") || return 2
+	_lab_is_3 "$name" || return 1
+	lab_relay_stop --name "$name" || return 1
+	_lab_relay_start "$name" "$spec"
+}
+
+# lab_relay_stats [--name NAME] [--json]: fresh counters of a running relay
+# (it is asked with SIGUSR1), or the final ones of a stopped relay.
+lab_relay_stats() {
+	local name="" json=() bin
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--name) name=$2; shift 2 ;;
+		--name=*) name=${1#--name=}; shift ;;
+		--json) json=(--json); shift ;;
+		*) _lab_err "relay_stats: unknown argument '$1'"; return 2 ;;
+		esac
+	done
+	name=$(_lab_pick "$name") || return 2
+	_lab_is_3 "$name" || return 1
+	bin=$(_lab_relay_bin "$name") || return 1
+	"$bin" --stats "$LAB_STATE/$name/relay.stats" "${json[@]}"
 }
 
 # Labs this shell built, torn down by the exit trap (library mode).
@@ -178,21 +389,32 @@ _lab_trap() {
 }
 
 lab_up() {
-	local name="" nodes=2
+	local name="" nodes=2 impair= impair_set=0
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--name) name=${2:-}; shift 2 || { _lab_err "--name needs a value"; return 1; } ;;
 		--name=*) name=${1#--name=}; shift ;;
 		--nodes) nodes=${2:-}; shift 2 || { _lab_err "--nodes needs a value"; return 1; } ;;
 		--nodes=*) nodes=${1#--nodes=}; shift ;;
+		--impair) impair=${2-}; impair_set=1
+			shift 2 || { _lab_err "--impair needs a SPEC"; return 1; } ;;
+		--impair=*) impair=${1#--impair=}; impair_set=1; shift ;;
 		*) _lab_err "up: unknown argument '$1'"; return 1 ;;
 		esac
 	done
 	[ -n "$name" ] || name="xvi$$"
 	_lab_check_name "$name" || return 1
-	if [ "$nodes" != 2 ]; then
-		_lab_err "--nodes $nodes: only 2 nodes (a, b) are supported"
+	if [ "$nodes" != 2 ] && [ "$nodes" != 3 ]; then
+		_lab_err "--nodes $nodes: give 2 (a -- b) or 3 (a -- m -- b, relay on m)"
 		return 1
+	fi
+	if [ "$impair_set" = 1 ] && [ "$nodes" != 3 ]; then
+		_lab_err "--impair needs the middle node: add --nodes 3"
+		return 1
+	fi
+	if [ "$nodes" = 3 ]; then
+		# Before building anything: no relay, no forwarding.
+		_lab_relay_bin >/dev/null || return 1
 	fi
 	if [ "$(id -u)" -ne 0 ]; then
 		_lab_err "must run as root (namespaces, veths and bpffs need CAP_SYS_ADMIN)"
@@ -208,7 +430,7 @@ lab_up() {
 		_LAB_MINE+=("$name")
 		_lab_trap
 	fi
-	if ! _lab_build "$name" "$nodes"; then
+	if ! _lab_build "$name" "$nodes" "$impair"; then
 		lab_down --name "$name" >/dev/null 2>&1
 		_lab_err "up: lab '$name' not created (partial state removed)"
 		return 1
@@ -242,8 +464,8 @@ lab_exec() {
 		return 2
 	fi
 	name=$(_lab_pick "$name") || return 2
-	if ! _lab_idx "$node" >/dev/null; then
-		_lab_err "no node '$node' in lab $name (nodes: a b)"
+	if [[ " $(_lab_nodes_of "$name") " != *" $node "* ]]; then
+		_lab_err "no node '$node' in lab $name (nodes: $(_lab_nodes_of "$name"))"
 		return 2
 	fi
 	ns=$(_lab_ns "$name" "$node")
@@ -353,12 +575,47 @@ lab_status() {
 				"$([ "$fsok" = true ] || echo ' (NOT MOUNTED)')" "$xdp"
 		fi
 	done
+	[ "$json" = 1 ] && printf ']'
+	if [[ " $(_lab_nodes_of "$name") " == *" m "* ]]; then
+		_lab_status_m "$name" "$json" || healthy=0
+	fi
 	if [ "$json" = 1 ]; then
-		printf '],"healthy":%s}\n' "$([ $healthy = 1 ] && echo true || echo false)"
+		printf ',"healthy":%s}\n' "$([ $healthy = 1 ] && echo true || echo false)"
 	else
 		[ $healthy = 1 ] && echo "  healthy" || echo "  NOT healthy: 'lab down --name $name' and up again"
 	fi
 	[ $healthy = 1 ]
+}
+
+# The middle node and its relay: a "relay" member in JSON, after "nodes"
+# (which keeps the two end nodes only, as in a two-node lab).
+_lab_status_m() {
+	local name=$1 json=$2 ns dir pid= running=false spec= v l st ifs="" ok=0
+	ns=$(_lab_ns "$name" m)
+	dir=$LAB_STATE/$name
+	[ -r "$dir/relay.pid" ] && pid=$(<"$dir/relay.pid")
+	[ -n "$pid" ] && ip netns pids "$ns" 2>/dev/null | grep -qx "$pid" && running=true
+	[ -r "$dir/relay.spec" ] && spec=$(<"$dir/relay.spec")
+	for v in "${LAB_M_IFACES[@]}"; do
+		l=$(ip -n "$ns" -o link show dev "$v" 2>/dev/null)
+		st=absent
+		[ -n "$l" ] && { [[ $l == *LOWER_UP* ]] && st=up || st=down; }
+		[ "$st" = up ] || ok=1
+		ifs+="${ifs:+ }$v:$st"
+	done
+	[ "$running" = true ] || ok=1
+	if [ "$json" = 1 ]; then
+		printf ',"relay":{"node":"m","netns":"%s","ifaces":"%s","pid":%s,' "$ns" "$ifs" \
+			"${pid:-null}"
+		printf '"running":%s,"spec":"%s","stats_file":"%s/relay.stats"' "$running" \
+			"${spec//\"/}" "$dir"
+		printf ',"log":"%s/relay.log"}' "$dir"
+	else
+		printf '  node m: netns %-10s %s  relay pid %s (%s)\n' "$ns" "$ifs" "${pid:--}" \
+			"$([ "$running" = true ] && echo running || echo 'NOT running')"
+		printf '          impair %s  stats %s/relay.stats\n' "${spec:-none}" "$dir"
+	fi
+	return $ok
 }
 
 # Kill what runs in a namespace: TERM, then KILL, each bounded to ~2 s.
@@ -388,14 +645,17 @@ lab_down() {
 		esac
 	done
 	name=$(_lab_pick "$name") || return 0
-	for n in a b; do
+	# The relay first, gracefully: its final counters land in relay.stats.
+	[ -r "$LAB_STATE/$name/relay.pid" ] && lab_relay_stop --name "$name" >/dev/null 2>&1
+	for n in a b m; do
 		ns=$(_lab_ns "$name" "$n")
 		ip netns list 2>/dev/null | grep -qE "^$ns( |$)" || continue
 		_lab_kill_ns "$ns"
 		# Detach whatever XDP is there (ours or a test's), then delete the
 		# interface explicitly: a namespace that something still pins would
 		# otherwise keep its devices and programs alive after `netns del`.
-		for v in "$LAB_IFACE" "$(_lab_veth "$name" "$n")"; do
+		for v in "$LAB_IFACE" "$(_lab_veth "$name" "$n")" "${LAB_M_IFACES[@]}" \
+			"$(_lab_veth "$name" "${n}a")" "$(_lab_veth "$name" "${n}b")"; do
 			ip -n "$ns" link show dev "$v" >/dev/null 2>&1 || continue
 			ip -n "$ns" link set dev "$v" xdp off 2>/dev/null
 			ip -n "$ns" link set dev "$v" xdpgeneric off 2>/dev/null
@@ -405,11 +665,11 @@ lab_down() {
 	done
 	# Never expected (the pair is created inside the namespaces), but if an
 	# old lab left a veth of ours in the root namespace, remove it.
-	for n in a b; do
+	for n in a b ma mb; do
 		v=$(_lab_veth "$name" "$n")
 		ip -o link show dev "$v" type veth >/dev/null 2>&1 && ip link del dev "$v" 2>/dev/null
 	done
-	for n in a b; do
+	for n in a b m; do
 		fs=$(_lab_bpffs "$name" "$n")
 		if mountpoint -q "$fs" 2>/dev/null; then
 			umount "$fs" 2>/dev/null || umount -l "$fs" 2>/dev/null ||
