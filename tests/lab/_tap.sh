@@ -50,7 +50,7 @@ t_log() { echo "# $T_SUITE: $*" >&2; }
 
 # Lab names: <prefix><suite tag>, at most 12 characters (see lib.sh).
 t_lab_name() {
-	local p=${XVI_TEST_LAB_PREFIX:-xt$$}
+	local p=${XVI_TEST_LAB_PREFIX:-xt$$z}
 	echo "${p:0:10}$1"
 }
 
