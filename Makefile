@@ -51,9 +51,10 @@ UNIT_BIN  := $(B)/tests/unit-tests
 XDP_SRCS  := $(wildcard tests/xdp/*.c)
 XDP_BIN   := $(B)/tests/xdp-fixtures
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
+FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all deps test demo bench install clean check-tools
-all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN)
+all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(FUZZ_BINS)
 
 # ---- BPF datapath ----------------------------------------------------------
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(B)/bpf
@@ -94,7 +95,26 @@ $(UNIT_BIN): $(UNIT_SRCS) $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/tests
 $(XDP_BIN): $(XDP_SRCS) $(wildcard tests/xdp/*.h) $(BPF_SKELS) $(B)/lib/libxvi.a | $(B)/tests
 	$(if $(XDP_SRCS),$(CC) $(CFLAGS) -Itests/xdp -o $@ $(XDP_SRCS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
 
-$(B)/bpf $(B)/include $(B)/obj/user $(B)/obj/loader $(B)/lib $(B)/bin $(B)/tests:
+# ---- fuzzing: libFuzzer targets (clang, ASan + UBSan) -----------------------
+# Each target links the library code it reaches, rebuilt with the sanitizers.
+# `make test` runs each briefly (tests/fuzz/run.sh via tests/run); deliberate
+# fuzzing: `make fuzz FUZZ_TIME=600` (seconds per target, corpus kept in
+# $(B)/fuzz/corpus-NAME).
+FUZZ_CC     ?= $(CLANG)
+FUZZ_TIME   ?= 600
+FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
+	-std=gnu11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(B)/include
+FUZZ_LIB    := user/stream_engine.c user/stream_buf.c user/stream_wire.c user/stream_cc.c \
+	user/frame.c user/csum.c user/log.c
+
+$(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(LIB_HDRS) | $(B)/fuzz
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB)
+
+.PHONY: fuzz
+fuzz: $(FUZZ_BINS)
+	FUZZ_TIME=$(FUZZ_TIME) B=$(B) bash tests/fuzz/run.sh --long
+
+$(B)/bpf $(B)/include $(B)/obj/user $(B)/obj/loader $(B)/lib $(B)/bin $(B)/tests $(B)/fuzz:
 	mkdir -p $@
 
 deps:
@@ -121,7 +141,7 @@ install: all
 	install -m 0755 $(B)/lib/libxvi.so $(DESTDIR)$(PREFIX)/lib/libxvi.so.0
 	ln -sf libxvi.so.0 $(DESTDIR)$(PREFIX)/lib/libxvi.so
 	install -m 0644 $(B)/lib/libxvi.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 0644 include/xvi.h include/xvi_wire.h include/xvi_stream.h $(DESTDIR)$(PREFIX)/include/xvi/
+	install -m 0644 include/xvi.h include/xvi_wire.h include/xvi_stream.h include/xvi_memnet.h $(DESTDIR)$(PREFIX)/include/xvi/
 	for m in docs/man/*.[138]; do \
 		[ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; \
 	done; true

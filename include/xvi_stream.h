@@ -317,6 +317,11 @@ struct xvi_stream_info {
 	__u64 fast_retrans;	/* recovery episodes */
 	__u64 timeouts;
 	__u64 dup_segs;		/* received data already held */
+	__u64 tlp_probes;	/* tail loss probes sent */
+	__u64 lost_retrans;	/* retransmissions found lost again (RACK) */
+	__u64 spurious_retrans;	/* retransmissions the peer did not need */
+	__u64 bytes_direct;	/* received bytes placed straight into a posted
+				 * MemNet buffer (no receive-ring copy) */
 	size_t :0;
 };
 

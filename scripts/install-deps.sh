@@ -9,6 +9,9 @@ PKGS=(
 	libpcap-dev libcriterion-dev
 	iproute2 iputils-ping ethtool tcpdump sockperf iperf3 kmod util-linux
 	python3 procps psmisc
+	# libFuzzer runtime for clang 14 (make fuzz, tests/fuzz)
+	libclang-rt-14-dev
+	gnuplot-nox
 )
 
 missing=()

@@ -586,18 +586,27 @@ int xvi_stream__shutdown(struct xvi_stream *s, int how)
 	return err ? xvi_err(err) : 0;
 }
 
+static int jobs_pending(const struct xvi_stream *s)
+{
+	if (!s->mn_jobs)
+		return 0;
+	pr_warn("stream: %u MemNet jobs still use this stream: wait for them (job_wait) first\n",
+		s->mn_jobs);
+	return xvi_err(-EBUSY);
+}
+
 int xvi_stream__close(struct xvi_stream *s)
 {
 	if (!s)
 		return xvi_err(-EINVAL);
-	return xvi_ss__close(s);
+	return jobs_pending(s) ?: xvi_ss__close(s);
 }
 
 int xvi_stream__abort(struct xvi_stream *s)
 {
 	if (!s)
 		return xvi_err(-EINVAL);
-	return xvi_ss__abort(s);
+	return jobs_pending(s) ?: xvi_ss__abort(s);
 }
 
 int xvi_stream__set_flags(struct xvi_stream *s, __u32 flags)

@@ -149,6 +149,24 @@ __u32 xvi_srq__insert(struct xvi_srq *q, __u32 seq, const void *data, __u32 len,
 	return q->nxt - old;
 }
 
+__u32 xvi_srq__skip(struct xvi_srq *q, __u32 len)
+{
+	__u32 old = q->nxt;
+
+	if (q->rd != q->nxt)
+		return 0;
+	q->nxt += len;
+	q->rd = q->nxt;
+	q->recent = q->nxt;
+	/* Ranges the placed bytes reach are in the ring: they become ready. */
+	while (q->nr && seq_le(q->r[0].start, q->nxt)) {
+		q->nxt = seq_max(q->nxt, q->r[0].end);
+		memmove(&q->r[0], &q->r[1], (q->nr - 1) * sizeof(q->r[0]));
+		q->nr--;
+	}
+	return q->nxt - old;
+}
+
 __u32 xvi_srq__read(struct xvi_srq *q, void *out, __u32 len)
 {
 	__u32 ready = xvi_srq__ready(q);

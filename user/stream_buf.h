@@ -42,6 +42,13 @@ __u32 xvi_srq__insert(struct xvi_srq *q, __u32 seq, const void *data, __u32 len,
 static inline __u32 xvi_srq__ready(const struct xvi_srq *q) { return q->nxt - q->rd; }
 /* Right edge of the window: first byte that does not fit. */
 static inline __u32 xvi_srq__right(const struct xvi_srq *q) { return q->rd + q->size; }
+/*
+ * Direct placement: the application took @len bytes at nxt straight from
+ * the segment (nothing was ready: rd == nxt).  Advances rd and nxt past
+ * them, pulling in out-of-order ranges they reach.  Returns how far nxt
+ * advanced.
+ */
+__u32 xvi_srq__skip(struct xvi_srq *q, __u32 len);
 /* Copy out and consume up to @len bytes (@out NULL: discard). */
 __u32 xvi_srq__read(struct xvi_srq *q, void *out, __u32 len);
 /* Fill at most @max SACK blocks, the most recently changed first. */

@@ -150,10 +150,32 @@ static void dirty_remove(struct xvi_stream *s)
 	s->dirty = false;
 }
 
+/*
+ * Sends by reference still queued hold their regions: release them (the
+ * data will never be acknowledged) and empty the send queue.
+ */
+static void release_refs(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	if (!s->sq.items)
+		return;
+	for (__u32 i = s->sq.it; i != s->sq.ih; i++) {
+		const struct xvi_sq_item *it = &s->sq.items[i & (s->sq.items_cap - 1)];
+
+		if (it->kind == XVI_SQI_REF && it->region >= 0 &&
+		    it->region < XVI_SCTX_MAX_REGIONS && ctx->regions[it->region].refs)
+			ctx->regions[it->region].refs--;
+	}
+	xvi_ssq__reset(&s->sq, s->sq.end);
+}
+
 static void conn_free(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
+	if (s->mn_jobs && xvi_mn__stream_gone)
+		xvi_mn__stream_gone(s);
 	if (s->state != XVI_SS_LISTEN && s->state != XVI_SS_CLOSED)
 		ctx->nconns--;
 	if (s->state == XVI_SS_LISTEN) {
@@ -164,6 +186,7 @@ static void conn_free(struct xvi_stream *s)
 				c->on_list = 0;
 			}
 	}
+	release_refs(s);
 	list_unlink(s);
 	dirty_remove(s);
 	unhash(s);
@@ -301,6 +324,8 @@ static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 		h.ack = s->irs + 1;
 	}
 	h.len = len;
+	if (h.flags & XVI_SF_ACK)
+		s->last_ack_sent = h.ack;
 	hl = xvi_shdr__encode(&h, buf);
 	if (hl + len > cap)	/* mss is below the link MTU: cannot happen */
 		len = 0;
@@ -377,6 +402,24 @@ static bool can_send_data(enum xvi_stream_state st)
 	       st == XVI_SS_FIN_WAIT_1 || st == XVI_SS_CLOSING || st == XVI_SS_LAST_ACK;
 }
 
+/* ---- retransmission timer, RACK, TLP, PRR ------------------------------- */
+
+#define REO_MIN_US	50	/* reordering window floor: timer granularity */
+#define TLP_MIN_US	200	/* probe timeout floor */
+#define REO_MULT_MAX	16
+
+static inline __u32 seg_end(const struct xvi_sseg *g)
+{
+	return g->seq + (g->len ? g->len : 1);
+}
+
+/* RFC 8985 "sent after": by transmission time, then by sequence. */
+static bool sent_after(__u64 t1, __u32 end1, __u64 t2, __u32 end2)
+{
+	return t1 > t2 || (t1 == t2 && seq_gt(end1, end2));
+}
+
+/* RFC 6298 (5.1): start the timer if it is not running. */
 static void arm_rto(struct xvi_stream *s)
 {
 	if (!s->rto_at && s->st != s->sh) {
@@ -388,10 +431,187 @@ static void arm_rto(struct xvi_stream *s)
 	}
 }
 
+/* RFC 6298 (5.3, 5.6): restart so it expires one (backed-off) RTO from now. */
+static void restart_rto(struct xvi_stream *s)
+{
+	s->rto_at = 0;
+	arm_rto(s);
+}
+
+/*
+ * RFC 8985 tail loss probe: with data in flight and no ACK for 2 SRTT after
+ * the last transmission, send one segment so the loss of the last segments
+ * of a burst shows up in a SACK (and RACK repairs it) instead of waiting for
+ * the retransmission timeout.  Unlike RFC 8985 this also runs in recovery:
+ * a lost retransmission that nothing was sent after (cwnd or the peer's
+ * window held new data back) is otherwise only found by the RTO, and through
+ * a 5 % loss relay that was the most common timeout.  One probe per episode:
+ * the next delivery re-enables it.
+ */
+static void arm_tlp(struct xvi_stream *s)
+{
+	__u64 pto;
+
+	s->tlp_at = 0;
+	if (s->tlp_out || s->st == s->sh || !s->srtt_us || !can_send_data(s->state))
+		return;
+	/*
+	 * No delayed-ACK allowance: the last segment of every burst carries
+	 * PRB, which the peer answers at once (section 4 of PROTOCOL.md).
+	 */
+	pto = 2 * (__u64)s->srtt_us;
+	if (pto < TLP_MIN_US)
+		pto = TLP_MIN_US;
+	s->tlp_at = s->ctx->now + pto;
+	if (s->rto_at && s->tlp_at >= s->rto_at)
+		s->tlp_at = 0;
+}
+
+/* RACK reordering window: a quarter min RTT, widened by spurious repairs. */
+static __u32 reo_wnd(const struct xvi_stream *s)
+{
+	__u32 w = (s->reo_mult ? s->reo_mult : 1) * (s->min_rtt_us / 4);
+
+	if (s->srtt_us && w > s->srtt_us)
+		w = s->srtt_us;
+	return w < REO_MIN_US ? REO_MIN_US : w;
+}
+
+static void enter_recovery(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	if (s->in_recovery)
+		return;
+	s->in_recovery = true;
+	s->recover = s->snd_nxt;
+	s->prr_delivered = 0;
+	s->prr_out = 0;
+	s->recover_fs = s->snd_nxt - s->snd_una;
+	s->tlp_at = 0;
+	ctx->cc->on_event(&s->cc, XVI_CC_FAST_LOSS, pipe_bytes(s));
+	s->st_.fast_retrans++;
+}
+
+/*
+ * RFC 6937 proportional rate reduction: during recovery the engine sizes
+ * cwnd itself so that what goes out follows what the peer received, down to
+ * the ssthresh the congestion control chose, and the first repair leaves at
+ * once (RFC 6675 4.3) whatever the pipe.
+ */
+static void prr_update(struct xvi_stream *s, __u32 delivered)
+{
+	__u32 pipe = pipe_bytes(s), ssthresh = s->cc.ssthresh, mss = s->mss;
+	__s64 sndcnt;
+
+	s->prr_delivered += delivered;
+	if (pipe > ssthresh) {
+		__u64 fs = s->recover_fs ? s->recover_fs : 1;
+
+		sndcnt = (__s64)(((__u64)s->prr_delivered * ssthresh + fs - 1) / fs) -
+			 s->prr_out;
+	} else {
+		__s64 limit = (__s64)s->prr_delivered - s->prr_out;
+
+		if (limit < delivered)
+			limit = delivered;
+		limit += mss;
+		sndcnt = (__s64)ssthresh - pipe;
+		if (sndcnt > limit)
+			sndcnt = limit;
+	}
+	if (sndcnt < 0)
+		sndcnt = 0;
+	if (!s->prr_out && sndcnt < mss)
+		sndcnt = mss;
+	s->cc.cwnd = pipe + (__u32)sndcnt;
+}
+
+/*
+ * RACK (RFC 8985 6.2): a segment sent before the most recently sent segment
+ * that was delivered is lost once it is older than that segment's RTT plus
+ * the reordering window.  Time-based, so it also finds lost retransmissions
+ * and losses at the tail, where no three segments above get SACKed.
+ */
+static void rack_detect(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 mask = s->segs_cap - 1, reo = reo_wnd(s);
+	__u64 next = 0;
+	bool lost = false;
+
+	s->reo_at = 0;
+	if (!s->rack_xmit_us)
+		return;
+	for (__u32 i = s->st; i != s->sh; i++) {
+		struct xvi_sseg *g = &s->segs[i & mask];
+		__u64 due;
+
+		if (g->fl & SEG_SACKED)
+			continue;
+		if ((g->fl & (SEG_LOST | SEG_RETX)) == SEG_LOST)
+			continue;	/* already waiting for its repair */
+		if (!sent_after(s->rack_xmit_us, s->rack_end, g->tx_us, seg_end(g)))
+			continue;
+		due = g->tx_us + s->rack_rtt_us + reo;
+		if (due <= ctx->now) {
+			if (g->fl & SEG_RETX)
+				s->st_.lost_retrans++;
+			g->fl = (g->fl & ~SEG_RETX) | SEG_LOST;
+			lost = true;
+		} else if (!next || due < next) {
+			next = due;
+		}
+	}
+	s->reo_at = next;
+	if (lost) {
+		enter_recovery(s);
+		mark_dirty(s);
+	}
+}
+
+/* A segment was delivered (cumulatively or SACKed): RFC 8985 6.2 step 2. */
+static void rack_update(struct xvi_stream *s, const struct xvi_sseg *g)
+{
+	__u32 rtt = (__u32)(s->ctx->now - g->tx_us);
+
+	/* Delivered sooner than possible after its retransmission: the ACK
+	 * was for an earlier copy, and says nothing about the last one. */
+	if (g->ntx > 1 && rtt < s->min_rtt_us)
+		return;
+	if (sent_after(g->tx_us, seg_end(g), s->rack_xmit_us, s->rack_end)) {
+		s->rack_xmit_us = g->tx_us;
+		s->rack_end = seg_end(g);
+		s->rack_rtt_us = rtt;
+	}
+}
+
+/* Queue @len new bytes as a segment; false if the link had no buffer. */
+static bool send_new(struct xvi_stream *s, __u32 len, __u8 flags)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	struct xvi_sseg *g;
+
+	if (!xmit(s, flags, s->snd_nxt, len))
+		return false;
+	g = &s->segs[s->sh++ & (s->segs_cap - 1)];
+	*g = (struct xvi_sseg){ .seq = s->snd_nxt, .len = len, .ntx = 1, .tx_us = ctx->now };
+	if (s->st + 1 == s->sh || !s->una_since)
+		s->una_since = ctx->now;
+	s->snd_nxt += len;
+	s->st_.bytes_sent += len;
+	if (s->in_recovery)
+		s->prr_out += len;
+	s->persist_at = 0;
+	arm_rto(s);
+	return true;
+}
+
 static void output(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 p, mask = s->segs_cap - 1;
+	__u64 sent0;
 
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD ||
 	    s->state == XVI_SS_CLOSED || s->state == XVI_SS_LISTEN || !s->segs)
@@ -399,6 +619,7 @@ static void output(struct xvi_stream *s)
 	if (!can_send_data(s->state))
 		goto ack;
 	p = pipe_bytes(s);
+	sent0 = s->st_.segs_sent;
 	/* 1. Repair: segments judged lost go first (RFC 6675 NextSeg rule 1). */
 	for (__u32 i = s->st; i != s->sh; i++) {
 		struct xvi_sseg *g = &s->segs[i & mask];
@@ -407,20 +628,27 @@ static void output(struct xvi_stream *s)
 		if ((g->fl & (SEG_SACKED | SEG_LOST | SEG_RETX)) != SEG_LOST)
 			continue;
 		if (p && p + sz > s->cc.cwnd)
-			goto ack;
+			goto done;
 		if (!xmit(s, g->fl & SEG_FIN ? XVI_SF_FIN : 0, g->seq, g->len))
 			return;
 		g->fl |= SEG_RETX;
 		g->ntx++;
 		g->tx_us = ctx->now;
 		s->st_.segs_retrans++;
+		if (s->in_recovery)
+			s->prr_out += sz;
 		p += sz;
-		arm_rto(s);
+		/* The oldest segment went again: give it a whole RTO. */
+		if (g->seq == s->snd_una)
+			restart_rto(s);
+		else
+			arm_rto(s);
 	}
 	/* 2. New data, within the peer's window and the congestion window. */
 	for (;;) {
 		__u32 avail = s->sq.end - s->snd_nxt, len, wroom, croom;
 		struct xvi_sseg *g;
+		__u8 fl = 0;
 
 		if (s->fin_sent)
 			break;
@@ -466,22 +694,67 @@ static void output(struct xvi_stream *s)
 			if (!(s->flags & XVI_STREAM_NODELAY) && !s->fin_queued)
 				break;
 		}
-		if (!xmit(s, 0, s->snd_nxt, len))
+		/*
+		 * The last segment before the sender must wait for an ACK
+		 * (queue empty, window or cwnd full) asks for that ACK at
+		 * once: SOVIA's ACK threshold t assumes windows far above t,
+		 * and a sender held back by cwnd must not sit out the
+		 * delayed-ACK timer once per round trip.
+		 */
+		if (len == avail || wroom - len < s->mss || croom - len < s->mss ||
+		    s->sh - s->st + 1 >= s->segs_cap)
+			fl = XVI_SF_PRB;
+		if (!send_new(s, len, fl))
 			return;
-		g = &s->segs[s->sh++ & mask];
-		*g = (struct xvi_sseg){ .seq = s->snd_nxt, .len = len, .ntx = 1,
-					.tx_us = ctx->now };
-		if (s->st + 1 == s->sh || !s->una_since)
-			s->una_since = ctx->now;
-		s->snd_nxt += len;
-		s->st_.bytes_sent += len;
 		p += len;
-		s->persist_at = 0;
-		arm_rto(s);
 	}
+done:
+	/* The probe timer counts from the last transmission, not from the
+	 * last time the application called in. */
+	if (s->st_.segs_sent != sent0 || !s->tlp_at)
+		arm_tlp(s);
 ack:
 	if (s->ack_now)
 		xmit(s, 0, s->snd_nxt, 0);
+}
+
+/* A tail loss probe is due: new data if the window allows, else the last
+ * segment again; either way one segment beyond cwnd (RFC 8985 7.3). */
+static void on_tlp(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 mask = s->segs_cap - 1, avail, wroom;
+
+	s->tlp_at = 0;
+	if (s->tlp_out || s->st == s->sh || !can_send_data(s->state))
+		return;
+
+	avail = s->sq.end - s->snd_nxt;
+	wroom = seq_gt(s->snd_right, s->snd_nxt) ? s->snd_right - s->snd_nxt : 0;
+	if (avail && !s->fin_sent && s->sh - s->st < s->segs_cap &&
+	    wroom >= (avail < s->mss ? avail : s->mss)) {
+		if (!send_new(s, avail < s->mss ? avail : s->mss, XVI_SF_PRB))
+			return;
+	} else {
+		struct xvi_sseg *g = NULL;
+
+		for (__u32 i = s->sh; i != s->st; i--) {
+			g = &s->segs[(i - 1) & mask];
+			if (!(g->fl & SEG_SACKED))
+				break;
+			g = NULL;
+		}
+		if (!g)
+			return;
+		if (!xmit(s, (g->fl & SEG_FIN ? XVI_SF_FIN : 0) | XVI_SF_PRB, g->seq, g->len))
+			return;
+		g->ntx++;
+		g->tx_us = ctx->now;
+		s->st_.segs_retrans++;
+	}
+	s->tlp_out = true;
+	s->st_.tlp_probes++;
+	restart_rto(s);
 }
 
 /* ---- RTT and congestion ------------------------------------------------- */
@@ -495,6 +768,8 @@ static void rtt_sample(struct xvi_stream *s, __u32 tsecr)
 		return;
 	if (!r)
 		r = 1;
+	if (!s->min_rtt_us || r < s->min_rtt_us)
+		s->min_rtt_us = r;
 	if (!s->srtt_us) {
 		s->srtt_us = r;
 		s->rttvar_us = r / 2;
@@ -525,44 +800,10 @@ static void ref_done(void *arg, __u64 cookie, int region)
 
 static bool fail(struct xvi_stream *s, int err);
 
-static void detect_loss(struct xvi_stream *s)
-{
-	__u32 mask = s->segs_cap - 1, sacked = 0;
-	bool lost = false;
-
-	/* A segment with DupThresh (3) SACKed segments above it is lost. */
-	for (__u32 i = s->sh; i != s->st; i--) {
-		struct xvi_sseg *g = &s->segs[(i - 1) & mask];
-
-		if (g->fl & SEG_SACKED) {
-			sacked++;
-		} else if (sacked >= 3 && !(g->fl & SEG_LOST)) {
-			g->fl |= SEG_LOST;
-			lost = true;
-		}
-	}
-	if (s->dupacks >= 3 && s->st != s->sh) {
-		struct xvi_sseg *g = &s->segs[s->st & mask];
-
-		if (!(g->fl & (SEG_SACKED | SEG_LOST))) {
-			g->fl |= SEG_LOST;
-			lost = true;
-		}
-	}
-	if (lost && !s->in_recovery) {
-		s->in_recovery = true;
-		s->recover = s->snd_nxt;
-		s->ctx->cc->on_event(&s->cc, XVI_CC_FAST_LOSS, pipe_bytes(s));
-		s->st_.fast_retrans++;
-	}
-	if (lost)
-		mark_dirty(s);
-}
-
 static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
-	__u32 ack = h->ack, mask = s->segs_cap - 1, old_wnd = s->peer_wnd;
+	__u32 ack = h->ack, mask = s->segs_cap - 1, old_wnd = s->peer_wnd, delivered = 0;
 
 	if (seq_gt(ack, s->snd_nxt) || seq_lt(ack, s->snd_una))
 		return;		/* acknowledges what we never sent, or old */
@@ -573,36 +814,54 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 		s->persist_at = 0;
 	if (seq_gt(ack, s->snd_una)) {
 		__u32 acked = ack - s->snd_una;
+		bool head = true;
 
 		rtt_sample(s, h->tsecr);
 		s->snd_una = ack;
 		while (s->st != s->sh) {
 			struct xvi_sseg *g = &s->segs[s->st & mask];
 
-			if (seq_gt(g->seq + (g->len ? g->len : 1), ack))
+			if (seq_gt(seg_end(g), ack))
 				break;
+			/*
+			 * Eifel (RFC 3522): the ACK echoes the timestamp of
+			 * the copy that filled the hole; older than our last
+			 * retransmission means the original arrived after
+			 * all: reordering, widen RACK's window.
+			 */
+			if (head && g->ntx > 1 && h->tsecr &&
+			    (__s32)(h->tsecr - (__u32)g->tx_us) < 0) {
+				s->st_.spurious_retrans++;
+				if (s->reo_mult < REO_MULT_MAX)
+					s->reo_mult = (s->reo_mult ? s->reo_mult : 1) + 1;
+				s->reo_clean = 0;
+			}
+			head = false;
+			if (!(g->fl & SEG_SACKED)) {
+				delivered += g->len ? g->len : 1;
+				rack_update(s, g);
+			}
 			s->st++;
 		}
 		xvi_ssq__ack(&s->sq, ack, ref_done, s);
 		s->dupacks = 0;
 		s->backoff = 0;
-		s->rto_at = 0;
+		s->tlp_out = false;
 		s->una_since = s->st != s->sh ? ctx->now : 0;
 		if (s->in_recovery) {
 			if (seq_ge(ack, s->recover)) {
 				s->in_recovery = false;
 				ctx->cc->on_event(&s->cc, XVI_CC_RECOVERED, pipe_bytes(s));
-			} else if (s->st != s->sh) {
-				/* NewReno partial ACK: the next hole is lost too. */
-				struct xvi_sseg *g = &s->segs[s->st & mask];
-
-				if (!(g->fl & (SEG_SACKED | SEG_RETX)))
-					g->fl |= SEG_LOST;
+				/* RFC 8985 7.2-style decay of the widened window. */
+				if (++s->reo_clean >= 16 && s->reo_mult > 1) {
+					s->reo_mult = 1;
+					s->reo_clean = 0;
+				}
 			}
 		} else {
 			ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
 		}
-		arm_rto(s);
+		restart_rto(s);
 		mark_dirty(s);
 	} else if (!h->len && !(h->flags & (XVI_SF_FIN | XVI_SF_SYN | XVI_SF_PRB)) &&
 		   s->st != s->sh && h->wnd == old_wnd) {
@@ -617,12 +876,37 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 		for (__u32 i = s->st; i != s->sh; i++) {
 			struct xvi_sseg *g = &s->segs[i & mask];
 
-			if (seq_ge(g->seq, a) && seq_le(g->seq + g->len, e) && g->len)
+			if (!g->len || (g->fl & SEG_SACKED))
+				continue;
+			if (seq_ge(g->seq, a) && seq_le(g->seq + g->len, e)) {
 				g->fl |= SEG_SACKED;
+				delivered += g->len;
+				rack_update(s, g);
+			}
 		}
 	}
-	if (s->st != s->sh)
-		detect_loss(s);
+	if (delivered)
+		s->tlp_out = false;
+	if (s->st == s->sh) {
+		s->reo_at = s->tlp_at = s->rto_at = 0;
+		return;
+	}
+	rack_detect(s);
+	/* Without SACK information (all blocks used): three duplicate ACKs. */
+	if (s->dupacks >= 3) {
+		struct xvi_sseg *g = &s->segs[s->st & mask];
+
+		if (!(g->fl & (SEG_SACKED | SEG_LOST)) && g->ntx == 1) {
+			g->fl |= SEG_LOST;
+			enter_recovery(s);
+			mark_dirty(s);
+		}
+	}
+	if (s->in_recovery)
+		prr_update(s, delivered);
+	if (delivered)
+		mark_dirty(s);
+	arm_tlp(s);
 }
 
 static bool on_rto(struct xvi_stream *s)
@@ -652,6 +936,8 @@ static bool on_rto(struct xvi_stream *s)
 		s->st_.segs_retrans++;
 		xmit(s, rcvd ? XVI_SF_SYN | XVI_SF_ACK : XVI_SF_SYN, s->iss, 0);
 		s->rto_at = ctx->now + ((__u64)s->rto_us << (s->backoff < 6 ? s->backoff : 6));
+		if (s->rto_at > ctx->now + ctx->rto_max_us)
+			s->rto_at = ctx->now + ctx->rto_max_us;
 		return true;
 	}
 	if (s->st == s->sh)
@@ -660,6 +946,8 @@ static bool on_rto(struct xvi_stream *s)
 		send_rst(s);
 		return fail(s, ETIMEDOUT);
 	}
+	/* RFC 6298 (5.5): back off; (5.6) output() restarts the timer with
+	 * the retransmission of the oldest segment. */
 	s->backoff++;
 	s->st_.timeouts++;
 	flight = s->snd_nxt - s->snd_una;
@@ -673,6 +961,9 @@ static bool on_rto(struct xvi_stream *s)
 	s->in_recovery = false;
 	s->recover = s->snd_nxt;
 	s->dupacks = 0;
+	/* No probes in timeout recovery: the next ACK re-enables them. */
+	s->tlp_out = true;
+	s->tlp_at = s->reo_at = 0;
 	mark_dirty(s);
 	return true;
 }
@@ -701,6 +992,7 @@ static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
 		s->close_at = ctx->now + time_wait_us(s);
 	if (st == XVI_SS_CLOSED) {
 		s->rto_at = s->delack_at = s->persist_at = s->ka_at = 0;
+		s->reo_at = s->tlp_at = 0;
 		s->close_at = 0;
 		dirty_remove(s);
 	}
@@ -712,8 +1004,10 @@ static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
  */
 static bool fail(struct xvi_stream *s, int err)
 {
-	if (err)
+	if (err) {
 		s->err = err;
+		release_refs(s);
+	}
 	set_state(s, XVI_SS_CLOSED);
 	if (s->orphan || s->listener) {
 		conn_free(s);
@@ -845,19 +1139,50 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	bool dup = false;
-	__u32 adv = 0;
+	__u32 adv = 0, holes = s->rq.nr;
 
+	/*
+	 * RFC 7323: echo the timestamp of the earliest segment not yet
+	 * acknowledged, and of any segment at or below what we acknowledged
+	 * (a duplicate too): an ACK answering a spurious retransmission then
+	 * carries a fresh timestamp, not the one of data that arrived long
+	 * ago, which would blow up the peer's RTT estimate.
+	 */
+	if (seq_le(h->seq, s->last_ack_sent) && (__s32)(h->tsval - s->ts_recent) >= 0)
+		s->ts_recent = h->tsval;
 	if (h->len) {
 		if (s->eof) {
 			dup = true;
 		} else {
-			adv = xvi_srq__insert(&s->rq, h->seq, data, h->len, &dup);
+			__u32 seq = h->seq, len = h->len, n = 0;
+
+			/*
+			 * MemNet direct placement: the next in-order bytes go
+			 * from the segment (in the endpoint's UMEM) straight
+			 * into the posted buffer when nothing is waiting in the
+			 * ring ahead of them; one copy instead of two.
+			 */
+			if (s->post && seq == s->rq.nxt && !xvi_srq__ready(&s->rq) &&
+			    !s->orphan && !s->rd_shut && s->post_done < s->post_len) {
+				n = s->post_len - s->post_done < len ? s->post_len - s->post_done
+								      : len;
+				memcpy(s->post + s->post_done, data, n);
+				s->post_done += n;
+				s->st_.bytes_direct += n;
+				adv = xvi_srq__skip(&s->rq, n);
+			}
+			if (len > n) {
+				adv += xvi_srq__insert(&s->rq, seq + n, data + n, len - n, &dup);
+				if (n)
+					dup = false;
+			}
 		}
 		if (dup) {
 			s->st_.dup_segs++;
 			s->ack_now = true;	/* the peer missed our ACK */
-		} else if (!adv || s->rq.nr) {
-			s->ack_now = true;	/* hole: duplicate ACK with SACK now */
+		} else if (!adv || s->rq.nr || holes) {
+			/* hole, or filling one (RFC 5681 4.2): ACK with SACK now */
+			s->ack_now = true;
 		} else {
 			s->delayed++;
 			if (s->delayed >= ctx->ack_thr)
@@ -865,14 +1190,10 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 			else if (!s->delack_at)
 				s->delack_at = ctx->now + ctx->delack_us;
 		}
-		if (adv) {
+		if (adv)
 			s->st_.bytes_received += adv;
-			s->ts_recent = h->tsval;
-		}
 		if (s->orphan || s->rd_shut)
 			xvi_srq__read(&s->rq, NULL, ~0u);
-	} else if (seq_le(h->seq, s->rq.nxt)) {
-		s->ts_recent = h->tsval;
 	}
 	if (h->flags & XVI_SF_FIN) {
 		s->fin_in = h->seq + h->len;
@@ -998,6 +1319,8 @@ static __u64 conn_deadline(const struct xvi_stream *s)
 	__u64 d = dmin(s->rto_at, s->delack_at);
 
 	d = dmin(d, s->persist_at);
+	d = dmin(d, s->reo_at);
+	d = dmin(d, s->tlp_at);
 	d = dmin(d, s->ka_at);
 	return dmin(d, s->close_at);
 }
@@ -1021,6 +1344,10 @@ static bool conn_timers(struct xvi_stream *s)
 	}
 	if (s->rto_at && s->rto_at <= now && !on_rto(s))
 		return false;
+	if (s->reo_at && s->reo_at <= now)
+		rack_detect(s);
+	if (s->tlp_at && s->tlp_at <= now)
+		on_tlp(s);
 	if (s->delack_at && s->delack_at <= now) {
 		s->delack_at = 0;
 		s->ack_now = true;

@@ -86,6 +86,7 @@ struct xvi_stream {
 	__u32 adv_right;		/* right window edge last advertised */
 	__u32 delayed;			/* segments not yet acknowledged */
 	__u32 ts_recent;
+	__u32 last_ack_sent;		/* RFC 7323 Last.ACK.sent */
 	__u64 delack_at;
 	/* send */
 	struct xvi_ssq sq;
@@ -96,10 +97,22 @@ struct xvi_stream {
 	__u32 peer_wnd;
 	__u32 dupacks;
 	__u32 recover;
+	/* RACK (RFC 8985): the most recently sent segment known delivered */
+	__u64 rack_xmit_us;
+	__u32 rack_end;
+	__u32 rack_rtt_us;
+	__u32 min_rtt_us;
+	__u32 reo_mult;			/* reordering window in min_rtt/4 units */
+	__u32 reo_clean;		/* recoveries since the last spurious one */
+	/* PRR (RFC 6937) while in recovery */
+	__u32 prr_delivered, prr_out, recover_fs;
+	bool tlp_out;			/* a tail loss probe is unanswered */
 	struct xvi_sseg *segs;		/* in flight, oldest at sh */
 	__u32 segs_cap, sh, st;		/* head (next), tail (oldest) */
 	/* timers */
 	__u64 rto_at;
+	__u64 reo_at;			/* RACK reordering window ends */
+	__u64 tlp_at;			/* tail loss probe due */
 	__u64 persist_at;
 	__u64 una_since;		/* oldest unacked data waiting since */
 	__u64 last_rx;
@@ -112,6 +125,12 @@ struct xvi_stream {
 	__u32 srtt_us, rttvar_us, rto_us;
 	__u32 backoff;
 	struct xvi_stream_cc cc;
+	/* MemNet (memnet.c): a posted receive buffer the engine fills straight
+	 * from in-order segments, and the jobs that wait on this stream */
+	__u8 *post;
+	__u32 post_len, post_done;
+	struct xvi_mn_job *mn_rxq, *mn_txq;
+	__u32 mn_jobs;
 	/* reference send completions */
 	__u64 *done;
 	__u32 done_cap, done_h, done_t;
@@ -145,6 +164,7 @@ struct xvi_stream_ctx {
 	__u64 now;			/* cached for one run */
 	struct xvi_sregion regions[XVI_SCTX_MAX_REGIONS];
 	struct xvi_stream_ctx_stats stats;
+	struct xvi_mn_job *mn_pending;	/* MemNet jobs not yet completed */
 	/* the real link (stream_api.c), NULL under test */
 	struct xvi_sapi *api;
 };
@@ -184,5 +204,12 @@ int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max);
 int xvi_sctx__region_of(const struct xvi_stream_ctx *ctx, const void *p, size_t len);
 
 bool xvi_sockaddr_eq(const union xvi_sockaddr *a, const union xvi_sockaddr *b);
+
+/*
+ * memnet.c: the stream is being freed; its jobs complete with an error.
+ * Weak: a program that never uses MemNet (and never has jobs) does not
+ * need memnet.o linked in.
+ */
+void xvi_mn__stream_gone(struct xvi_stream *s) __attribute__((weak));
 
 #endif /* XVI_STREAM_ENGINE_H */

@@ -1,242 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * The stream engine over a deterministic simulated link: virtual time,
- * seeded loss, duplication, reordering and corruption, dead peers.  Two
- * nodes, each an engine (struct xvi_stream_ctx) on its own link; nothing
- * leaves the process.
+ * The stream engine over the deterministic simulated link of stream_sim.h.
  */
-#include <errno.h>
-#include <stdlib.h>
-#include <string.h>
-#include <arpa/inet.h>
-#include <criterion/criterion.h>
-#include "stream_engine.h"
-
-#define MAXPKT		1600
-
-struct sim;
-
-struct node {
-	struct sim *sim;
-	int id;
-	struct xvi_stream_ctx *ctx;
-	union xvi_sockaddr addr;
-	__u64 timer;
-	__u8 txbuf[MAXPKT];
-	bool dead;		/* sends and receives nothing, runs no timers */
-};
-
-struct pkt {
-	__u64 at;
-	__u64 serial;		/* FIFO among equal times: links keep order */
-	int to;
-	__u32 len;
-	__u8 data[MAXPKT];
-};
-
-struct sim {
-	__u64 now;
-	__u64 rng;
-	int loss, dup, reorder, corrupt;	/* per mille */
-	bool drop_all[2];			/* drop everything sent by node i */
-	__u32 delay_us;
-	struct node n[2];
-	struct pkt *q;
-	int nq, cap;
-	__u64 delivered, dropped, serial;
-};
-
-static __u32 srnd(struct sim *s)
-{
-	s->rng ^= s->rng << 13;
-	s->rng ^= s->rng >> 7;
-	s->rng ^= s->rng << 17;
-	return (__u32)(s->rng >> 11);
-}
-
-static void *l_get(void *priv, __u32 *cap)
-{
-	struct node *n = priv;
-
-	*cap = MAXPKT;
-	return n->txbuf;
-}
-
-static void enqueue(struct sim *s, int to, const void *buf, __u32 len, __u64 extra)
-{
-	struct pkt *p;
-
-	if (s->nq == s->cap) {
-		s->cap = s->cap ? s->cap * 2 : 256;
-		s->q = realloc(s->q, s->cap * sizeof(*s->q));
-		cr_assert(s->q);
-	}
-	p = &s->q[s->nq++];
-	p->at = s->now + s->delay_us + extra;
-	p->serial = s->serial++;
-	p->to = to;
-	p->len = len;
-	memcpy(p->data, buf, len);
-	if (s->corrupt && (int)(srnd(s) % 1000) < s->corrupt) {
-		__u32 bit = srnd(s) % (len * 8);
-
-		p->data[bit / 8] ^= 1u << (bit % 8);
-	}
-}
-
-static void l_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer)
-{
-	struct node *n = priv;
-	struct sim *s = n->sim;
-	int to = 1 - n->id;
-	int copies = 1;
-
-	if (n->dead || s->drop_all[n->id] || (s->loss && (int)(srnd(s) % 1000) < s->loss)) {
-		s->dropped++;
-		return;
-	}
-	cr_assert(xvi_sockaddr_eq(peer, &s->n[to].addr), "datagram to an unknown peer");
-	if (s->dup && (int)(srnd(s) % 1000) < s->dup)
-		copies = 2;
-	while (copies--) {
-		__u64 extra = 0;
-
-		if (s->reorder && (int)(srnd(s) % 1000) < s->reorder)
-			extra = 1 + srnd(s) % (4 * s->delay_us + 200);
-		enqueue(s, to, buf, len, extra);
-	}
-}
-
-static void l_flush(void *priv) {}
-
-static __u64 l_now(void *priv)
-{
-	return ((struct node *)priv)->sim->now;
-}
-
-static void l_arm(void *priv, __u64 at)
-{
-	((struct node *)priv)->timer = at;
-}
-
-static void sim_init(struct sim *s, __u64 seed, const struct xvi_stream_ctx_opts *o)
-{
-	memset(s, 0, sizeof(*s));
-	s->rng = seed * 0x9E3779B97F4A7C15ULL + 1;
-	s->now = 1000000;
-	s->delay_us = 50;
-	for (int i = 0; i < 2; i++) {
-		struct node *n = &s->n[i];
-		struct xvi_slink link = {
-			.tx_get = l_get, .tx_put = l_put, .tx_flush = l_flush,
-			.now_us = l_now, .timer_arm = l_arm, .priv = n,
-			.mtu = 1472, .checksummed = false, .seed = seed * 2 + i + 1,
-		};
-
-		n->sim = s;
-		n->id = i;
-		n->addr.in.sin_family = AF_INET;
-		n->addr.in.sin_addr.s_addr = htonl(0x0a000001 + i);
-		n->addr.in.sin_port = htons(7000);
-		n->ctx = xvi_sctx__new(&link, o);
-		cr_assert(n->ctx, "engine: %s", strerror(errno));
-	}
-}
-
-static void sim_set_iss(struct sim *s, __u32 iss)
-{
-	s->n[0].ctx->link.iss = iss;
-	s->n[1].ctx->link.iss = iss + 0x1000;
-}
-
-static void sim_fini(struct sim *s)
-{
-	for (int i = 0; i < 2; i++)
-		xvi_sctx__free(s->n[i].ctx);
-	free(s->q);
-}
-
-/* Run the next event (a delivery or a timer).  false: nothing pending. */
-static bool sim_step(struct sim *s)
-{
-	__u64 best = ~0ULL;
-	int bi = -1, bt = -1;
-
-	for (int i = 0; i < s->nq; i++)
-		if (s->q[i].at < best || (s->q[i].at == best && s->q[i].serial < s->q[bi].serial)) {
-			best = s->q[i].at;
-			bi = i;
-		}
-	for (int i = 0; i < 2; i++)
-		if (s->n[i].timer && !s->n[i].dead && s->n[i].timer < best) {
-			best = s->n[i].timer;
-			bt = i;
-			bi = -1;
-		}
-	if (best == ~0ULL)
-		return false;
-	if (best > s->now)
-		s->now = best;
-	if (bi >= 0) {
-		struct pkt p = s->q[bi];
-		struct node *n = &s->n[p.to];
-
-		s->q[bi] = s->q[--s->nq];
-		if (n->dead)
-			return true;
-		s->delivered++;
-		xvi_sctx__input(n->ctx, &s->n[1 - p.to].addr, p.data, p.len, false);
-		xvi_sctx__run(n->ctx);
-	} else {
-		struct node *n = &s->n[bt];
-
-		n->timer = 0;
-		n->ctx->armed = 0;
-		xvi_sctx__run(n->ctx);
-	}
-	return true;
-}
-
-/* Step until @cond or virtual @limit_us passed; returns cond. */
-#define RUN_UNTIL(s, limit_us, cond)						\
-	({									\
-		__u64 _end = (s)->now + (limit_us);				\
-		bool _ok;							\
-		while (!(_ok = (cond)) && (s)->now < _end)			\
-			if (!sim_step(s))					\
-				(s)->now += 1000;				\
-		_ok;								\
-	})
-
-static struct xvi_stream *sock(struct sim *s, int node)
-{
-	struct xvi_stream *st = xvi_ss__socket(s->n[node].ctx, XVI_STREAM_NONBLOCK);
-
-	cr_assert(st);
-	return st;
-}
-
-static struct xvi_stream *listener(struct sim *s, __u16 svc, int backlog)
-{
-	struct xvi_stream *l = sock(s, 1);
-
-	l->svc = svc;
-	cr_assert_eq(xvi_ss__listen(l, backlog), 0);
-	return l;
-}
-
-/* Establish A(0) -> B(1); returns client, *srv gets the accepted one. */
-static struct xvi_stream *pair(struct sim *s, struct xvi_stream *l, struct xvi_stream **srv)
-{
-	struct xvi_stream *c = sock(s, 0);
-
-	cr_assert_eq(xvi_ss__connect(c, &s->n[1].addr, l->svc), -EINPROGRESS);
-	*srv = NULL;
-	cr_assert(RUN_UNTIL(s, 30000000, c->state == XVI_SS_ESTABLISHED &&
-			    (*srv || (*srv = xvi_ss__accept(l, NULL)))),
-		  "no connection: client %s", xvi_stream_state__str(c->state));
-	return c;
-}
+#include "stream_sim.h"
 
 /* ---- byte-exact transfers under impairment ---- */
 
@@ -851,4 +617,140 @@ Test(stream_sim, send_by_reference_completes_after_ack)
 	cr_expect_eq(s.n[0].ctx->regions[0].refs, 0u);
 	sim_fini(&s);
 	free(got);
+}
+
+/* ---- loss recovery: RTO (RFC 6298), TLP and RACK (RFC 8985) ---- */
+
+/* Drop node 0's data segments at sequence fseq[i] the first fcount[i] times. */
+struct drops {
+	__u32 seq[4];
+	int left[4];
+	int n;
+	__u64 tx_at[64];	/* times node 0 sent the segment at seq[0] */
+	int ntx;
+};
+
+static bool drop_filter(struct sim *s, int from, const void *buf, __u32 len)
+{
+	struct drops *d = s->fpriv;
+	struct xvi_shdr h;
+
+	if (from != 0 || xvi_shdr__decode(&h, buf, len, false) < 0 || !h.len)
+		return false;
+	if (h.seq == d->seq[0] && d->ntx < 64)
+		d->tx_at[d->ntx++] = s->now;
+	for (int i = 0; i < d->n; i++)
+		if (h.seq == d->seq[i] && d->left[i] > 0) {
+			d->left[i]--;
+			return true;
+		}
+	return false;
+}
+
+/* Client sends @segs full segments; returns when all are acknowledged. */
+static __u64 send_segs(struct sim *s, struct xvi_stream *c, struct xvi_stream *v, int segs,
+		       __u64 limit_us)
+{
+	__u32 total = segs * c->mss;
+	__u8 *buf = calloc(1, total);
+	__u64 t0 = s->now;
+
+	cr_assert_eq(xvi_ss__send(c, buf, total), (ssize_t)total);
+	cr_assert(RUN_UNTIL(s, limit_us, (xvi_ss__recv(v, buf, total),
+					 c->snd_una == c->snd_nxt)),
+		  "not acknowledged within %llu us: una %u nxt %u, timeouts %llu",
+		  (unsigned long long)limit_us, c->snd_una, c->snd_nxt,
+		  (unsigned long long)c->st_.timeouts);
+	free(buf);
+	return s->now - t0;
+}
+
+Test(stream_sim, tail_loss_repaired_by_probe_not_timeout)
+{
+	struct xvi_stream *l, *c, *v;
+	struct drops d = { 0 };
+	struct sim s;
+	__u64 took;
+
+	sim_init(&s, 51, NULL);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	/* warm up the RTT estimate */
+	send_segs(&s, c, v, 4, 1000000);
+	d.seq[0] = c->snd_nxt + 7 * c->mss;	/* the last of 8 */
+	d.left[0] = 1;
+	d.n = 1;
+	s.filter = drop_filter;
+	s.fpriv = &d;
+	took = send_segs(&s, c, v, 8, 1000000);
+	cr_expect_eq(c->st_.timeouts, 0u, "tail loss cost a timeout");
+	cr_expect_geq(c->st_.tlp_probes, 1u);
+	cr_expect_lt(took, (__u64)c->ctx->rto_min_us, "repair took %llu us",
+		     (unsigned long long)took);
+	sim_fini(&s);
+}
+
+Test(stream_sim, lost_retransmission_found_by_rack)
+{
+	struct xvi_stream *l, *c, *v;
+	struct drops d = { 0 };
+	struct sim s;
+	__u64 took;
+
+	sim_init(&s, 52, NULL);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	send_segs(&s, c, v, 4, 1000000);
+	/* the 3rd of 30 segments is lost, and so is its first retransmission */
+	d.seq[0] = c->snd_nxt + 2 * c->mss;
+	d.left[0] = 2;
+	d.n = 1;
+	s.filter = drop_filter;
+	s.fpriv = &d;
+	took = send_segs(&s, c, v, 30, 1000000);
+	cr_expect_eq(c->st_.timeouts, 0u, "a lost retransmission waited for the RTO");
+	cr_expect_geq(c->st_.lost_retrans, 1u);
+	cr_expect_eq(d.ntx, 3, "transmissions of the segment: %d", d.ntx);
+	cr_expect_lt(took, (__u64)c->ctx->rto_min_us, "repair took %llu us",
+		     (unsigned long long)took);
+	sim_fini(&s);
+}
+
+Test(stream_sim, rto_backs_off_exponentially_and_restarts)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .rto_min_ms = 20, .rto_max_ms = 400,
+		 .user_timeout_ms = 5000, .keepalive_idle_ms = 100000);
+	struct xvi_stream *l, *c, *v;
+	struct drops d = { 0 };
+	struct sim s;
+
+	sim_init(&s, 53, &o);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	send_segs(&s, c, v, 2, 1000000);
+	/* a black hole for the head segment: every copy is lost for a while */
+	d.seq[0] = c->snd_nxt;
+	d.left[0] = 6;
+	d.n = 1;
+	s.filter = drop_filter;
+	s.fpriv = &d;
+	send_segs(&s, c, v, 1, 10000000);
+	for (int i = 0; i < d.ntx; i++)
+		cr_log_info("tx %d at +%llu us", i, (unsigned long long)(d.tx_at[i] - d.tx_at[0]));
+	cr_assert_eq(d.ntx, 7, "transmissions: %d", d.ntx);
+	/* the original, one tail probe, then RTOs: 20, 40, 80, ... capped */
+	cr_expect_eq(c->st_.tlp_probes, 1u);
+	for (int i = 3; i < d.ntx; i++) {
+		__u64 gap = d.tx_at[i] - d.tx_at[i - 1], prev = d.tx_at[i - 1] - d.tx_at[i - 2];
+		__u64 want = prev * 2 > 400000 ? 400000 : prev * 2;
+
+		cr_expect(gap + 1000 >= want && gap <= want + 1000,
+			  "gap %d: %llu us after %llu us (want ~%llu)", i,
+			  (unsigned long long)gap, (unsigned long long)prev,
+			  (unsigned long long)want);
+	}
+	/* the ACK clears the backoff: the next RTO is a plain one again */
+	cr_expect_eq(c->backoff, 0u);
+	cr_expect_leq(c->st_.timeouts, 5u);
+	sim_fini(&s);
 }

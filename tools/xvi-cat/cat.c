@@ -1,29 +1,21 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * xvi-cat: netcat for xdp-vi endpoints, UDP mode.
+ * xvi-cat: netcat for xdp-vi endpoints.
+ *   xvi-cat --iface IF -l [IP] PORT      stream: accept one, copy it to stdout
+ *   xvi-cat --iface IF IP PORT           stream: copy stdin to the peer
  *   xvi-cat -u --iface IF -l [IP] PORT   each datagram's payload to stdout
  *   xvi-cat -u --iface IF IP PORT        each stdin line as one datagram
- * --kernel does the same over a kernel UDP socket.
+ * --kernel does the same over kernel TCP / UDP sockets.
  */
 #include <getopt.h>
 #include <stdarg.h>
-#include "../transport.h"
+#include "cat.h"
 
-struct cat_cfg {
-	struct xt_cfg xt;
-	bool udp;
-	bool listen;
-	double idle;		/* -w: seconds, 0 = none */
-	unsigned long long count; /* -c: datagrams, 0 = no limit */
-	unsigned long src_port;	/* -s, 0 = from the pid */
-	union xvi_sockaddr addr;/* listener: bind; sender: destination */
-};
-
-static int verbosity;
+int cat_verbosity;
 
 static int print_fn(enum xvi_print_level level, const char *fmt, va_list args)
 {
-	if (level == XVI_DEBUG && verbosity < 1)
+	if (level == XVI_DEBUG && cat_verbosity < 2)
 		return 0;
 	return vfprintf(stderr, fmt, args);
 }
@@ -31,28 +23,40 @@ static int print_fn(enum xvi_print_level level, const char *fmt, va_list args)
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: xvi-cat -u --iface IFACE [OPTIONS] -l [IP] PORT   receive, payloads to stdout\n"
-"       xvi-cat -u --iface IFACE [OPTIONS] IP PORT        send each stdin line\n"
+"Usage: xvi-cat --iface IFACE [OPTIONS] -l [IP] PORT      stream: receive to stdout\n"
+"       xvi-cat --iface IFACE [OPTIONS] IP PORT           stream: send stdin\n"
+"       xvi-cat -u --iface IFACE [OPTIONS] -l [IP] PORT   UDP: payloads to stdout\n"
+"       xvi-cat -u --iface IFACE [OPTIONS] IP PORT        UDP: send each stdin line\n"
 "\n"
-"netcat for xdp-vi endpoints (UDP mode; stream mode is not implemented yet).\n"
+"netcat for xdp-vi endpoints.  Stream mode (the default) opens a UDP endpoint\n"
+"and runs a libxvi reliable stream over it (service number = PORT): the\n"
+"listener accepts one connection and copies it to stdout until the peer\n"
+"closes; the sender copies stdin to the peer, closes its half at end of\n"
+"input, prints whatever the peer sends back, and exits once the listener\n"
+"has read everything and closed too.  Both exit 0 on a clean close.\n"
 "\n"
-"  -u               UDP mode (required for now)\n"
+"  -u               UDP mode: one datagram per line\n"
 "  -l               listen on IP (default 0.0.0.0; give :: for IPv6) and PORT\n"
 "      --iface IF   the interface that runs the xdp-vi datapath (required unless\n"
 "                   --kernel)\n"
-"      --kernel     use an ordinary kernel UDP socket instead\n"
+"      --kernel     use kernel sockets instead (TCP in stream mode, UDP with -u)\n"
 "      --queue Q    interface queue to bind (default 0)\n"
-"  -w SEC           idle timeout: exit 0 after SEC seconds without datagrams once\n"
-"                   one arrived, exit 1 if none arrived within SEC; a sender\n"
-"                   keeps printing replies until SEC seconds of silence\n"
-"  -c N             exit after N datagrams (received, or sent)\n"
+"  -w SEC           stream: fail (exit 1) after SEC seconds without progress,\n"
+"                   connecting and accepting included.  UDP: exit 0 after SEC\n"
+"                   seconds without datagrams once one arrived, exit 1 if none\n"
+"                   arrived within SEC; a sender keeps printing replies until\n"
+"                   SEC seconds of silence\n"
+"  -c N             UDP: exit after N datagrams (received, or sent)\n"
+"      --conns N    stream: N connections over one endpoint at once; the\n"
+"                   sender sends all of stdin (at most 16 MiB) on each, the\n"
+"                   listener accepts N and prints each one's data in one piece\n"
 "  -s PORT          sender's source port (default from the pid, 49152..65535)\n"
 "  -n               accepted for netcat habits (names are never resolved)\n"
-"  -v, --verbose    library debug messages\n"
+"  -v, --verbose    progress and library debug messages (-vv: more)\n"
 "  -h, --help       this help\n"
 "\n"
-"Payloads are written as they are, no byte added.  A sent line includes its\n"
-"newline; a line longer than the endpoint's largest datagram is an error.\n"
+"UDP payloads are written as they are, no byte added.  A sent line includes\n"
+"its newline; a line longer than the endpoint's largest datagram is an error.\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
@@ -142,7 +146,7 @@ static int run_listener(const struct cat_cfg *cfg)
 
 	if (xt_open(&t, &cfg->xt, &cfg->addr))
 		return 1;
-	if (verbosity)
+	if (cat_verbosity)
 		fprintf(stderr, "xvi-cat: listening on %s (%s)\n",
 			xt_addr_str(&cfg->addr, a, sizeof(a)), cfg->xt.kernel ? "kernel" : "xvi");
 	start = xt_now_ns();
@@ -264,12 +268,13 @@ static int run_sender(const struct cat_cfg *cfg)
 	return rc;
 }
 
-enum { OPT_IFACE = 256, OPT_KERNEL, OPT_QUEUE };
+enum { OPT_IFACE = 256, OPT_KERNEL, OPT_QUEUE, OPT_CONNS };
 
 static const struct option long_opts[] = {
 	{ "iface",	required_argument, NULL, OPT_IFACE },
 	{ "kernel",	no_argument,	   NULL, OPT_KERNEL },
 	{ "queue",	required_argument, NULL, OPT_QUEUE },
+	{ "conns",	required_argument, NULL, OPT_CONNS },
 	{ "udp",	no_argument,	   NULL, 'u' },
 	{ "listen",	no_argument,	   NULL, 'l' },
 	{ "verbose",	no_argument,	   NULL, 'v' },
@@ -320,8 +325,12 @@ int main(int argc, char **argv)
 				return usage_err("--queue %s: give a queue number", optarg);
 			cfg.xt.queue = (__u32)v;
 			break;
+		case OPT_CONNS:
+			if (xt_parse_ulong(optarg, 1, 1000, &cfg.conns))
+				return usage_err("--conns %s: give 1..1000 connections", optarg);
+			break;
 		case 'v':
-			verbosity++;
+			cat_verbosity++;
 			break;
 		case 'h':
 			usage(stdout);
@@ -330,10 +339,10 @@ int main(int argc, char **argv)
 			return usage_err("bad option");
 		}
 	}
-	if (!cfg.udp) {
-		fprintf(stderr, "xvi-cat: stream mode is not implemented yet: use -u\n");
-		return 2;
-	}
+	if (!cfg.udp && cfg.count)
+		return usage_err("-c counts datagrams: it needs -u");
+	if (cfg.conns && (cfg.udp || cfg.xt.kernel))
+		return usage_err("--conns is for xvi streams (not -u, not --kernel)");
 	if (!cfg.xt.iface && !cfg.xt.kernel)
 		return usage_err("--iface is required: the interface that runs the xdp-vi datapath "
 				 "(xdp-vi attach IFACE), or --kernel for kernel sockets");
@@ -360,5 +369,7 @@ int main(int argc, char **argv)
 
 	xvi_set_print(print_fn);
 	xt_install_signals();
+	if (!cfg.udp)
+		return cfg.listen ? cat_stream_listener(&cfg) : cat_stream_sender(&cfg);
 	return cfg.listen ? run_listener(&cfg) : run_sender(&cfg);
 }

@@ -1,0 +1,252 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * A deterministic simulated link for stream engine tests: virtual time,
+ * seeded loss, duplication, reordering and corruption, dead peers, a
+ * per-datagram filter.  Two nodes, each an engine (struct xvi_stream_ctx)
+ * on its own link; nothing leaves the process.  Shared by the criterion
+ * files that include it (everything static).
+ */
+#ifndef XVI_TEST_STREAM_SIM_H
+#define XVI_TEST_STREAM_SIM_H
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include "stream_engine.h"
+
+#define MAXPKT		1600
+
+struct sim;
+
+struct node {
+	struct sim *sim;
+	int id;
+	struct xvi_stream_ctx *ctx;
+	union xvi_sockaddr addr;
+	__u64 timer;
+	__u8 txbuf[MAXPKT];
+	bool dead;		/* sends and receives nothing, runs no timers */
+};
+
+struct pkt {
+	__u64 at;
+	__u64 serial;		/* FIFO among equal times: links keep order */
+	int to;
+	__u32 len;
+	__u8 data[MAXPKT];
+};
+
+struct sim {
+	__u64 now;
+	__u64 rng;
+	int loss, dup, reorder, corrupt;	/* per mille */
+	bool drop_all[2];			/* drop everything sent by node i */
+	__u32 delay_us;
+	/* per-datagram hook: true drops it (after it is recorded) */
+	bool (*filter)(struct sim *s, int from, const void *buf, __u32 len);
+	void *fpriv;
+	struct node n[2];
+	struct pkt *q;
+	int nq, cap;
+	__u64 delivered, dropped, serial;
+};
+
+static inline __u32 srnd(struct sim *s)
+{
+	s->rng ^= s->rng << 13;
+	s->rng ^= s->rng >> 7;
+	s->rng ^= s->rng << 17;
+	return (__u32)(s->rng >> 11);
+}
+
+static inline void *l_get(void *priv, __u32 *cap)
+{
+	struct node *n = priv;
+
+	*cap = MAXPKT;
+	return n->txbuf;
+}
+
+static inline void enqueue(struct sim *s, int to, const void *buf, __u32 len, __u64 extra)
+{
+	struct pkt *p;
+
+	if (s->nq == s->cap) {
+		s->cap = s->cap ? s->cap * 2 : 256;
+		s->q = realloc(s->q, s->cap * sizeof(*s->q));
+		cr_assert(s->q);
+	}
+	p = &s->q[s->nq++];
+	p->at = s->now + s->delay_us + extra;
+	p->serial = s->serial++;
+	p->to = to;
+	p->len = len;
+	memcpy(p->data, buf, len);
+	if (s->corrupt && (int)(srnd(s) % 1000) < s->corrupt) {
+		__u32 bit = srnd(s) % (len * 8);
+
+		p->data[bit / 8] ^= 1u << (bit % 8);
+	}
+}
+
+static inline void l_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer)
+{
+	struct node *n = priv;
+	struct sim *s = n->sim;
+	int to = 1 - n->id;
+	int copies = 1;
+
+	if (s->filter && s->filter(s, n->id, buf, len)) {
+		s->dropped++;
+		return;
+	}
+	if (n->dead || s->drop_all[n->id] || (s->loss && (int)(srnd(s) % 1000) < s->loss)) {
+		s->dropped++;
+		return;
+	}
+	cr_assert(xvi_sockaddr_eq(peer, &s->n[to].addr), "datagram to an unknown peer");
+	if (s->dup && (int)(srnd(s) % 1000) < s->dup)
+		copies = 2;
+	while (copies--) {
+		__u64 extra = 0;
+
+		if (s->reorder && (int)(srnd(s) % 1000) < s->reorder)
+			extra = 1 + srnd(s) % (4 * s->delay_us + 200);
+		enqueue(s, to, buf, len, extra);
+	}
+}
+
+static inline void l_flush(void *priv) {}
+
+static inline __u64 l_now(void *priv)
+{
+	return ((struct node *)priv)->sim->now;
+}
+
+static inline void l_arm(void *priv, __u64 at)
+{
+	((struct node *)priv)->timer = at;
+}
+
+static inline void sim_init(struct sim *s, __u64 seed, const struct xvi_stream_ctx_opts *o)
+{
+	memset(s, 0, sizeof(*s));
+	s->rng = seed * 0x9E3779B97F4A7C15ULL + 1;
+	s->now = 1000000;
+	s->delay_us = 50;
+	for (int i = 0; i < 2; i++) {
+		struct node *n = &s->n[i];
+		struct xvi_slink link = {
+			.tx_get = l_get, .tx_put = l_put, .tx_flush = l_flush,
+			.now_us = l_now, .timer_arm = l_arm, .priv = n,
+			.mtu = 1472, .checksummed = false, .seed = seed * 2 + i + 1,
+		};
+
+		n->sim = s;
+		n->id = i;
+		n->addr.in.sin_family = AF_INET;
+		n->addr.in.sin_addr.s_addr = htonl(0x0a000001 + i);
+		n->addr.in.sin_port = htons(7000);
+		n->ctx = xvi_sctx__new(&link, o);
+		cr_assert(n->ctx, "engine: %s", strerror(errno));
+	}
+}
+
+static inline void sim_set_iss(struct sim *s, __u32 iss)
+{
+	s->n[0].ctx->link.iss = iss;
+	s->n[1].ctx->link.iss = iss + 0x1000;
+}
+
+static inline void sim_fini(struct sim *s)
+{
+	for (int i = 0; i < 2; i++)
+		xvi_sctx__free(s->n[i].ctx);
+	free(s->q);
+}
+
+/* Run the next event (a delivery or a timer).  false: nothing pending. */
+static inline bool sim_step(struct sim *s)
+{
+	__u64 best = ~0ULL;
+	int bi = -1, bt = -1;
+
+	for (int i = 0; i < s->nq; i++)
+		if (s->q[i].at < best || (s->q[i].at == best && s->q[i].serial < s->q[bi].serial)) {
+			best = s->q[i].at;
+			bi = i;
+		}
+	for (int i = 0; i < 2; i++)
+		if (s->n[i].timer && !s->n[i].dead && s->n[i].timer < best) {
+			best = s->n[i].timer;
+			bt = i;
+			bi = -1;
+		}
+	if (best == ~0ULL)
+		return false;
+	if (best > s->now)
+		s->now = best;
+	if (bi >= 0) {
+		struct pkt p = s->q[bi];
+		struct node *n = &s->n[p.to];
+
+		s->q[bi] = s->q[--s->nq];
+		if (n->dead)
+			return true;
+		s->delivered++;
+		xvi_sctx__input(n->ctx, &s->n[1 - p.to].addr, p.data, p.len, false);
+		xvi_sctx__run(n->ctx);
+	} else {
+		struct node *n = &s->n[bt];
+
+		n->timer = 0;
+		n->ctx->armed = 0;
+		xvi_sctx__run(n->ctx);
+	}
+	return true;
+}
+
+/* Step until @cond or virtual @limit_us passed; returns cond. */
+#define RUN_UNTIL(s, limit_us, cond)						\
+	({									\
+		__u64 _end = (s)->now + (limit_us);				\
+		bool _ok;							\
+		while (!(_ok = (cond)) && (s)->now < _end)			\
+			if (!sim_step(s))					\
+				(s)->now += 1000;				\
+		_ok;								\
+	})
+
+static inline struct xvi_stream *sock(struct sim *s, int node)
+{
+	struct xvi_stream *st = xvi_ss__socket(s->n[node].ctx, XVI_STREAM_NONBLOCK);
+
+	cr_assert(st);
+	return st;
+}
+
+static inline struct xvi_stream *listener(struct sim *s, __u16 svc, int backlog)
+{
+	struct xvi_stream *l = sock(s, 1);
+
+	l->svc = svc;
+	cr_assert_eq(xvi_ss__listen(l, backlog), 0);
+	return l;
+}
+
+/* Establish A(0) -> B(1); returns client, *srv gets the accepted one. */
+static inline struct xvi_stream *pair(struct sim *s, struct xvi_stream *l, struct xvi_stream **srv)
+{
+	struct xvi_stream *c = sock(s, 0);
+
+	cr_assert_eq(xvi_ss__connect(c, &s->n[1].addr, l->svc), -EINPROGRESS);
+	*srv = NULL;
+	cr_assert(RUN_UNTIL(s, 30000000, c->state == XVI_SS_ESTABLISHED &&
+			    (*srv || (*srv = xvi_ss__accept(l, NULL)))),
+		  "no connection: client %s", xvi_stream_state__str(c->state));
+	return c;
+}
+
+#endif /* XVI_TEST_STREAM_SIM_H */

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/* xvi-cat: shared between the UDP mode (cat.c) and the stream mode (stream.c). */
+#ifndef XVI_CAT_H
+#define XVI_CAT_H
+
+#include "../transport.h"
+
+struct cat_cfg {
+	struct xt_cfg xt;
+	bool udp;
+	bool listen;
+	double idle;		/* -w: seconds, 0 = none */
+	unsigned long long count; /* -c: datagrams, 0 = no limit */
+	unsigned long src_port;	/* -s, 0 = from the pid */
+	union xvi_sockaddr addr;/* listener: bind; sender: destination */
+	unsigned long conns;	/* stream: --conns N, 0 = one connection */
+};
+
+extern int cat_verbosity;
+
+/* Stream mode (default without -u): exit status 0, 1. */
+int cat_stream_listener(const struct cat_cfg *cfg);
+int cat_stream_sender(const struct cat_cfg *cfg);
+
+#endif /* XVI_CAT_H */
