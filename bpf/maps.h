@@ -31,6 +31,18 @@ struct {
 	__type(value, __u32);
 } xvi_xsks SEC(".maps");
 
+/*
+ * slot -> host end of a protected endpoint's veth pair (xdp-vid's).  Written
+ * by the control plane (xdp-vid through ctl), read by XDP (redirect) for
+ * tags flagged XVI_EP_F_DEVMAP.  The kernel drops entries whose device goes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, XVI_MAX_ENDPOINTS);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_devs SEC(".maps");
+
 /* Per-slot counters.  Written by XDP, read (summed over CPUs) and zeroed on claim by ctl. */
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);

@@ -74,14 +74,25 @@ static __always_inline int xvi_malformed(struct xvi_global_counters *g,
  * away in between, and then the metadata is taken off again.
  */
 static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counters *ep,
-				       const struct xvi_rx_meta *m, __u32 frame_len)
+				       const struct xvi_rx_meta *m, __u32 frame_len,
+				       __u32 vflags)
 {
 	struct xvi_rx_meta *meta;
 	__u32 slot = m->slot;
 	void *data;
 	long act;
 
-	if (!bpf_map_lookup_elem(&xvi_xsks, &slot)) {
+	/*
+	 * Protected endpoint: the frame, metadata included, goes to the host
+	 * end of the endpoint's veth (DEVMAP); the client end's program hands
+	 * it to the socket.  Direct endpoints never take this branch.
+	 */
+	if (vflags & XVI_EP_F_DEVMAP) {
+		if (!bpf_map_lookup_elem(&xvi_devs, &slot)) {
+			ep->drop_no_socket++;
+			return XDP_PASS;
+		}
+	} else if (!bpf_map_lookup_elem(&xvi_xsks, &slot)) {
 		ep->drop_no_socket++;
 		return XDP_PASS;
 	}
@@ -98,7 +109,10 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 	}
 	*meta = *m;
 
-	act = bpf_redirect_map(&xvi_xsks, slot, XDP_PASS);
+	if (vflags & XVI_EP_F_DEVMAP)
+		act = bpf_redirect_map(&xvi_devs, slot, XDP_PASS);
+	else
+		act = bpf_redirect_map(&xvi_xsks, slot, XDP_PASS);
 	if (act != XDP_REDIRECT) {
 		bpf_xdp_adjust_meta(ctx, (int)sizeof(*meta));
 		ep->drop_no_socket++;
@@ -110,9 +124,11 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 }
 
 /* Tag hit: map the slot to its counters, NULL for a corrupt table entry. */
-static __always_inline struct xvi_ep_counters *xvi_ep(const struct xvi_ep_value *v, __u32 *slot)
+static __always_inline struct xvi_ep_counters *xvi_ep(const struct xvi_ep_value *v, __u32 *slot,
+						       __u32 *vflags)
 {
 	*slot = v->slot;
+	*vflags = v->flags;
 	return bpf_map_lookup_elem(&xvi_ep_stats, slot);
 }
 
@@ -121,7 +137,7 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph4_tail ph = { .proto = IPPROTO_UDP };
-	__u32 l3_off = c->off, l4_off, hlen, slot, frame_len;
+	__u32 l3_off = c->off, l4_off, hlen, slot, frame_len, vflags;
 	__u32 tot_len, udp_len, sum;
 	struct xvi_tag tag = {};
 	struct xvi_ep_counters *ep;
@@ -159,7 +175,7 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 		g->no_endpoint++;
 		return XDP_PASS;
 	}
-	ep = xvi_ep(v, &slot);
+	ep = xvi_ep(v, &slot, &vflags);
 	if (!ep) {
 		g->no_endpoint++;
 		return XDP_PASS;
@@ -219,7 +235,7 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	m.payload_off = l4_off + XVI_UDP_HLEN;
 	m.payload_len = udp_len - XVI_UDP_HLEN;
 	m.slot = slot;
-	return xvi_deliver(ctx, ep, &m, frame_len);
+	return xvi_deliver(ctx, ep, &m, frame_len, vflags);
 }
 
 static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
@@ -227,7 +243,7 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph6_tail ph = { .nexthdr = IPPROTO_UDP };
-	__u32 l3_off = c->off, l4_off, slot, frame_len;
+	__u32 l3_off = c->off, l4_off, slot, frame_len, vflags;
 	__u32 plen, udp_len, sum;
 	struct xvi_tag tag = {};
 	struct xvi_ep_counters *ep;
@@ -264,7 +280,7 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 		g->no_endpoint++;
 		return XDP_PASS;
 	}
-	ep = xvi_ep(v, &slot);
+	ep = xvi_ep(v, &slot, &vflags);
 	if (!ep) {
 		g->no_endpoint++;
 		return XDP_PASS;
@@ -301,7 +317,7 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	m.payload_off = l4_off + XVI_UDP_HLEN;
 	m.payload_len = udp_len - XVI_UDP_HLEN;
 	m.slot = slot;
-	return xvi_deliver(ctx, ep, &m, frame_len);
+	return xvi_deliver(ctx, ep, &m, frame_len, vflags);
 }
 
 /* Raw xvi frames carry no checksum of their own: the Ethernet FCS covers them. */
@@ -310,7 +326,7 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_tag tag = {};
-	__u32 l3_off = c->off, slot, frame_len, len;
+	__u32 l3_off = c->off, slot, frame_len, len, vflags;
 	struct xvi_ep_counters *ep;
 	struct xvi_raw_hdr *rh;
 	struct xvi_ep_value *v;
@@ -327,7 +343,7 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 		g->no_endpoint++;
 		return XDP_PASS;
 	}
-	ep = xvi_ep(v, &slot);
+	ep = xvi_ep(v, &slot, &vflags);
 	if (!ep) {
 		g->no_endpoint++;
 		return XDP_PASS;
@@ -344,7 +360,7 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	m.payload_off = l3_off + XVI_RAW_HDR_LEN;
 	m.payload_len = len;
 	m.slot = slot;
-	return xvi_deliver(ctx, ep, &m, frame_len);
+	return xvi_deliver(ctx, ep, &m, frame_len, vflags);
 }
 
 static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters *g)

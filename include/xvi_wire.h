@@ -12,7 +12,7 @@
 
 #include <linux/types.h>
 
-#define XVI_WIRE_VERSION	1
+#define XVI_WIRE_VERSION	2
 
 /* IEEE 802 local experimental EtherType 1: raw xvi frames inside one L2. */
 #define XVI_ETH_P_RAW		0x88B5
@@ -22,6 +22,9 @@
 
 /* Name of the XDP program, used to find it again on an interface. */
 #define XVI_PROG_NAME		"xvi_demux"
+/* Programs of a protected endpoint's veth pair (loaded by xdp-vid). */
+#define XVI_GUARD_PROG_NAME	"xvi_guard"	/* host end: TX guard */
+#define XVI_CLIENT_PROG_NAME	"xvi_client"	/* client end: to the socket */
 
 /* Pin directory: <bpffs>/xdp-vi/<ifname>/<map name>. */
 #define XVI_PIN_SUBDIR		"xdp-vi"
@@ -55,7 +58,15 @@ struct xvi_tag {
 #define XVI_SLOT_PENDING	XVI_MAX_ENDPOINTS
 struct xvi_ep_value {
 	__u32 slot;		/* index into the XSKMAP and the stats array */
-	__u32 flags;		/* reserved, 0 */
+	__u32 flags;		/* enum xvi_ep_value_flags */
+};
+
+enum xvi_ep_value_flags {
+	/*
+	 * Protected endpoint: redirect through the DEVMAP xvi_devs[slot] to
+	 * the host end of the endpoint's veth pair instead of the XSKMAP.
+	 */
+	XVI_EP_F_DEVMAP = 1 << 0,
 };
 
 /*
@@ -107,6 +118,14 @@ struct xvi_ep_counters {
 	__u64 drop_malformed;		/* tag matched but lengths were wrong */
 	__u64 drop_no_socket;		/* XSKMAP slot empty (owner gone) */
 	__u64 drop_meta;		/* adjust_meta failed */
+	/* Protected endpoints: the TX guard on the host end of the veth. */
+	__u64 tx_guard_pass;		/* frames the guard let out to IFACE */
+	__u64 drop_guard_mac;		/* foreign source MAC */
+	__u64 drop_guard_ip;		/* foreign source IP (or wrong family) */
+	__u64 drop_guard_port;		/* foreign UDP source port */
+	__u64 drop_guard_tag;		/* foreign raw source tag */
+	__u64 drop_guard_other;		/* not UDP of the endpoint's family nor raw:
+					 * ARP, VLAN, fragments, runts, ... */
 };
 
 /* Global counters: a per-CPU array with one element, written by XDP. */
@@ -140,6 +159,26 @@ struct xvi_slot_owner {
 	__s32 xsk_fd;			/* fd number in the owner, for XDP_STATISTICS */
 	__u32 mode;			/* enum xvi_ep_mode */
 	__u32 bind_flags;		/* XDP_ZEROCOPY or XDP_COPY actually in use */
+};
+
+/*
+ * Identity of a protected endpoint, checked by the TX guard (xvi_guard) on
+ * the host end of its veth pair: one element of the guard's own array map,
+ * written only by xdp-vid (the client never holds a map fd).
+ */
+#define XVI_GUARD_MAX_ADDRS	8
+struct xvi_guard_cfg {
+	__u32 slot;			/* endpoint slot: counters in xvi_ep_stats */
+	__u8 kind;			/* enum xvi_tag_kind */
+	__u8 naddrs;			/* valid entries in addrs[] (UDP) */
+	__be16 port;			/* UDP source port, network order */
+	__be32 raw_tag;			/* raw source tag, network order */
+	__u8 mac[6];			/* source MAC: the interface's */
+	__u8 pad[2];
+	/* Allowed source addresses: the bound one, or for a wildcard
+	 * endpoint the interface's addresses of that family at open time.
+	 * IPv4 in the first 4 bytes. */
+	__u8 addrs[XVI_GUARD_MAX_ADDRS][16];
 };
 
 #endif /* XVI_WIRE_H */

@@ -9,5 +9,6 @@ int cmd_attach(const struct xvi_cfg *cfg);
 int cmd_detach(const struct xvi_cfg *cfg);
 int cmd_status(const struct xvi_cfg *cfg);
 int cmd_stats(const struct xvi_cfg *cfg);
+int cmd_serve(const struct xvi_cfg *cfg);
 
 #endif /* XVI_CMD_H */

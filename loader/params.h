@@ -22,6 +22,8 @@ struct xvi_cfg {
 	bool json;
 	double interval;	/* seconds; 0 = one shot */
 	unsigned int count;	/* samples with --interval; 0 = until ^C */
+	const char *policy;	/* serve: policy file */
+	const char *run_dir;	/* serve: socket directory */
 };
 
 enum opt_type {

@@ -36,6 +36,11 @@ static const struct counter_name ep_fields[] = {
 	EPC(rx_frames), EPC(rx_bytes), EPC(drop_bad_ip_csum), EPC(drop_bad_l4_csum),
 	EPC(drop_malformed), EPC(drop_no_socket), EPC(drop_meta), { NULL },
 };
+/* TX guard of protected endpoints (host end of the veth pair). */
+static const struct counter_name guard_fields[] = {
+	EPC(tx_guard_pass), EPC(drop_guard_mac), EPC(drop_guard_ip), EPC(drop_guard_port),
+	EPC(drop_guard_tag), EPC(drop_guard_other), { NULL },
+};
 #define GC(f) { #f, offsetof(struct xvi_global_counters, f) }
 static const struct counter_name global_fields[] = {
 	GC(rx_frames), GC(redirected), GC(passed), GC(dropped), GC(no_endpoint),
@@ -209,6 +214,9 @@ static const char *mode_str(__u32 mode)
 
 static const char *bind_str(const struct xvi_slot_owner *o)
 {
+	/* protected: the socket is the client's, always copy mode on a veth */
+	if (o->mode == XVI_EP_MODE_PROTECTED && o->bind_flags)
+		return "copy";
 	if (o->xsk_fd < 0)
 		return "pending";	/* claimed, socket not published yet */
 	if (o->bind_flags & XDP_ZEROCOPY)
@@ -274,9 +282,16 @@ static void status_json(struct json *j, const struct if_sample *s)
 		json_str(j, "mode", mode_str(e->owner.mode));
 		json_u64(j, "pid", e->owner.pid);
 		json_u64(j, "uid", e->owner.uid);
-		json_u64(j, "queue", e->owner.queue_id);
+		if (e->owner.queue_id == XVI_QUEUE_NONE)
+			json_null(j, "queue");
+		else
+			json_u64(j, "queue", e->owner.queue_id);
 		json_str(j, "bind", bind_str(&e->owner));
 		json_counters(j, "counters", &e->c, ep_fields);
+		if (e->owner.mode == XVI_EP_MODE_PROTECTED)
+			json_counters(j, "guard", &e->c, guard_fields);
+		else
+			json_null(j, "guard");
 		if (e->have_xsk)
 			json_counters(j, "socket", &e->xsk, xsk_fields);
 		else
@@ -318,12 +333,19 @@ static void status_text(const struct if_sample *s)
 	printf("  endpoints: %d\n", s->nep);
 	for (i = 0; i < s->nep; i++) {
 		const struct ep_sample *e = &s->ep[i];
+		char q[16];
 
 		xvi_tag__format(&e->owner.tag, tag, sizeof(tag));
-		printf("  slot %-3u %-28s %-9s pid %-7u uid %-5u queue %-3u %s\n", e->slot,
+		if (e->owner.queue_id == XVI_QUEUE_NONE)
+			snprintf(q, sizeof(q), "-");
+		else
+			snprintf(q, sizeof(q), "%u", e->owner.queue_id);
+		printf("  slot %-3u %-28s %-9s pid %-7u uid %-5u queue %-3s %s\n", e->slot,
 		       tag, mode_str(e->owner.mode), e->owner.pid, e->owner.uid,
-		       e->owner.queue_id, bind_str(&e->owner));
+		       q, bind_str(&e->owner));
 		text_counters("      datapath:", &e->c, ep_fields);
+		if (e->owner.mode == XVI_EP_MODE_PROTECTED)
+			text_counters("      guard:   ", &e->c, guard_fields);
 		if (e->have_xsk)
 			text_counters("      socket:  ", &e->xsk, xsk_fields);
 	}
@@ -399,7 +421,8 @@ static const struct ep_sample *find_ep(const struct if_sample *s, const struct e
 static __u64 ep_drops(const struct xvi_ep_counters *c)
 {
 	return c->drop_bad_ip_csum + c->drop_bad_l4_csum + c->drop_malformed +
-	       c->drop_no_socket + c->drop_meta;
+	       c->drop_no_socket + c->drop_meta + c->drop_guard_mac + c->drop_guard_ip +
+	       c->drop_guard_port + c->drop_guard_tag + c->drop_guard_other;
 }
 
 static void rates_print(struct json *j, bool json, const struct if_sample *a,

@@ -45,6 +45,14 @@ static const struct opt_def stats_opts[] = {
 	{ NULL },
 };
 
+static const struct opt_def serve_opts[] = {
+	{ "policy", 'p', OPT_STRING, offsetof(struct xvi_cfg, policy), "FILE",
+	  "policy file (default /etc/xdp-vi/policy)" },
+	{ "run-dir", 'r', OPT_STRING, offsetof(struct xvi_cfg, run_dir), "DIR",
+	  "socket directory (default /run/xdp-vi)" },
+	{ NULL },
+};
+
 static const struct cmd_def cmds[] = {
 	{ "attach", cmd_attach, "IFACE", 1, 1, attach_opts,
 	  "load the datapath on IFACE and pin its maps",
@@ -66,6 +74,11 @@ static const struct cmd_def cmds[] = {
 	  "show counters, or rates with --interval",
 	  "Show the datapath counters of IFACE (or every attached interface); with\n"
 	  "--interval S print rates every S seconds, --count N times." },
+	{ "serve", cmd_serve, "IFACE", 1, 1, serve_opts,
+	  "run the endpoint broker xdp-vid for IFACE",
+	  "Run xdp-vid IFACE in the foreground (the same program, exec'ed): it gives\n"
+	  "unprivileged processes protected endpoints on IFACE, one veth pair each,\n"
+	  "with a TX guard.  See xdp-vid(8)." },
 	{ NULL },
 };
 

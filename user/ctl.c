@@ -44,6 +44,7 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <linux/magic.h>
+#include <linux/if_xdp.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
@@ -61,6 +62,7 @@ enum {
 	MAP_EP_STATS,
 	MAP_GLOBAL_STATS,
 	MAP_OWNERS,
+	MAP_DEVS,
 	MAP_NR,
 };
 
@@ -80,6 +82,7 @@ static const struct map_def {
 			       sizeof(__u32), sizeof(struct xvi_global_counters) },
 	[MAP_OWNERS] = { "xvi_owners", BPF_MAP_TYPE_HASH, sizeof(__u32),
 			 sizeof(struct xvi_slot_owner) },
+	[MAP_DEVS] = { "xvi_devs", BPF_MAP_TYPE_DEVMAP, sizeof(__u32), sizeof(__u32) },
 };
 
 /* Per-CPU values are summed as arrays of __u64. */
@@ -840,6 +843,8 @@ static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 		err = del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &o.tag);
 	err2 = del_ignore_enoent(ctl->fds[MAP_XSKS], &slot);
 	err = err ?: err2;
+	err2 = del_ignore_enoent(ctl->fds[MAP_DEVS], &slot);
+	err = err ?: err2;
 	err2 = del_ignore_enoent(ctl->fds[MAP_OWNERS], &slot);
 	return err ?: err2;
 }
@@ -980,8 +985,10 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 		err = err == -EEXIST ? -EADDRINUSE : err;
 		goto undo;
 	}
-	/* A socket of an earlier owner may still sit in the slot. */
+	/* A socket (or veth) of an earlier owner may still sit in the slot. */
 	err = del_ignore_enoent(ctl->fds[MAP_XSKS], &s);
+	if (!err)
+		err = del_ignore_enoent(ctl->fds[MAP_DEVS], &s);
 	if (!err)
 		err = zero_ep_stats(ctl, s);
 	if (err) {
@@ -1094,6 +1101,92 @@ int xvi_ctl__publish(struct xvi_ctl *ctl, __u32 slot, int xsk_fd, __u32 bind_fla
 	err = publish_locked(ctl, slot, xsk_fd, bind_flags);
 	unlock_fd(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
+}
+
+/*
+ * Protected endpoint: like publish_locked, but the tag points at the host
+ * end of the endpoint's veth pair through xvi_devs (the client's socket
+ * sits in the XSKMAP of the client end's own program, not in xvi_xsks).
+ */
+static int publish_dev_locked(struct xvi_ctl *ctl, __u32 slot, int dev_ifindex)
+{
+	struct xvi_slot_owner o;
+	struct xvi_ep_value v;
+	__u32 ifx = dev_ifindex;
+	int err;
+
+	err = owner_get(ctl, slot, &o);
+	if (err) {
+		pr_warn("%s: slot %u is not claimed (was it garbage-collected?)\n",
+			ctl->ifname, slot);
+		return err;
+	}
+	if (bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &o.tag, &v) ||
+	    (v.slot != slot && v.slot < XVI_MAX_ENDPOINTS)) {
+		pr_warn("%s: slot %u lost its tag reservation\n", ctl->ifname, slot);
+		return -ESTALE;
+	}
+	if (bpf_map_update_elem(ctl->fds[MAP_DEVS], &slot, &ifx, 0)) {
+		err = -errno;
+		pr_warn("%s: cannot put ifindex %d into xvi_devs[%u]: %s\n", ctl->ifname,
+			dev_ifindex, slot, strerror(-err));
+		return err;
+	}
+	o.xsk_fd = -1;
+	o.bind_flags = XDP_COPY;	/* veth: copy mode only */
+	if (bpf_map_update_elem(ctl->fds[MAP_OWNERS], &slot, &o, BPF_EXIST)) {
+		err = -errno;
+		goto undo;
+	}
+	v.slot = slot;
+	v.flags = XVI_EP_F_DEVMAP;
+	if (bpf_map_update_elem(ctl->fds[MAP_ENDPOINTS], &o.tag, &v, BPF_EXIST)) {
+		err = -errno;
+		goto undo;
+	}
+	return 0;
+undo:
+	del_ignore_enoent(ctl->fds[MAP_DEVS], &slot);
+	return err;
+}
+
+int xvi_ctl__publish_dev(struct xvi_ctl *ctl, __u32 slot, int dev_ifindex)
+{
+	int err;
+
+	if (!ctl || slot >= XVI_MAX_ENDPOINTS || dev_ifindex <= 0)
+		return xvi_err(-EINVAL);
+	err = lock_fd_ex(ctl->lock_fd);
+	if (err)
+		return xvi_err(err);
+	err = publish_dev_locked(ctl, slot, dev_ifindex);
+	unlock_fd(ctl->lock_fd);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owner *expect)
+{
+	struct xvi_slot_owner o;
+	int err;
+
+	if (!ctl || slot >= XVI_MAX_ENDPOINTS || !expect)
+		return xvi_err(-EINVAL);
+	err = lock_fd_ex(ctl->lock_fd);
+	if (err)
+		return xvi_err(err);
+	err = owner_get(ctl, slot, &o);
+	if (!err && (o.pid != expect->pid || o.start_time != expect->start_time ||
+		     o.mode != expect->mode || !tag_eq(&o.tag, &expect->tag)))
+		err = -ENOENT;	/* gc'ed and claimed again: not ours any more */
+	if (!err)
+		err = release_locked(ctl, slot);
+	unlock_fd(ctl->lock_fd);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__ep_stats_fd(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->fds[MAP_EP_STATS] : xvi_err(-EINVAL);
 }
 
 int xvi_ctl__release(struct xvi_ctl *ctl, __u32 slot)

@@ -69,6 +69,8 @@ int xvi_ctl__prog_info(const char *ifname, struct xvi_prog_info *info);
  */
 int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner,
 		   __u32 *slot);
+/* owner->queue_id of a protected endpoint: it holds no queue of the interface. */
+#define XVI_QUEUE_NONE	((__u32)-1)
 
 /*
  * Publish the socket: put @xsk_fd into the XSKMAP at @slot, record the fd
@@ -79,8 +81,31 @@ int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner,
 int xvi_ctl__publish(struct xvi_ctl *ctl, __u32 slot, int xsk_fd,
 		     __u32 bind_flags);
 
-/* Undo claim/publish: remove tag, XSKMAP entry and owner entry. */
+/*
+ * Publish a protected endpoint (xdp-vid): put @dev_ifindex, the host end of
+ * the endpoint's veth pair, into xvi_devs at @slot, then point the tag at
+ * the slot with XVI_EP_F_DEVMAP.  The owner records xsk_fd -1 (the socket
+ * is the client's) and XDP_COPY.
+ */
+int xvi_ctl__publish_dev(struct xvi_ctl *ctl, __u32 slot, int dev_ifindex);
+
+/* Undo claim/publish: remove tag, XSKMAP and xvi_devs entries and owner entry. */
 int xvi_ctl__release(struct xvi_ctl *ctl, __u32 slot);
+
+/*
+ * Release @slot only if its owner entry is still @expect (same pid, start
+ * time, mode and tag): a broker cleaning up after its client must not free
+ * a slot that gc already gave to someone else.  -ENOENT if not.
+ */
+int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot,
+			   const struct xvi_slot_owner *expect);
+
+/*
+ * fd of the pinned xvi_ep_stats map, owned by @ctl (do not close): xdp-vid
+ * hands it to the TX guard (bpf_map__reuse_fd) so guard drops are counted
+ * in the endpoint's slot.
+ */
+int xvi_ctl__ep_stats_fd(const struct xvi_ctl *ctl);
 
 /* Remove every slot whose owner process is gone.  Returns how many. */
 int xvi_ctl__gc(struct xvi_ctl *ctl);

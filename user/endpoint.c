@@ -4,6 +4,7 @@
  * the slot in the datapath's tables.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/if_xdp.h>
+#include "broker.h"
 #include "ctl.h"
 #include "endpoint.h"
 #include "log.h"
@@ -31,6 +33,20 @@
 #ifndef SOL_XDP
 #define SOL_XDP 283
 #endif
+/* Busy polling: the uapi headers predate these (kernel 5.11). */
+#ifndef SO_BUSY_POLL
+#define SO_BUSY_POLL		46
+#endif
+#ifndef SO_PREFER_BUSY_POLL
+#define SO_PREFER_BUSY_POLL	69
+#endif
+#ifndef SO_BUSY_POLL_BUDGET
+#define SO_BUSY_POLL_BUDGET	70
+#endif
+#define DEF_BUSY_POLL_BUDGET	64
+#define MAX_BUSY_POLL_BUDGET	1024
+#define BUSY_POLL_US		20	/* SO_BUSY_POLL: spin in the kernel per call */
+#define EP_KNOWN_FLAGS		(XVI_EP_HUGEPAGES | XVI_EP_BUSY_POLL)
 
 static bool is_pow2(__u32 v)
 {
@@ -126,6 +142,9 @@ int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 	cfg->spin_us = OPTS_GET(opts, spin_us, 0) ?: DEF_SPIN_US;
 	cfg->resolve_timeout_ms = OPTS_GET(opts, resolve_timeout_ms, 0) ?: DEF_RESOLVE_MS;
 	cfg->bpffs = OPTS_GET(opts, bpffs, NULL);
+	cfg->open_path = OPTS_GET(opts, open_path, XVI_OPEN_AUTO);
+	cfg->flags = OPTS_GET(opts, flags, 0);
+	cfg->busy_poll_budget = OPTS_GET(opts, busy_poll_budget, 0) ?: DEF_BUSY_POLL_BUDGET;
 
 	switch (cfg->kind) {
 	case XVI_EP_UDP:
@@ -174,6 +193,10 @@ int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 		pr_warn("endpoint opts: unknown .wait_mode %d\n", cfg->wait_mode);
 		return -EINVAL;
 	}
+	if ((unsigned int)cfg->open_path > XVI_OPEN_PROTECTED) {
+		pr_warn("endpoint opts: unknown .open_path %d\n", cfg->open_path);
+		return -EINVAL;
+	}
 	if (cfg->spin_us > MAX_SPIN_US) {
 		pr_warn("endpoint opts: .spin_us %u above %u\n", cfg->spin_us, MAX_SPIN_US);
 		return -EINVAL;
@@ -181,6 +204,16 @@ int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 	if (cfg->resolve_timeout_ms > MAX_RESOLVE_MS) {
 		pr_warn("endpoint opts: .resolve_timeout_ms %u above %u\n",
 			cfg->resolve_timeout_ms, MAX_RESOLVE_MS);
+		return -EINVAL;
+	}
+	if (cfg->flags & ~EP_KNOWN_FLAGS) {
+		pr_warn("endpoint opts: unknown .flags 0x%x (XVI_EP_HUGEPAGES, XVI_EP_BUSY_POLL)\n",
+			cfg->flags & ~EP_KNOWN_FLAGS);
+		return -EINVAL;
+	}
+	if (cfg->busy_poll_budget > MAX_BUSY_POLL_BUDGET) {
+		pr_warn("endpoint opts: .busy_poll_budget %u above %u\n",
+			cfg->busy_poll_budget, MAX_BUSY_POLL_BUDGET);
 		return -EINVAL;
 	}
 	return 0;
@@ -212,26 +245,80 @@ int xvi_ep__resolve(void *ctx, const struct xvi_ip *dst, __u8 mac[6],
 			ep->ifname, a);
 		return -EADDRNOTAVAIL;
 	}
+	if (ep->broker_fd >= 0) {
+		/* Unprivileged: only the broker may start resolution. */
+		err = xvi_broker__resolve(ep->broker_fd, nh.family, nh.a, mac,
+					  ep->resolve_timeout_ms);
+		if (err) {
+			ip_str(&nh, a, sizeof(a));
+			pr_warn("%s: %s did not resolve (through xdp-vid): %s\n", ep->ifname,
+				a, strerror(-err));
+			return -EHOSTUNREACH;
+		}
+		return 0;
+	}
 	err = xvi_neigh__resolve(ep->ifindex, &nh, mac, ep->resolve_timeout_ms);
 	if (err)
 		return -EHOSTUNREACH;
 	return 0;
 }
 
-static void *map_segment(size_t size)
+/*
+ * A 2 MiB-aligned anonymous mapping of @size bytes with transparent huge
+ * pages asked for: needs no reserved pool, only THP "madvise" or "always".
+ * The slack used for alignment is unmapped again, so munmap(p, size) frees
+ * it all.
+ */
+static void *map_thp(size_t size)
+{
+	size_t slack = HUGE_2M, head;
+	char *raw, *p;
+
+	raw = mmap(NULL, size + slack, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (raw == MAP_FAILED)
+		return NULL;
+	p = (char *)(((uintptr_t)raw + HUGE_2M - 1) & ~((uintptr_t)HUGE_2M - 1));
+	head = (size_t)(p - raw);
+	if (head)
+		munmap(raw, head);
+	if (slack - head)
+		munmap(p + size, slack - head);
+	if (madvise(p, size, MADV_HUGEPAGE)) {
+		munmap(p, size);
+		return NULL;
+	}
+	/* Fault it in now: the kernel pins the whole segment at registration. */
+	memset(p, 0, size);
+	return p;
+}
+
+static void *map_segment(const char *ifname, size_t size, bool huge)
 {
 	void *p;
 
 	/*
-	 * Huge pages save TLB misses across a large segment; without reserved
-	 * huge pages (the common case) ordinary pages do.
+	 * XVI_EP_HUGEPAGES: huge pages save TLB misses across a large segment.
+	 * Reserved huge pages first (vm.nr_hugepages), then transparent ones,
+	 * then ordinary pages, saying which one it got.
 	 */
-	if (!(size % HUGE_2M)) {
+	if (huge && !(size % HUGE_2M)) {
 		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB, -1, 0);
-		if (p != MAP_FAILED)
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
+		if (p != MAP_FAILED) {
+			pr_debug("%s: segment on reserved 2 MiB pages\n", ifname);
 			return p;
+		}
+		p = map_thp(size);
+		if (p) {
+			pr_info("%s: no reserved huge pages (vm.nr_hugepages): segment on transparent huge pages\n",
+				ifname);
+			return p;
+		}
 	}
+	if (huge)
+		pr_info("%s: huge pages unavailable for a %zu-byte segment (reserve vm.nr_hugepages or enable THP): using 4 KiB pages\n",
+			ifname, size);
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
@@ -367,6 +454,26 @@ static void bind_error(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, in
 			ep->ifname, cfg->queue_id, strerror(-err));
 }
 
+/*
+ * XVI_EP_BUSY_POLL: the socket's syscalls (the receive wait, the send
+ * doorbell) run the device's NAPI in the caller's context, and the kernel
+ * prefers that to its softirq while we keep polling.  A hint: if the kernel
+ * refuses, say so and go on without it.
+ */
+static void set_busy_poll(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
+{
+	int one = 1, us = BUSY_POLL_US, budget = (int)cfg->busy_poll_budget;
+
+	if (setsockopt(ep->fd, SOL_SOCKET, SO_PREFER_BUSY_POLL, &one, sizeof(one)) ||
+	    setsockopt(ep->fd, SOL_SOCKET, SO_BUSY_POLL, &us, sizeof(us)) ||
+	    setsockopt(ep->fd, SOL_SOCKET, SO_BUSY_POLL_BUDGET, &budget, sizeof(budget))) {
+		pr_warn("%s: busy polling not enabled (%s): needs kernel 5.11+ and CAP_NET_ADMIN for the budget\n",
+			ep->ifname, strerror(errno));
+		return;
+	}
+	ep->busy_poll = true;
+}
+
 static void fill_tag(const struct xvi_ep_cfg *cfg, struct xvi_tag *tag)
 {
 	memset(tag, 0, sizeof(*tag));
@@ -420,7 +527,7 @@ static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
 	if (!ep)
 		return;
 	/* Unpublish first: the datapath must stop redirecting to the socket. */
-	if (claimed)
+	if (claimed && ep->ctl)
 		xvi_ctl__release(ep->ctl, ep->slot);
 	if (ep->xsk)
 		xsk_socket__delete(ep->xsk);
@@ -430,9 +537,116 @@ static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
 		munmap(ep->area, ep->area_size);
 	if (ep->ctl)
 		xvi_ctl__close(ep->ctl);
+	/* Protected: the rings were mapped by hand and the socket is ours. */
+	if (ep->rings) {
+		xvi_xsk__unmap(ep->rings);
+		free(ep->rings);
+		if (ep->fd >= 0)
+			close(ep->fd);
+	}
+	/* Protected: the daemon sees the hangup and removes the veth pair. */
+	if (ep->broker_fd >= 0)
+		close(ep->broker_fd);
 	free(ep->free_frames);
 	free(ep->stash);
 	free(ep);
+}
+
+/* CAP_NET_RAW (AF_XDP socket) and CAP_BPF or CAP_SYS_ADMIN (the pinned maps). */
+static bool privileged(void)
+{
+	unsigned long long eff = 0;
+	char line[256];
+	FILE *f;
+
+	f = fopen("/proc/self/status", "re");
+	if (!f)
+		return geteuid() == 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			break;
+	fclose(f);
+	/* CAP_NET_RAW = 13, CAP_SYS_ADMIN = 21, CAP_BPF = 39 */
+	return (eff & (1ULL << 13)) && (eff & ((1ULL << 39) | (1ULL << 21)));
+}
+
+/*
+ * An unprivileged process's segment counts against its RLIMIT_MEMLOCK,
+ * summed over every process of its uid, and the usual limit (8 MiB) is one
+ * default segment.  Sizes the caller left at 0 get smaller defaults here:
+ * 1024 frames (2 MiB of 2048-byte frames), rings of 512.
+ */
+#define PROT_NUM_FRAMES		1024
+#define PROT_RING_SIZE		512
+
+static void protected_defaults(const struct xvi_endpoint_opts *opts, struct xvi_ep_cfg *cfg)
+{
+	if (!OPTS_GET(opts, num_frames, 0))
+		cfg->num_frames = PROT_NUM_FRAMES;
+	if (!OPTS_GET(opts, rx_size, 0))
+		cfg->rx_size = PROT_RING_SIZE;
+	if (!OPTS_GET(opts, tx_size, 0))
+		cfg->tx_size = PROT_RING_SIZE;
+	if (!OPTS_GET(opts, fill_size, 0))
+		cfg->fill_size = PROT_RING_SIZE;
+	if (!OPTS_GET(opts, comp_size, 0))
+		cfg->comp_size = PROT_RING_SIZE;
+	/* explicit ring sizes with a defaulted segment: grow it to fit them */
+	while (cfg->num_frames < cfg->fill_size + cfg->tx_size)
+		cfg->num_frames <<= 1;
+}
+
+/*
+ * Protected open: xdp-vid claims the slot and tag for us, builds the veth
+ * pair and hands over an AF_XDP socket already tied (SO_BINDTODEVICE) to
+ * the client end.  We register our own UMEM on that socket and bind it;
+ * only then does the daemon make the tag live (READY).
+ */
+static int open_protected(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
+{
+	struct xvi_xsk_setup xs = {
+		.area = ep->area,
+		.size = ep->area_size,
+		.frame_size = cfg->frame_size,
+		.fill_size = 2 * cfg->fill_size,	/* see bind_socket */
+		.comp_size = cfg->comp_size,
+		.rx_size = cfg->rx_size,
+		.tx_size = cfg->tx_size,
+	};
+	struct xvi_broker_resp resp;
+	struct xvi_tag tag;
+	int err;
+
+	if (cfg->bind_mode == XVI_BIND_ZEROCOPY) {
+		pr_warn("%s: protected endpoints run over a veth pair, which has no zero-copy: use XVI_BIND_AUTO or XVI_BIND_COPY\n",
+			ep->ifname);
+		return -EOPNOTSUPP;
+	}
+	ep->rings = calloc(1, sizeof(*ep->rings));
+	if (!ep->rings)
+		return -ENOMEM;
+	fill_tag(cfg, &tag);
+	err = xvi_broker__open(ep->ifname, &tag, cfg->frame_size, cfg->num_frames,
+			       &ep->broker_fd, &ep->fd, &resp);
+	if (err)
+		return err;
+	ep->slot = resp.slot;
+	xs.ifindex = resp.dev_ifindex;
+	err = xvi_xsk__setup_fd(ep->fd, &xs, &ep->fill, &ep->comp, &ep->rx, &ep->tx,
+				ep->rings);
+	if (err) {
+		if (err == -ENOBUFS || err == -ENOMEM || err == -EPERM)
+			pr_warn("%s: registering the %zu-byte segment failed (%s): it counts against RLIMIT_MEMLOCK (ulimit -l); raise the limit or shrink .num_frames\n",
+				ep->ifname, ep->area_size, strerror(-err));
+		else
+			pr_warn("%s: setting up the socket on %s failed: %s\n", ep->ifname,
+				resp.dev, strerror(-err));
+		return err;
+	}
+	ep->bind_flags = XDP_COPY;
+	ep->zerocopy = false;
+	ep->need_wakeup = true;
+	return 0;
 }
 
 struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
@@ -443,13 +657,17 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	struct xvi_endpoint *ep = NULL;
 	struct xvi_ep_cfg cfg;
 	struct xvi_iface ifc;
-	bool claimed = false;
+	bool claimed = false, protect;
 	__u32 i, idx;
 	int err;
 
 	err = xvi_ep_cfg__parse(ifname, opts, &cfg);
 	if (err)
 		goto fail;
+	protect = cfg.open_path == XVI_OPEN_PROTECTED ||
+		  (cfg.open_path == XVI_OPEN_AUTO && !privileged());
+	if (protect)
+		protected_defaults(opts, &cfg);
 
 	/* The control plane (neigh.c, ctl.c) names its own failures. */
 	err = xvi_iface__query(ifname, &ifc);
@@ -487,6 +705,7 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	}
 	memset(ep, 0, sizeof(*ep));
 	ep->fd = -1;
+	ep->broker_fd = -1;
 	snprintf(ep->ifname, sizeof(ep->ifname), "%s", ifname);
 	ep->kind = cfg.kind;
 	ep->family = cfg.family;
@@ -518,12 +737,19 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 		goto fail;
 	}
 	ep->area_size = (size_t)cfg.num_frames * cfg.frame_size;
-	ep->area = map_segment(ep->area_size);
+	ep->area = map_segment(ifname, ep->area_size, cfg.flags & XVI_EP_HUGEPAGES);
 	if (!ep->area) {
 		err = -errno;
 		pr_warn("%s: cannot map a %zu-byte segment: %s\n", ifname,
 			ep->area_size, strerror(errno));
 		goto fail;
+	}
+
+	if (protect) {
+		err = open_protected(ep, &cfg);
+		if (err)
+			goto fail;
+		goto fill;
 	}
 
 	copts.bpffs = cfg.bpffs;
@@ -546,7 +772,10 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	err = create_socket(ep, &cfg);
 	if (err)
 		goto fail;
+	if (cfg.flags & XVI_EP_BUSY_POLL)
+		set_busy_poll(ep, &cfg);
 
+fill:
 	/* The whole receive pool goes to the kernel before the tag goes live. */
 	if (xsk_ring_prod__reserve(&ep->fill, ep->rx_pool, &idx) != ep->rx_pool) {
 		pr_warn("%s: fill ring refused %u frames\n", ifname, ep->rx_pool);
@@ -560,7 +789,10 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 		ep->free_frames[i] = (__u64)(cfg.num_frames - 1 - i) * cfg.frame_size;
 	ep->free_n = ep->tx_pool;
 
-	err = xvi_ctl__publish(ep->ctl, ep->slot, ep->fd, ep->bind_flags);
+	if (ep->broker_fd >= 0)
+		err = xvi_broker__ready(ep->broker_fd);
+	else
+		err = xvi_ctl__publish(ep->ctl, ep->slot, ep->fd, ep->bind_flags);
 	if (err)
 		goto fail;
 	pr_debug("%s: endpoint slot %u queue %u %s mode, %u frames of %u\n",
@@ -630,9 +862,14 @@ int xvi_endpoint__stats(const struct xvi_endpoint *ep,
 		return xvi_err(-EINVAL);
 	sz = stats->sz;
 	memset(&out, 0, sizeof(out));
-	err = xvi_ctl__ep_counters(ep->ctl, ep->slot, &c);
-	if (err)
-		return xvi_err(err);
+	memset(&c, 0, sizeof(c));
+	/* Protected endpoints hold no map fd: their datapath counters are in
+	 * `xdp-vi status`, here only the socket's and the library's. */
+	if (ep->ctl) {
+		err = xvi_ctl__ep_counters(ep->ctl, ep->slot, &c);
+		if (err)
+			return xvi_err(err);
+	}
 	out.rx_frames = c.rx_frames;
 	out.rx_bytes = c.rx_bytes;
 	/* Datapath drops plus the ones the software fallback made. */

@@ -40,6 +40,7 @@
 #define XVI_RX_MAX_BATCH	256	/* descriptors taken per recv_batch peek */
 
 struct xvi_ctl;
+struct xvi_xsk_maps;
 
 struct xvi_endpoint {
 	/* ---- receive fast path ---- */
@@ -52,6 +53,7 @@ struct xvi_endpoint {
 	int fd;
 	bool need_wakeup;		/* bound with XDP_USE_NEED_WAKEUP */
 	bool zerocopy;
+	bool busy_poll;			/* SO_PREFER_BUSY_POLL set: drive NAPI by syscalls */
 	enum xvi_ep_kind kind;
 	int family;			/* AF_INET, AF_INET6 or AF_PACKET (raw) */
 	__u64 sw_bad_csum;		/* dropped by the software fallback */
@@ -91,7 +93,9 @@ struct xvi_endpoint {
 	size_t area_size;
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
-	struct xvi_ctl *ctl;
+	struct xvi_ctl *ctl;		/* direct endpoints only */
+	int broker_fd;			/* protected: connection to xdp-vid, else -1 */
+	struct xvi_xsk_maps *rings;	/* protected: rings mapped by hand, no libxdp */
 	char ifname[IF_NAMESIZE];
 	__u64 *stash;			/* rx_pool entries: can hold every frame */
 };
@@ -112,6 +116,9 @@ struct xvi_ep_cfg {
 	__u32 spin_us;
 	__u32 resolve_timeout_ms;
 	const char *bpffs;
+	__u32 flags;			/* enum xvi_endpoint_flags */
+	__u32 busy_poll_budget;
+	enum xvi_open_path open_path;
 };
 
 /* Validate @opts and fill @cfg with defaults applied; logs why on -EINVAL. */

@@ -1,0 +1,184 @@
+// SPDX-License-Identifier: (GPL-2.0-only OR BSD-2-Clause)
+/*
+ * xvi_guard: the TX guard of a protected endpoint.
+ *
+ * Attached by xdp-vid to the host end of the endpoint's veth pair.  Every
+ * frame the client posts on its AF_XDP socket (bound to the client end)
+ * arrives here; AF_XDP TX has no egress hook of its own (NOTES-kernel.md
+ * rule 3), so this is the only place where "send in nobody else's name" can
+ * be enforced.  A frame leaves for the interface (DEVMAP xvi_guard_out) only
+ * if it carries the endpoint's identity:
+ *   - source MAC = the interface's MAC;
+ *   - UDP endpoint: IPv4 or IPv6 as bound, UDP right after the fixed
+ *     header, not a fragment, source address one of the allowed ones,
+ *     source port = the endpoint's port;
+ *   - raw endpoint: EtherType 0x88B5, source tag = the endpoint's tag.
+ * Everything else (ARP, VLAN tags, other protocols, runts) is dropped and
+ * counted in the endpoint's slot of the datapath's xvi_ep_stats.
+ */
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/in.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xvi_wire.h"
+#include "parse.h"
+
+/* The endpoint's identity, one element.  Written by xdp-vid only, read by XDP. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xvi_guard_cfg);
+} xvi_guard_cfg SEC(".maps");
+
+/* Where accepted frames go: [0] = the interface.  Written by xdp-vid, read by XDP. */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_guard_out SEC(".maps");
+
+/*
+ * Per-slot counters.  xdp-vid replaces this map by the datapath's pinned
+ * xvi_ep_stats before load (same layout), so the guard's counters appear
+ * next to the receive counters in `xdp-vi status`.  Written by XDP.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XVI_MAX_ENDPOINTS);
+	__type(key, __u32);
+	__type(value, struct xvi_ep_counters);
+} xvi_ep_stats SEC(".maps");
+
+static __always_inline bool mac_eq(const __u8 *a, const __u8 *b)
+{
+	return !((*(const __u32 *)a ^ *(const __u32 *)b) |
+		 (*(const __u16 *)(a + 4) ^ *(const __u16 *)(b + 4)));
+}
+
+static __always_inline bool addr_allowed(const struct xvi_guard_cfg *cfg, const void *src,
+					 bool v6)
+{
+	const __u32 *s = src;
+	__u32 i;
+
+	for (i = 0; i < XVI_GUARD_MAX_ADDRS; i++) {
+		const __u32 *a = (const __u32 *)cfg->addrs[i];
+
+		if (i >= cfg->naddrs)
+			break;
+		if (!v6) {
+			if (a[0] == s[0])
+				return true;
+			continue;
+		}
+		if (a[0] == s[0] && a[1] == s[1] && a[2] == s[2] && a[3] == s[3])
+			return true;
+	}
+	return false;
+}
+
+static __always_inline int guard(struct xdp_md *ctx, const struct xvi_guard_cfg *cfg,
+				 struct xvi_ep_counters *ep)
+{
+	struct xvi_cursor c;
+	struct ethhdr *eth;
+	struct udphdr *uh;
+	bool vlan;
+	int proto;
+
+	xvi_cursor_init(&c, ctx);
+	eth = c.pos;
+	proto = xvi_parse_eth(&c, &vlan);
+	if (proto < 0 || vlan) {
+		ep->drop_guard_other++;
+		return XDP_DROP;
+	}
+	if (!mac_eq(eth->h_source, cfg->mac)) {
+		ep->drop_guard_mac++;
+		return XDP_DROP;
+	}
+
+	if (proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *iph;
+		__u32 hlen;
+
+		iph = xvi_parse_ip4(&c, &hlen);
+		if (cfg->kind != XVI_TAG_UDP4 || !iph || iph->protocol != IPPROTO_UDP ||
+		    xvi_ip4_is_fragment(iph)) {
+			ep->drop_guard_other++;
+			return XDP_DROP;
+		}
+		if (!addr_allowed(cfg, &iph->saddr, false)) {
+			ep->drop_guard_ip++;
+			return XDP_DROP;
+		}
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6h;
+
+		ip6h = xvi_parse_ip6(&c);
+		if (cfg->kind != XVI_TAG_UDP6 || !ip6h || ip6h->nexthdr != IPPROTO_UDP) {
+			ep->drop_guard_other++;
+			return XDP_DROP;
+		}
+		if (!addr_allowed(cfg, &ip6h->saddr, true)) {
+			ep->drop_guard_ip++;
+			return XDP_DROP;
+		}
+	} else if (proto == bpf_htons(XVI_ETH_P_RAW)) {
+		struct xvi_raw_hdr *rh;
+
+		rh = xvi_parse_raw(&c);
+		if (cfg->kind != XVI_TAG_RAW || !rh) {
+			ep->drop_guard_other++;
+			return XDP_DROP;
+		}
+		if (rh->src_tag != cfg->raw_tag) {
+			ep->drop_guard_tag++;
+			return XDP_DROP;
+		}
+		goto pass;
+	} else {
+		ep->drop_guard_other++;
+		return XDP_DROP;
+	}
+
+	uh = xvi_parse_udp(&c);
+	if (!uh) {
+		ep->drop_guard_other++;
+		return XDP_DROP;
+	}
+	if (uh->source != cfg->port) {
+		ep->drop_guard_port++;
+		return XDP_DROP;
+	}
+pass:
+	/* No interface in the DEVMAP (being torn down): drop, never pass. */
+	if (bpf_redirect_map(&xvi_guard_out, 0, XDP_DROP) != XDP_REDIRECT) {
+		ep->drop_guard_other++;
+		return XDP_DROP;
+	}
+	ep->tx_guard_pass++;
+	return XDP_REDIRECT;
+}
+
+SEC("xdp")
+int xvi_guard(struct xdp_md *ctx)
+{
+	struct xvi_guard_cfg *cfg;
+	struct xvi_ep_counters *ep;
+	__u32 zero = 0, slot;
+
+	cfg = bpf_map_lookup_elem(&xvi_guard_cfg, &zero);
+	if (!cfg)
+		return XDP_DROP;	/* cannot happen: one-element array */
+	slot = cfg->slot;
+	ep = bpf_map_lookup_elem(&xvi_ep_stats, &slot);
+	if (!ep)
+		return XDP_DROP;	/* slot out of range: not configured */
+	return guard(ctx, cfg, ep);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xdp-vid: the veth pair of a protected endpoint, over rtnetlink (libmnl).
+ *
+ * Names are derived from the interface's ifindex and the endpoint's slot,
+ * "xvh<ifindex>-<slot>" (host end) and "xvc<ifindex>-<slot>" (client end):
+ * unique per namespace even with one daemon per interface, and a restarted
+ * daemon finds its predecessor's pairs by name alone.
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <fcntl.h>
+#include <arpa/inet.h>
+#include <libmnl/libmnl.h>
+#include <linux/if_link.h>
+#include <linux/rtnetlink.h>
+#include <linux/veth.h>
+#include "xvid.h"
+
+int xvid_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE], char client[IF_NAMESIZE])
+{
+	int a = snprintf(host, IF_NAMESIZE, "xvh%d-%u", ifindex, slot);
+	int b = snprintf(client, IF_NAMESIZE, "xvc%d-%u", ifindex, slot);
+
+	return a >= IF_NAMESIZE || b >= IF_NAMESIZE ? -ENAMETOOLONG : 0;
+}
+
+/* Send one request and wait for its ack. */
+static int nl_talk(struct nlmsghdr *nlh)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct mnl_socket *nl;
+	unsigned int portid;
+	int ret, err = 0;
+
+	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	if (!nl)
+		return -errno;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		err = -errno;
+		goto out;
+	}
+	portid = mnl_socket_get_portid(nl);
+	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
+	nlh->nlmsg_seq = time(NULL);
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
+		err = -errno;
+		goto out;
+	}
+	ret = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (ret < 0) {
+		err = -errno;
+		goto out;
+	}
+	ret = mnl_cb_run(buf, ret, nlh->nlmsg_seq, portid, NULL, NULL);
+	if (ret < 0)
+		err = -errno;
+out:
+	mnl_socket_close(nl);
+	return err;
+}
+
+static int link_set_up(int ifindex)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+
+	nlh->nlmsg_type = RTM_NEWLINK;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = ifindex;
+	ifm->ifi_flags = IFF_UP;
+	ifm->ifi_change = IFF_UP;
+	return nl_talk(nlh);
+}
+
+int xvid_link_del(int ifindex)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+
+	nlh->nlmsg_type = RTM_DELLINK;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = ifindex;
+	return nl_talk(nlh);
+}
+
+/*
+ * No IPv6 on either end: no link-local address, so the kernel sends no
+ * router or neighbour solicitations and no MLD reports into the pair; the
+ * only frames on it are the endpoint's.  A kernel without IPv6 has no file.
+ */
+static void no_ipv6(const char *name)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", name);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (write(fd, "1", 1) != 1)
+		log_warn("%s: cannot disable IPv6: %s\n", name, strerror(errno));
+	close(fd);
+}
+
+int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_ifx,
+		     int *client_ifx)
+{
+	char buf[1024];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nlattr *linkinfo, *data, *peer;
+	struct ifinfomsg *ifm, *pifm;
+	int err;
+
+	nlh->nlmsg_type = RTM_NEWLINK;
+	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, host);
+	if (mtu)
+		mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+	linkinfo = mnl_attr_nest_start(nlh, IFLA_LINKINFO);
+	mnl_attr_put_strz(nlh, IFLA_INFO_KIND, "veth");
+	data = mnl_attr_nest_start(nlh, IFLA_INFO_DATA);
+	peer = mnl_attr_nest_start(nlh, VETH_INFO_PEER);
+	/* the peer's attributes follow its own struct ifinfomsg */
+	pifm = mnl_nlmsg_get_payload_tail(nlh);
+	memset(pifm, 0, sizeof(*pifm));
+	pifm->ifi_family = AF_UNSPEC;
+	nlh->nlmsg_len += MNL_ALIGN(sizeof(*pifm));
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, client);
+	if (mtu)
+		mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
+	mnl_attr_nest_end(nlh, peer);
+	mnl_attr_nest_end(nlh, data);
+	mnl_attr_nest_end(nlh, linkinfo);
+	err = nl_talk(nlh);
+	if (err) {
+		log_warn("cannot create veth pair %s/%s: %s\n", host, client, strerror(-err));
+		return err;
+	}
+	*host_ifx = if_nametoindex(host);
+	*client_ifx = if_nametoindex(client);
+	if (!*host_ifx || !*client_ifx) {
+		err = -ENODEV;
+		goto fail;
+	}
+	no_ipv6(host);
+	no_ipv6(client);
+	err = link_set_up(*host_ifx);
+	if (!err)
+		err = link_set_up(*client_ifx);
+	if (err) {
+		log_warn("cannot bring %s/%s up: %s\n", host, client, strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	if (*host_ifx)
+		xvid_link_del(*host_ifx);
+	else if (*client_ifx)
+		xvid_link_del(*client_ifx);
+	return err;
+}
+
+int xvid_veth_sweep(int ifindex)
+{
+	struct if_nameindex *ifs, *i;
+	char prefix[IF_NAMESIZE];
+	int n = 0;
+
+	snprintf(prefix, sizeof(prefix), "xvh%d-", ifindex);
+	ifs = if_nameindex();
+	if (!ifs)
+		return -errno;
+	for (i = ifs; i->if_index; i++) {
+		if (strncmp(i->if_name, prefix, strlen(prefix)))
+			continue;
+		/* deleting one end deletes the pair */
+		if (!xvid_link_del(i->if_index)) {
+			log_info("removed leftover veth pair %s\n", i->if_name);
+			n++;
+		}
+	}
+	if_freenameindex(ifs);
+	return n;
+}
+
+int xvid_iface_addrs(const char *ifname, int family, __u8 (*out)[16], int max)
+{
+	struct ifaddrs *ifa, *a;
+	int n = 0;
+
+	if (getifaddrs(&ifa))
+		return -errno;
+	for (a = ifa; a && n < max; a = a->ifa_next) {
+		if (!a->ifa_addr || a->ifa_addr->sa_family != family || strcmp(a->ifa_name, ifname))
+			continue;
+		memset(out[n], 0, 16);
+		if (family == AF_INET)
+			memcpy(out[n], &((struct sockaddr_in *)a->ifa_addr)->sin_addr, 4);
+		else
+			memcpy(out[n], &((struct sockaddr_in6 *)a->ifa_addr)->sin6_addr, 16);
+		n++;
+	}
+	freeifaddrs(ifa);
+	return n;
+}

@@ -1,0 +1,309 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xdp-vid policy: who may open which endpoint.
+ *
+ * File (default /etc/xdp-vi/policy), one rule a line, '#' comments, the
+ * first rule that matches the request decides; no match is a refusal:
+ *
+ *   allow|deny  WHO  udp PORT[-PORT] [addr iface|any|IP]
+ *   allow|deny  WHO  raw TAG[-TAG]
+ *   limit endpoints-per-uid N
+ *   limit segment-bytes N
+ *
+ *   WHO = *  |  uid:N  |  user:NAME  |  gid:N  |  group:NAME
+ *   TAG = decimal or 0x hex;  addr defaults to iface (the interface's own
+ *   addresses, or the wildcard that means all of them).
+ *
+ * Without a file the built-in default is one rule:
+ *   allow * udp 1024-65535 addr iface
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include "ctl.h"
+#include "xvid.h"
+
+#define DEF_MAX_PER_UID		16
+#define DEF_MAX_SEGMENT		(256ULL << 20)
+
+static const char *default_rule = "allow * udp 1024-65535 addr iface";
+
+static int parse_u32(const char *s, __u32 *out)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!*s || *s == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || *end || v > 0xffffffffULL)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_range(char *s, __u32 *lo, __u32 *hi)
+{
+	char *dash = strchr(s, '-');
+
+	if (dash)
+		*dash++ = '\0';
+	if (parse_u32(s, lo) || parse_u32(dash ? dash : s, hi) || *lo > *hi)
+		return -EINVAL;
+	return 0;
+}
+
+static int parse_who(const char *s, struct xvid_rule *r)
+{
+	if (!strcmp(s, "*")) {
+		r->who = WHO_ANY;
+		return 0;
+	}
+	if (!strncmp(s, "uid:", 4)) {
+		r->who = WHO_UID;
+		return parse_u32(s + 4, &r->id);
+	}
+	if (!strncmp(s, "gid:", 4)) {
+		r->who = WHO_GID;
+		return parse_u32(s + 4, &r->id);
+	}
+	if (!strncmp(s, "user:", 5)) {
+		struct passwd *pw = getpwnam(s + 5);
+
+		if (!pw)
+			return -ENOENT;
+		r->who = WHO_UID;
+		r->id = pw->pw_uid;
+		return 0;
+	}
+	if (!strncmp(s, "group:", 6)) {
+		struct group *gr = getgrnam(s + 6);
+
+		if (!gr)
+			return -ENOENT;
+		r->who = WHO_GID;
+		r->id = gr->gr_gid;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+/* One line, already stripped of comments; 0 for a rule, 1 for blank/limit. */
+static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
+{
+	char *tok[8], *save = NULL, *t;
+	int n = 0;
+
+	for (t = strtok_r(line, " \t\r\n", &save); t && n < 8; t = strtok_r(NULL, " \t\r\n", &save))
+		tok[n++] = t;
+	if (t)
+		return -E2BIG;
+	if (!n)
+		return 1;
+	if (!strcmp(tok[0], "limit")) {
+		__u32 v;
+
+		if (n != 3 || parse_u32(tok[2], &v))
+			return -EINVAL;
+		if (!strcmp(tok[1], "endpoints-per-uid"))
+			p->max_per_uid = v;
+		else if (!strcmp(tok[1], "segment-bytes"))
+			p->max_segment = v;
+		else
+			return -EINVAL;
+		return 1;
+	}
+	memset(r, 0, sizeof(*r));
+	if (!strcmp(tok[0], "allow"))
+		r->allow = true;
+	else if (strcmp(tok[0], "deny"))
+		return -EINVAL;
+	if (n < 4 || parse_who(tok[1], r))
+		return -EINVAL;
+	if (!strcmp(tok[2], "udp")) {
+		r->what = WHAT_UDP;
+		if (parse_range(tok[3], &r->lo, &r->hi) || r->hi > 65535 || !r->lo)
+			return -EINVAL;
+		r->addr = ADDR_IFACE;
+		if (n == 4)
+			return 0;
+		if (n != 6 || strcmp(tok[4], "addr"))
+			return -EINVAL;
+		if (!strcmp(tok[5], "iface"))
+			r->addr = ADDR_IFACE;
+		else if (!strcmp(tok[5], "any"))
+			r->addr = ADDR_ANY;
+		else if (inet_pton(AF_INET, tok[5], r->ip) == 1)
+			r->addr = ADDR_IP, r->family = AF_INET;
+		else if (inet_pton(AF_INET6, tok[5], r->ip) == 1)
+			r->addr = ADDR_IP, r->family = AF_INET6;
+		else
+			return -EINVAL;
+		return 0;
+	}
+	if (!strcmp(tok[2], "raw")) {
+		r->what = WHAT_RAW;
+		if (n != 4 || parse_range(tok[3], &r->lo, &r->hi) || !r->lo)
+			return -EINVAL;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void set_text(struct xvid_rule *r, const char *line)
+{
+	size_t n;
+
+	snprintf(r->text, sizeof(r->text), "%s", line);
+	n = strcspn(r->text, "#\r\n");
+	r->text[n] = '\0';
+	while (n && isspace((unsigned char)r->text[n - 1]))
+		r->text[--n] = '\0';
+}
+
+int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path)
+{
+	char line[512], copy[512];
+	struct xvid_rule r;
+	int lineno = 0, err;
+	FILE *f;
+
+	memset(p, 0, sizeof(*p));
+	p->max_per_uid = DEF_MAX_PER_UID;
+	p->max_segment = DEF_MAX_SEGMENT;
+	f = fopen(path, "re");
+	if (!f) {
+		if (errno != ENOENT || explicit_path) {
+			err = -errno;
+			log_warn("policy %s: %s\n", path, strerror(errno));
+			return err;
+		}
+		snprintf(copy, sizeof(copy), "%s", default_rule);
+		parse_line(p, copy, &p->rules[0]);
+		set_text(&p->rules[0], default_rule);
+		p->nrules = 1;
+		log_info("no policy file %s: built-in default '%s'\n", path, default_rule);
+		return 0;
+	}
+	snprintf(p->path, sizeof(p->path), "%s", path);
+	while (fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			log_warn("%s:%d: line too long\n", path, lineno);
+			fclose(f);
+			return -EINVAL;
+		}
+		snprintf(copy, sizeof(copy), "%s", line);
+		copy[strcspn(copy, "#")] = '\0';
+		err = parse_line(p, copy, &r);
+		if (err == 1)
+			continue;
+		if (err) {
+			log_warn("%s:%d: cannot parse '%.*s' (%s); see xdp-vid(8) for the format\n",
+				 path, lineno, (int)strcspn(line, "\r\n"), line,
+				 err == -ENOENT ? "no such user or group" : "syntax");
+			fclose(f);
+			return -EINVAL;
+		}
+		if (p->nrules == XVID_MAX_RULES) {
+			log_warn("%s: more than %d rules\n", path, XVID_MAX_RULES);
+			fclose(f);
+			return -E2BIG;
+		}
+		r.line = lineno;
+		set_text(&r, line);
+		p->rules[p->nrules++] = r;
+	}
+	fclose(f);
+	log_info("policy %s: %d rule(s), %u endpoints per uid, segments up to %llu bytes\n",
+		 path, p->nrules, p->max_per_uid, (unsigned long long)p->max_segment);
+	return 0;
+}
+
+static bool who_matches(const struct xvid_rule *r, const struct xvid_client_id *c)
+{
+	int i;
+
+	switch (r->who) {
+	case WHO_ANY:
+		return true;
+	case WHO_UID:
+		return c->uid == r->id;
+	case WHO_GID:
+		if (c->gid == r->id)
+			return true;
+		for (i = 0; i < c->ngroups; i++)
+			if (c->groups[i] == r->id)
+				return true;
+		return false;
+	}
+	return false;
+}
+
+static bool what_matches(const struct xvid_rule *r, const struct xvi_tag *tag,
+			 bool addr_on_iface)
+{
+	static const __u8 zero[16];
+	__u32 v;
+
+	if (tag->kind == XVI_TAG_RAW) {
+		v = ntohl(tag->raw_tag);
+		return r->what == WHAT_RAW && v >= r->lo && v <= r->hi;
+	}
+	if (r->what != WHAT_UDP)
+		return false;
+	v = ntohs(tag->port);
+	if (v < r->lo || v > r->hi)
+		return false;
+	switch (r->addr) {
+	case ADDR_ANY:
+		return true;
+	case ADDR_IFACE:
+		return addr_on_iface;
+	case ADDR_IP:
+		if ((r->family == AF_INET) != (tag->kind == XVI_TAG_UDP4))
+			return false;
+		return !memcmp(r->ip, tag->addr, r->family == AF_INET ? 4 : 16) &&
+		       memcmp(tag->addr, zero, 16);
+	}
+	return false;
+}
+
+int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *c,
+		      const struct xvi_tag *tag, bool addr_on_iface, const char *ifname,
+		      char *why, size_t len)
+{
+	char tagstr[80];
+	int i;
+
+	xvi_tag__format(tag, tagstr, sizeof(tagstr));
+	for (i = 0; i < p->nrules; i++) {
+		const struct xvid_rule *r = &p->rules[i];
+
+		if (!who_matches(r, c) || !what_matches(r, tag, addr_on_iface))
+			continue;
+		if (r->allow)
+			return 0;
+		if (r->line)
+			snprintf(why, len, "uid %u may not open %s on %s: denied by %s:%d '%s'",
+				 c->uid, tagstr, ifname, p->path, r->line, r->text);
+		else
+			snprintf(why, len, "uid %u may not open %s on %s: denied by the default rule '%s'",
+				 c->uid, tagstr, ifname, r->text);
+		return -EPERM;
+	}
+	if (p->path[0])
+		snprintf(why, len, "uid %u may not open %s on %s: no rule of %s allows it",
+			 c->uid, tagstr, ifname, p->path);
+	else
+		snprintf(why, len, "uid %u may not open %s on %s: the default policy only allows '%s' "
+			 "(write %s to change it)", c->uid, tagstr, ifname, default_rule,
+			 XVID_DEFAULT_POLICY);
+	return -EPERM;
+}

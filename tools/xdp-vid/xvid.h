@@ -1,0 +1,86 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * xdp-vid: the endpoint broker for unprivileged processes (issue #3).
+ * See docs/DESIGN.md section 8, docs/SECURITY.md and xdp-vid(8).
+ */
+#ifndef XVID_H
+#define XVID_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+#include <net/if.h>
+#include <linux/types.h>
+#include "xvi_wire.h"
+
+#define XVID_DEFAULT_POLICY	"/etc/xdp-vi/policy"
+#define XVID_MAX_RULES		256
+#define XVID_MAX_GROUPS		64
+
+/* ---- policy (policy.c) ---------------------------------------------------- */
+
+enum xvid_who { WHO_ANY, WHO_UID, WHO_GID };
+enum xvid_what { WHAT_UDP, WHAT_RAW };
+enum xvid_addr { ADDR_IFACE, ADDR_ANY, ADDR_IP };
+
+struct xvid_rule {
+	bool allow;
+	enum xvid_who who;
+	__u32 id;			/* uid or gid */
+	enum xvid_what what;
+	__u32 lo, hi;			/* port or raw tag range, inclusive */
+	enum xvid_addr addr;		/* UDP only */
+	int family;			/* ADDR_IP */
+	__u8 ip[16];
+	int line;			/* in the file, 0 for the default rule */
+	char text[128];			/* the rule as written, for messages */
+};
+
+struct xvid_policy {
+	char path[256];			/* "" when the built-in default is in use */
+	int nrules;
+	struct xvid_rule rules[XVID_MAX_RULES];
+	__u32 max_per_uid;		/* endpoints one uid may hold */
+	__u64 max_segment;		/* bytes of segment a request may announce */
+};
+
+struct xvid_client_id {
+	pid_t pid;
+	uid_t uid;
+	gid_t gid;
+	int ngroups;
+	gid_t groups[XVID_MAX_GROUPS];
+};
+
+/* Load @path (NULL: the default path, built-in default if it is missing). */
+int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path);
+
+/*
+ * Decide a request.  @addr_on_iface: the UDP address is one of the
+ * interface's or the wildcard.  Returns 0 or -EPERM with @why filled.
+ */
+int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *c,
+		      const struct xvi_tag *tag, bool addr_on_iface, const char *ifname,
+		      char *why, size_t len);
+
+/* ---- links and programs (link.c) ---------------------------------------- */
+
+struct xvid_ep;
+
+/* Host/client end names of @slot on the interface with @ifindex. */
+int xvid_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE],
+		    char client[IF_NAMESIZE]);
+int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_ifx,
+		     int *client_ifx);
+int xvid_link_del(int ifindex);
+/* Delete every veth this daemon's naming gives to @ifindex.  Returns how many. */
+int xvid_veth_sweep(int ifindex);
+/* Addresses of @ifindex of @family (AF_INET or AF_INET6), up to @max. */
+int xvid_iface_addrs(const char *ifname, int family, __u8 (*out)[16], int max);
+
+extern int xvid_verbose;
+void xvid_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define log_warn(...)	xvid_log(0, __VA_ARGS__)
+#define log_info(...)	xvid_log(1, __VA_ARGS__)
+#define log_debug(...)	xvid_log(2, __VA_ARGS__)
+
+#endif /* XVID_H */
