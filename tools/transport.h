@@ -12,6 +12,13 @@
  *
  * Kernel path limits: one receive batch and one send batch at a time (the
  * buffers are reused by the next call), which is how both tools use it.
+ * The kernel path has two shapes: batched (sendmmsg/recvmmsg, the default)
+ * and single (one sendto/recvfrom per datagram, what most programs do).
+ *
+ * CPU accounting for benchmarks: xt_cpu_now() reads getrusage(RUSAGE_SELF).
+ * With tick-based accounting (no CONFIG_IRQ_TIME_ACCOUNTING) a task's system
+ * time includes the softirq work that ran in its context (veth transmit,
+ * the peer's XDP, the AF_XDP copy); work done by ksoftirqd is not in it.
  */
 #ifndef XVI_TOOLS_TRANSPORT_H
 #define XVI_TOOLS_TRANSPORT_H
@@ -31,6 +38,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 
 #include <xvi.h>
@@ -44,13 +52,22 @@ struct xt_cfg {
 	const char *prog;	/* program name for messages */
 	const char *iface;	/* required unless kernel */
 	bool kernel;
+	bool kernel_single;	/* kernel: sendto/recvfrom instead of *mmsg */
 	__u32 queue;
 	enum xvi_wait_mode wait;
+	/* endpoint tuning, 0 = library default */
+	__u32 ep_flags;		/* enum xvi_endpoint_flags */
+	__u32 busy_poll_budget;
+	__u32 ring_size;	/* all four rings */
+	__u32 num_frames;
+	__u32 frame_size;
+	__u32 spin_us;
 };
 
 struct xt {
 	const char *prog;
 	bool kernel;
+	bool single;		/* kernel path: one datagram per system call */
 	enum xvi_wait_mode wait;
 	int family;
 	int fd;			/* kernel socket or the endpoint's AF_XDP fd */
@@ -96,6 +113,36 @@ static inline __u64 xt_now_ns(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (__u64)ts.tv_sec * 1000000000ull + (__u64)ts.tv_nsec;
+}
+
+/* CPU time this process used so far, user and system, in nanoseconds. */
+struct xt_cpu {
+	__u64 user_ns;
+	__u64 sys_ns;
+};
+
+static inline void xt_cpu_now(struct xt_cpu *c)
+{
+	struct rusage ru;
+
+	memset(c, 0, sizeof(*c));
+	if (getrusage(RUSAGE_SELF, &ru))
+		return;
+	c->user_ns = (__u64)ru.ru_utime.tv_sec * 1000000000ull +
+		     (__u64)ru.ru_utime.tv_usec * 1000ull;
+	c->sys_ns = (__u64)ru.ru_stime.tv_sec * 1000000000ull +
+		    (__u64)ru.ru_stime.tv_usec * 1000ull;
+}
+
+/* @b - @a, field by field (a later sample never goes below an earlier one). */
+static inline struct xt_cpu xt_cpu_diff(const struct xt_cpu *a, const struct xt_cpu *b)
+{
+	struct xt_cpu d = {
+		.user_ns = b->user_ns > a->user_ns ? b->user_ns - a->user_ns : 0,
+		.sys_ns = b->sys_ns > a->sys_ns ? b->sys_ns - a->sys_ns : 0,
+	};
+
+	return d;
 }
 
 /* Parse an unsigned decimal in [min, max]; 0 on success, -EINVAL if not. */
@@ -360,6 +407,7 @@ static inline int xt_open(struct xt *t, const struct xt_cfg *cfg,
 	t->fd = -1;
 	t->prog = cfg->prog;
 	t->kernel = cfg->kernel;
+	t->single = cfg->kernel && cfg->kernel_single;
 	t->wait = cfg->wait;
 	t->family = local->sa.sa_family;
 
@@ -376,6 +424,15 @@ static inline int xt_open(struct xt *t, const struct xt_cfg *cfg,
 		.addrlen = xt_addrlen(local),
 		.queue_id = cfg->queue,
 		.wait_mode = cfg->wait,
+		.flags = cfg->ep_flags,
+		.busy_poll_budget = cfg->busy_poll_budget,
+		.rx_size = cfg->ring_size,
+		.tx_size = cfg->ring_size,
+		.fill_size = cfg->ring_size,
+		.comp_size = cfg->ring_size,
+		.num_frames = cfg->num_frames,
+		.frame_size = cfg->frame_size,
+		.spin_us = cfg->spin_us,
 	);
 	t->ep = xvi_endpoint__open(cfg->iface, &o);
 	if (!t->ep) {
@@ -410,6 +467,21 @@ static inline int xt_recv(struct xt *t, struct xvi_msg *msgs, int max)
 
 	if (max > XT_BATCH)
 		max = XT_BATCH;
+	if (t->single && max > 0) {
+		socklen_t alen = sizeof(msgs[0].peer);
+		ssize_t r;
+
+		memset(&msgs[0].peer, 0, sizeof(msgs[0].peer));
+		r = recvfrom(t->fd, t->rxpool, XT_KBUF, MSG_DONTWAIT, &msgs[0].peer.sa, &alen);
+		if (r < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ?
+			       0 : -errno;
+		msgs[0].data = t->rxpool;
+		msgs[0].len = (__u32)r;
+		msgs[0].flags = 0;
+		msgs[0].frame = 0;
+		return 1;
+	}
 	for (i = 0; i < max; i++) {
 		t->iov[i].iov_base = t->rxpool + (size_t)i * XT_KBUF;
 		t->iov[i].iov_len = XT_KBUF;
@@ -515,6 +587,15 @@ static inline int xt_tx_send(struct xt *t, struct xvi_txbuf *bufs, int n)
 
 	if (!t->kernel)
 		return xvi_endpoint__tx_send(t->ep, bufs, n);
+	if (t->single) {
+		/* One system call per datagram, as a plain sendto() program does. */
+		for (i = 0; i < n; i++) {
+			if (sendto(t->fd, bufs[i].data, bufs[i].len, 0, &bufs[i].dst->sa,
+				   xt_addrlen(bufs[i].dst)) < 0)
+				return i ? i : -errno;
+		}
+		return n;
+	}
 	for (i = 0; i < n; i++) {
 		t->iov[i].iov_base = bufs[i].data;
 		t->iov[i].iov_len = bufs[i].len;

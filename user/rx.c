@@ -220,7 +220,15 @@ static int spin_until(struct xvi_endpoint *ep, __u64 until_us)
 	for (;;) {
 		if (rx_ready(ep))
 			return 1;
-		cpu_relax();
+		/*
+		 * Preferred busy polling: this syscall runs the device's NAPI
+		 * here (up to SO_BUSY_POLL us), instead of the softirq on the
+		 * sender's CPU, so receive work moves onto the receiver's core.
+		 */
+		if (ep->busy_poll)
+			recvfrom(ep->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
+		else
+			cpu_relax();
 		/* Reading the clock is cheap (vDSO) but not free: every 64 turns. */
 		if (until_us && !(++i & 63) && now_us() >= until_us)
 			return rx_ready(ep);

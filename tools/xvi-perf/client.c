@@ -106,6 +106,8 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 	struct lat_samples lat = { .max = MAX_SAMPLES };
 	struct lat_summary sum;
 	struct xvi_msg msgs[XT_BATCH];
+	struct xt_cpu cpu0 = { 0 }, cpu1, cpu;
+	bool cpu_started;
 	__u64 start, t_meas, t_end, seq = 0;
 	__u64 sent = 0, received = 0, lost = 0, late = 0, send_err = 0, warm_sent = 0;
 	int first_err = 0, rc = 0;
@@ -124,6 +126,7 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 
 	start = xt_now_ns();
 	t_meas = start + WARMUP_NS;
+	cpu_started = false;
 	t_end = t_meas + (__u64)(cfg->seconds * 1e9);
 	while (!xt_stop) {
 		__u64 t0, t1 = 0, deadline;
@@ -135,6 +138,10 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 		if (t0 >= t_end)
 			break;
 		measuring = t0 >= t_meas;
+		if (measuring && !cpu_started) {
+			xt_cpu_now(&cpu0);
+			cpu_started = true;
+		}
 		seq++;
 		err = send_one(&t, &cfg->addr, seq, SP_F_CLIENT | SP_F_PONG, cfg->msg_size,
 			       NULL);
@@ -201,6 +208,8 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 	secs = (double)(xt_now_ns() - t_meas) / 1e9;
 	if (secs <= 0)
 		secs = 1e-9;
+	xt_cpu_now(&cpu1);
+	cpu = cpu_started ? xt_cpu_diff(&cpu0, &cpu1) : (struct xt_cpu){ 0 };
 	lat_summarize(&lat, &sum);
 
 	if (cfg->json) {
@@ -210,7 +219,8 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 		       "\"send_errors\":%llu,\"loss_pct\":%.4f,\"msg_rate\":%.1f,"
 		       "\"latency_usec\":{\"kind\":\"one-way (rtt/2)\",\"samples\":%zu,"
 		       "\"avg\":%.3f,\"stddev\":%.3f,\"min\":%.3f,\"p50\":%.3f,\"p90\":%.3f,"
-		       "\"p99\":%.3f,\"p99.9\":%.3f,\"p99.99\":%.3f,\"max\":%.3f}}\n",
+		       "\"p99\":%.3f,\"p99.9\":%.3f,\"p99.99\":%.3f,\"max\":%.3f},"
+		       "\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,\"ns_per_msg\":%.1f}}\n",
 		       perf_transport_name(cfg), xt_addr_str(&cfg->addr, a, sizeof(a)),
 		       cfg->msg_size, secs, WARMUP_NS / 1e9,
 		       (unsigned long long)sent, (unsigned long long)received,
@@ -219,7 +229,8 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 		       sent ? 100.0 * (double)lost / (double)sent : 0.0,
 		       (double)received / secs, sum.n, sum.avg_us, sum.stddev_us, sum.min_us,
 		       sum.p50_us, sum.p90_us, sum.p99_us, sum.p999_us, sum.p9999_us,
-		       sum.max_us);
+		       sum.max_us, cpu.user_ns / 1e9, cpu.sys_ns / 1e9,
+		       received ? (double)(cpu.user_ns + cpu.sys_ns) / (double)received : 0.0);
 	} else {
 		printf("xvi-perf: ping-pong to %s (%s), %u-byte messages, %.3f s measured "
 		       "after %.1f s warmup\n",
@@ -259,9 +270,9 @@ int perf_ping_pong(const struct perf_cfg *cfg)
  * if nothing came back.
  */
 static int query_server(struct xt *t, const union xvi_sockaddr *dst, __u64 seq,
-			__u64 *rx, __u64 *bytes)
+			__u64 *rx, __u64 *bytes, struct xt_cpu *cpu, bool *have_cpu)
 {
-	char q[SP_STATS_LEN];
+	char q[SP_STATS_CPU_LEN];
 	struct xvi_msg msgs[XT_BATCH];
 	int attempt, n, i, found = -ETIMEDOUT;
 
@@ -289,6 +300,15 @@ static int query_server(struct xt *t, const union xvi_sockaddr *dst, __u64 seq,
 				if (magic == SP_STATS_ANSWER) {
 					*rx = sp_get_u64(msgs[i].data, SP_HDR_LEN + 8);
 					*bytes = sp_get_u64(msgs[i].data, SP_HDR_LEN + 16);
+					/* An older server leaves the CPU fields as sent: 0. */
+					*have_cpu = h.len >= SP_STATS_CPU_LEN &&
+						    msgs[i].len >= SP_STATS_CPU_LEN;
+					if (*have_cpu) {
+						cpu->user_ns = sp_get_u64(msgs[i].data,
+									  SP_STATS_LEN);
+						cpu->sys_ns = sp_get_u64(msgs[i].data,
+									 SP_STATS_LEN + 8);
+					}
 					found = 1;
 				} else if (magic == SP_STATS_ASK) {
 					found = 0;
@@ -301,13 +321,73 @@ static int query_server(struct xt *t, const union xvi_sockaddr *dst, __u64 seq,
 	return found;
 }
 
+/*
+ * Fill up to @want send buffers with messages seq+1.. and send them; returns
+ * the number sent (0 while no buffer is free) or -errno.  @user is the
+ * application buffer for the copying modes.
+ */
+static int send_batch(const struct perf_cfg *cfg, struct xt *t, struct xvi_txbuf *bufs,
+		      int want, __u64 seq, char *user)
+{
+	int k, r, i;
+
+	if (cfg->send == SEND_COPY) {
+		/* One copying send call per message, as a sendto() program does. */
+		for (i = 0; i < want; i++) {
+			ssize_t s;
+
+			sp_put(user, seq + 1 + i, SP_F_CLIENT, cfg->msg_size);
+			s = xt_sendto(t, user, cfg->msg_size, &cfg->addr);
+			if (s < 0)
+				return i ? i : (s == -EAGAIN ? 0 : (int)s);
+		}
+		return want;
+	}
+	k = xt_tx_alloc(t, bufs, want);
+	if (k <= 0)
+		return k;
+	for (i = 0; i < k; i++) {
+		if (cfg->msg_size > bufs[i].cap) {
+			xt_tx_free(t, bufs, k);
+			return -EMSGSIZE;
+		}
+		if (cfg->send == SEND_MEMCPY) {
+			sp_put(user, seq + 1 + i, SP_F_CLIENT, cfg->msg_size);
+			memcpy(bufs[i].data, user, cfg->msg_size);
+		} else {
+			sp_put(bufs[i].data, seq + 1 + i, SP_F_CLIENT, cfg->msg_size);
+		}
+		bufs[i].len = cfg->msg_size;
+		bufs[i].flags = 0;
+		bufs[i].dst = &cfg->addr;
+	}
+	r = xt_tx_send(t, bufs, k);
+	if (r < 0) {
+		xt_tx_free(t, bufs, k);
+		return r;
+	}
+	/* Unsent ones are given back; their numbers are reused. */
+	if (r < k)
+		xt_tx_free(t, bufs + r, k - r);
+	return r;
+}
+
+static const char *send_name(enum send_mode m)
+{
+	return m == SEND_COPY ? "copy" : m == SEND_MEMCPY ? "memcpy" : "zc";
+}
+
 int perf_throughput(const struct perf_cfg *cfg)
 {
 	struct xvi_txbuf bufs[XT_BATCH];
 	struct xvi_msg msgs[XT_BATCH];
 	__u64 start, end, now, seq = 0, sent = 0, send_err = 0, nobuf = 0;
 	__u64 srv_rx = 0, srv_bytes = 0;
+	struct xt_cpu cpu0, cpu1, cpu, srv_cpu = { 0 };
+	struct xvi_endpoint_stats es;
+	bool have_srv_cpu = false, have_es = false;
 	int first_err = 0, rc = 0, q, n;
+	char *user = NULL;
 	double secs;
 	struct xt t;
 	char a[64];
@@ -320,14 +400,20 @@ int perf_throughput(const struct perf_cfg *cfg)
 		xt_close(&t);
 		return 1;
 	}
+	user = calloc(1, cfg->msg_size);
+	if (!user) {
+		xt_close(&t);
+		return 1;
+	}
 	/* Tells an xvi-perf server to count this run afresh; sockperf ignores it. */
 	if (send_one(&t, &cfg->addr, 0, SP_F_CLIENT | SP_F_WARMUP, cfg->msg_size, NULL) == 0)
 		usleep(10000);
 
+	xt_cpu_now(&cpu0);
 	start = now = xt_now_ns();
 	end = start + (__u64)(cfg->seconds * 1e9);
 	while (!xt_stop && now < end) {
-		int want = XT_BATCH, k, r, i;
+		int want = cfg->batch, r;
 
 		if (cfg->mps) {
 			__u64 due = (__u64)((double)(now - start) * (double)cfg->mps / 1e9) + 1;
@@ -340,53 +426,30 @@ int perf_throughput(const struct perf_cfg *cfg)
 			if (due - sent < (__u64)want)
 				want = (int)(due - sent);
 		}
-		k = xt_tx_alloc(&t, bufs, want);
-		if (k <= 0) {
-			if (k < 0) {
-				fprintf(stderr, "xvi-perf: tx_alloc failed: %s\n", strerror(-k));
-				rc = 1;
-				break;
-			}
+		r = send_batch(cfg, &t, bufs, want, seq, user);
+		if (r == 0) {
 			nobuf++;
 			xt_flush(&t);
-			now = xt_now_ns();
-			continue;
-		}
-		for (i = 0; i < k; i++) {
-			if (cfg->msg_size > bufs[i].cap) {
-				fprintf(stderr, "xvi-perf: -m %u does not fit a send buffer (%u bytes): lower -m\n",
-					cfg->msg_size, bufs[i].cap);
-				xt_tx_free(&t, bufs, k);
-				rc = 1;
-				goto out;
-			}
-			sp_put(bufs[i].data, seq + 1 + i, SP_F_CLIENT, cfg->msg_size);
-			bufs[i].len = cfg->msg_size;
-			bufs[i].flags = 0;
-			bufs[i].dst = &cfg->addr;
-		}
-		r = xt_tx_send(&t, bufs, k);
-		if (r < 0) {
-			send_err += k;
+		} else if (r < 0) {
+			send_err += want;
 			if (!first_err)
 				first_err = -r;
-			xt_tx_free(&t, bufs, k);
 			if (r == -EMSGSIZE || r == -EAFNOSUPPORT) {
+				fprintf(stderr, "xvi-perf: -m %u cannot be sent: %s\n",
+					cfg->msg_size, strerror(-r));
 				rc = 1;
 				break;
 			}
 			usleep(1000);
 		} else {
-			/* Unsent ones are given back; their numbers are reused. */
-			if (r < k)
-				xt_tx_free(&t, bufs + r, k - r);
 			seq += r;
 			sent += r;
 		}
 		now = xt_now_ns();
 	}
-out:
 	now = xt_now_ns();
+	xt_cpu_now(&cpu1);
+	cpu = xt_cpu_diff(&cpu0, &cpu1);
 	secs = (double)(now - start) / 1e9;
 	if (secs <= 0)
 		secs = 1e-9;
@@ -396,47 +459,82 @@ out:
 	while ((n = xt_recv(&t, msgs, XT_BATCH)) > 0)
 		xt_release(&t, msgs, n);
 	usleep(50000);
-	q = rc ? -ETIMEDOUT : query_server(&t, &cfg->addr, seq + 1, &srv_rx, &srv_bytes);
+	q = rc ? -ETIMEDOUT : query_server(&t, &cfg->addr, seq + 1, &srv_rx, &srv_bytes,
+					   &srv_cpu, &have_srv_cpu);
+	memset(&es, 0, sizeof(es));
+	es.sz = sizeof(es);
+	if (t.ep && !xvi_endpoint__stats(t.ep, &es))
+		have_es = true;
 
 	if (cfg->json) {
 		printf("{\"mode\":\"throughput\",\"transport\":\"%s\",\"server\":\"%s\","
-		       "\"msg_size\":%u,\"seconds\":%.3f,\"mps_limit\":%llu,\"sent\":%llu,"
+		       "\"msg_size\":%u,\"seconds\":%.3f,\"mps_limit\":%llu,\"batch\":%d,"
+		       "\"send\":\"%s\",\"sent\":%llu,"
 		       "\"send_errors\":%llu,\"no_buffer\":%llu,\"msg_rate\":%.1f,"
-		       "\"mbit_per_sec\":%.3f",
+		       "\"mbit_per_sec\":%.3f,\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,"
+		       "\"ns_per_msg\":%.1f}",
 		       perf_transport_name(cfg), xt_addr_str(&cfg->addr, a, sizeof(a)),
-		       cfg->msg_size, secs, (unsigned long long)cfg->mps,
-		       (unsigned long long)sent, (unsigned long long)send_err,
-		       (unsigned long long)nobuf, (double)sent / secs,
-		       (double)sent * cfg->msg_size * 8 / secs / 1e6);
-		if (q == 1)
-			printf(",\"server_received\":%llu,\"lost\":%llu,\"loss_pct\":%.4f}\n",
-			       (unsigned long long)srv_rx,
+		       cfg->msg_size, secs, (unsigned long long)cfg->mps, cfg->batch,
+		       send_name(cfg->send), (unsigned long long)sent,
+		       (unsigned long long)send_err, (unsigned long long)nobuf,
+		       (double)sent / secs, (double)sent * cfg->msg_size * 8 / secs / 1e6,
+		       cpu.user_ns / 1e9, cpu.sys_ns / 1e9,
+		       sent ? (double)(cpu.user_ns + cpu.sys_ns) / (double)sent : 0.0);
+		if (have_es)
+			printf(",\"endpoint\":{\"tx_frames\":%llu,\"tx_kicks\":%llu,"
+			       "\"tx_invalid\":%llu,\"tx_ring_empty\":%llu}",
+			       (unsigned long long)es.tx_frames, (unsigned long long)es.tx_kicks,
+			       (unsigned long long)es.tx_invalid,
+			       (unsigned long long)es.tx_ring_empty);
+		if (q == 1) {
+			printf(",\"server_received\":%llu,\"delivered_rate\":%.1f,\"lost\":%llu,"
+			       "\"loss_pct\":%.4f",
+			       (unsigned long long)srv_rx, (double)srv_rx / secs,
 			       (unsigned long long)(sent > srv_rx ? sent - srv_rx : 0),
 			       sent ? 100.0 * (double)(sent > srv_rx ? sent - srv_rx : 0) /
 					      (double)sent : 0.0);
-		else
+			if (have_srv_cpu)
+				printf(",\"server_cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,"
+				       "\"ns_per_msg\":%.1f}",
+				       srv_cpu.user_ns / 1e9, srv_cpu.sys_ns / 1e9,
+				       srv_rx ? (double)(srv_cpu.user_ns + srv_cpu.sys_ns) /
+						(double)srv_rx : 0.0);
+			printf("}\n");
+		} else {
 			printf(",\"server_received\":null}\n");
+		}
 	} else {
-		printf("xvi-perf: throughput to %s (%s), %u-byte messages, %.3f s%s\n",
+		printf("xvi-perf: throughput to %s (%s), %u-byte messages, %.3f s, batch %d, "
+		       "send %s%s\n",
 		       xt_addr_str(&cfg->addr, a, sizeof(a)), perf_transport_name(cfg),
-		       cfg->msg_size, secs, cfg->mps ? " (rate limited)" : "");
+		       cfg->msg_size, secs, cfg->batch, send_name(cfg->send),
+		       cfg->mps ? " (rate limited)" : "");
 		printf("xvi-perf: sent %llu messages, %.0f msg/s, %.3f Mbit/s of payload, "
 		       "send errors %llu\n",
 		       (unsigned long long)sent, (double)sent / secs,
 		       (double)sent * cfg->msg_size * 8 / secs / 1e6,
 		       (unsigned long long)send_err);
-		if (q == 1)
-			printf("xvi-perf: server received %llu, lost %llu (%.3f %%)\n",
-			       (unsigned long long)srv_rx,
+		printf("xvi-perf: client CPU user %.3f s sys %.3f s, %.0f ns per message\n",
+		       cpu.user_ns / 1e9, cpu.sys_ns / 1e9,
+		       sent ? (double)(cpu.user_ns + cpu.sys_ns) / (double)sent : 0.0);
+		if (q == 1) {
+			printf("xvi-perf: server received %llu (%.0f msg/s), lost %llu (%.3f %%)\n",
+			       (unsigned long long)srv_rx, (double)srv_rx / secs,
 			       (unsigned long long)(sent > srv_rx ? sent - srv_rx : 0),
 			       sent ? 100.0 * (double)(sent > srv_rx ? sent - srv_rx : 0) /
 					      (double)sent : 0.0);
-		else if (q == 0)
+			if (have_srv_cpu)
+				printf("xvi-perf: server CPU user %.3f s sys %.3f s, %.0f ns per "
+				       "message\n", srv_cpu.user_ns / 1e9, srv_cpu.sys_ns / 1e9,
+				       srv_rx ? (double)(srv_cpu.user_ns + srv_cpu.sys_ns) /
+						(double)srv_rx : 0.0);
+		} else if (q == 0) {
 			printf("xvi-perf: server received: unknown (not an xvi-perf server; "
 			       "its own summary has the count)\n");
-		else
+		} else {
 			printf("xvi-perf: server received: unknown (no answer to the count "
 			       "query)\n");
+		}
 	}
 	fflush(stdout);
 	if (first_err)
@@ -444,6 +542,7 @@ out:
 			(unsigned long long)send_err, strerror(first_err), hint_for(first_err));
 	if (!sent && !rc)
 		rc = 1;
+	free(user);
 	xt_close(&t);
 	return rc;
 }

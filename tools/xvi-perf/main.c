@@ -18,7 +18,9 @@ static int print_fn(enum xvi_print_level level, const char *fmt, va_list args)
 
 const char *perf_transport_name(const struct perf_cfg *cfg)
 {
-	return cfg->xt.kernel ? "kernel" : "xvi";
+	if (!cfg->xt.kernel)
+		return "xvi";
+	return cfg->xt.kernel_single ? "kernel-sendto" : "kernel-mmsg";
 }
 
 static const struct {
@@ -47,15 +49,28 @@ static void usage(FILE *f)
 "      --iface IFACE    the interface that runs the xdp-vi datapath (required\n"
 "                       unless --kernel)\n"
 "      --queue Q        interface queue to bind (default 0)\n"
-"      --kernel         use an ordinary kernel UDP socket instead\n"
+"      --kernel[=API]   use an ordinary kernel UDP socket instead; API mmsg\n"
+"                       (sendmmsg/recvmmsg, default) or sendto (one\n"
+"                       sendto/recvfrom per datagram)\n"
 "      --wait MODE      busy, block or adaptive (default adaptive)\n"
 "      --mps N          limit the send rate to N messages per second\n"
+"      --batch N        datagrams per send/receive call (1..%u, default %u)\n"
+"      --send MODE      throughput payload: zc (written in place, default),\n"
+"                       copy (copying send call; xvi: copy and checksum in\n"
+"                       one pass) or memcpy (memcpy, then a checksum pass)\n"
+"  endpoint tuning (xvi only; benchmarks):\n"
+"      --hugepages      back the segment with huge pages (XVI_EP_HUGEPAGES)\n"
+"      --busy-poll[=B]  preferred busy polling, budget B (XVI_EP_BUSY_POLL)\n"
+"      --ring N         size of all four rings (power of 2)\n"
+"      --frames N       segment size in frames (power of 2)\n"
+"      --frame-size N   2048 or 4096\n"
+"      --spin-us N      adaptive wait: spin time before blocking\n"
 "      --json           print results as one JSON object on stdout\n"
 "  -v, --verbose        library debug messages\n"
 "  -h, --help           this help\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n",
-		SP_DEFAULT_PORT, SP_HDR_LEN, XT_UDP_MAX, SP_DEFAULT_SIZE);
+		SP_DEFAULT_PORT, SP_HDR_LEN, XT_UDP_MAX, SP_DEFAULT_SIZE, XT_BATCH, XT_BATCH);
 }
 
 enum {
@@ -65,6 +80,14 @@ enum {
 	OPT_WAIT,
 	OPT_MPS,
 	OPT_JSON,
+	OPT_BATCH,
+	OPT_SEND,
+	OPT_HUGE,
+	OPT_BUSY_POLL,
+	OPT_RING,
+	OPT_FRAMES,
+	OPT_FRAME_SIZE,
+	OPT_SPIN,
 };
 
 static const struct option long_opts[] = {
@@ -74,7 +97,15 @@ static const struct option long_opts[] = {
 	{ "time",	required_argument, NULL, 't' },
 	{ "iface",	required_argument, NULL, OPT_IFACE },
 	{ "queue",	required_argument, NULL, OPT_QUEUE },
-	{ "kernel",	no_argument,	   NULL, OPT_KERNEL },
+	{ "kernel",	optional_argument, NULL, OPT_KERNEL },
+	{ "batch",	required_argument, NULL, OPT_BATCH },
+	{ "send",	required_argument, NULL, OPT_SEND },
+	{ "hugepages",	no_argument,	   NULL, OPT_HUGE },
+	{ "busy-poll",	optional_argument, NULL, OPT_BUSY_POLL },
+	{ "ring",	required_argument, NULL, OPT_RING },
+	{ "frames",	required_argument, NULL, OPT_FRAMES },
+	{ "frame-size",	required_argument, NULL, OPT_FRAME_SIZE },
+	{ "spin-us",	required_argument, NULL, OPT_SPIN },
 	{ "wait",	required_argument, NULL, OPT_WAIT },
 	{ "mps",	required_argument, NULL, OPT_MPS },
 	{ "json",	no_argument,	   NULL, OPT_JSON },
@@ -100,6 +131,7 @@ int main(int argc, char **argv)
 	struct perf_cfg cfg = {
 		.xt = { .prog = "xvi-perf", .wait = XVI_WAIT_ADAPTIVE },
 		.msg_size = SP_DEFAULT_SIZE,
+		.batch = XT_BATCH,
 	};
 	const char *ip = NULL;
 	unsigned long v, port = SP_DEFAULT_PORT;
@@ -152,6 +184,61 @@ int main(int argc, char **argv)
 			break;
 		case OPT_KERNEL:
 			cfg.xt.kernel = true;
+			if (!optarg || !strcmp(optarg, "mmsg"))
+				cfg.xt.kernel_single = false;
+			else if (!strcmp(optarg, "sendto"))
+				cfg.xt.kernel_single = true;
+			else
+				return usage_err("--kernel=%s: use --kernel=mmsg or --kernel=sendto",
+						 optarg);
+			break;
+		case OPT_BATCH:
+			if (xt_parse_ulong(optarg, 1, XT_BATCH, &v))
+				return usage_err("--batch %s: give 1..%u", optarg, XT_BATCH);
+			cfg.batch = (int)v;
+			break;
+		case OPT_SEND:
+			if (!strcmp(optarg, "zc"))
+				cfg.send = SEND_ZC;
+			else if (!strcmp(optarg, "copy"))
+				cfg.send = SEND_COPY;
+			else if (!strcmp(optarg, "memcpy"))
+				cfg.send = SEND_MEMCPY;
+			else
+				return usage_err("--send %s: use zc, copy or memcpy", optarg);
+			break;
+		case OPT_HUGE:
+			cfg.xt.ep_flags |= XVI_EP_HUGEPAGES;
+			break;
+		case OPT_BUSY_POLL:
+			cfg.xt.ep_flags |= XVI_EP_BUSY_POLL;
+			if (optarg) {
+				if (xt_parse_ulong(optarg, 1, 65535, &v))
+					return usage_err("--busy-poll=%s: a budget is 1..65535",
+							 optarg);
+				cfg.xt.busy_poll_budget = (__u32)v;
+			}
+			break;
+		case OPT_RING:
+			if (xt_parse_ulong(optarg, 16, 65536, &v) || (v & (v - 1)))
+				return usage_err("--ring %s: a power of 2 in 16..65536", optarg);
+			cfg.xt.ring_size = (__u32)v;
+			break;
+		case OPT_FRAMES:
+			if (xt_parse_ulong(optarg, 64, 1u << 18, &v) || (v & (v - 1)))
+				return usage_err("--frames %s: a power of 2 in 64..262144", optarg);
+			cfg.xt.num_frames = (__u32)v;
+			break;
+		case OPT_FRAME_SIZE:
+			if (xt_parse_ulong(optarg, 2048, 4096, &v) || (v != 2048 && v != 4096))
+				return usage_err("--frame-size %s: 2048 or 4096", optarg);
+			cfg.xt.frame_size = (__u32)v;
+			break;
+		case OPT_SPIN:
+			if (xt_parse_ulong(optarg, 1, 1000000, &v))
+				return usage_err("--spin-us %s: 1..1000000 (--wait block for none)",
+						 optarg);
+			cfg.xt.spin_us = (__u32)v;
 			break;
 		case OPT_WAIT:
 			if (xt_wait_parse(optarg, &cfg.xt.wait))
@@ -185,6 +272,9 @@ int main(int argc, char **argv)
 		return usage_err("-i is required: the server address, e.g. -i 198.18.0.2");
 	if (cfg.mode != MODE_SERVER && have_time && cfg.seconds <= 0)
 		return usage_err("-t must be above 0 for a client");
+	/* One datagram per system call is what the sendto API is. */
+	if (cfg.xt.kernel && cfg.xt.kernel_single)
+		cfg.batch = 1;
 	if (!ip)
 		ip = "0.0.0.0";
 	if (xt_parse_addr(ip, (__u16)port, &cfg.addr))

@@ -30,6 +30,11 @@
  */
 #define SP_F_XVI_STATS	0x0100
 #define SP_STATS_LEN	(SP_HDR_LEN + 8 + 8 + 8)
+/*
+ * A longer question also asks for the server's CPU time (user, system, in
+ * ns) since the run's warmup message: two more u64 after the counts.
+ */
+#define SP_STATS_CPU_LEN (SP_STATS_LEN + 8 + 8)
 #define SP_STATS_ASK	0x7876692d73746174ull	/* "xvi-stat" */
 #define SP_STATS_ANSWER	0x7876692d616e7377ull	/* "xvi-answ" */
 
@@ -100,6 +105,13 @@ enum perf_mode {
 	MODE_THROUGHPUT,
 };
 
+/* throughput: how the payload gets into the send buffer */
+enum send_mode {
+	SEND_ZC,	/* written in place (tx_alloc/tx_send, or sendmmsg) */
+	SEND_COPY,	/* copied by the send call (xvi: fused copy + checksum) */
+	SEND_MEMCPY,	/* memcpy into a send buffer, then tx_send (two passes) */
+};
+
 struct perf_cfg {
 	enum perf_mode mode;
 	struct xt_cfg xt;
@@ -107,6 +119,8 @@ struct perf_cfg {
 	__u32 msg_size;
 	double seconds;			/* client: test time; server: 0 = forever */
 	__u64 mps;			/* 0 = as fast as possible */
+	int batch;			/* datagrams per send/receive call */
+	enum send_mode send;
 	bool json;
 	int verbose;
 };

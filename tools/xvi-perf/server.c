@@ -39,7 +39,9 @@ struct server {
 	const struct perf_cfg *cfg;
 	struct xt t;
 	struct srv_stats st;
+	struct xt_cpu cpu_run;	/* CPU used when the last run's warmup arrived */
 	struct peer peers[MAX_PEERS];
+	struct peer *last;	/* the peer of the previous message */
 };
 
 /* Find the peer, or take a free entry, or the least recently seen one. */
@@ -49,11 +51,21 @@ static struct peer *peer_get(struct server *s, const union xvi_sockaddr *a,
 	struct peer *old = &s->peers[0];
 	int i;
 
+	/*
+	 * Runs are long streams from one peer: check the previous one first.
+	 * Without this every message scanned all earlier peers, and a server
+	 * that had seen many runs got slower with each one.
+	 */
+	if (s->last && s->last->used && xt_addr_equal(&s->last->addr, a)) {
+		s->last->last_ns = now;
+		return s->last;
+	}
 	for (i = 0; i < MAX_PEERS; i++) {
 		struct peer *p = &s->peers[i];
 
 		if (p->used && xt_addr_equal(&p->addr, a)) {
 			p->last_ns = now;
+			s->last = p;
 			return p;
 		}
 		if (!p->used || (old->used && p->last_ns < old->last_ns))
@@ -64,6 +76,7 @@ static struct peer *peer_get(struct server *s, const union xvi_sockaddr *a,
 	old->addr = *a;
 	old->min_seq = UINT64_MAX;
 	old->last_ns = now;
+	s->last = old;
 	return old;
 }
 
@@ -104,6 +117,7 @@ static int serve_batch(struct server *s, struct xvi_msg *msgs, int n)
 					      .min_seq = UINT64_MAX, .last_ns = now };
 			*p = fresh;
 			s->st.warmup++;
+			xt_cpu_now(&s->cpu_run);
 			continue;
 		}
 		if ((h.flags & SP_F_XVI_STATS) && h.len >= SP_STATS_LEN &&
@@ -152,6 +166,14 @@ static int serve_batch(struct server *s, struct xvi_msg *msgs, int n)
 			sp_put_u64(b.data, SP_HDR_LEN, SP_STATS_ANSWER);
 			sp_put_u64(b.data, SP_HDR_LEN + 8, d->peer->rx);
 			sp_put_u64(b.data, SP_HDR_LEN + 16, d->peer->rx_bytes);
+			if (d->len >= SP_STATS_CPU_LEN) {
+				struct xt_cpu now_cpu, used;
+
+				xt_cpu_now(&now_cpu);
+				used = xt_cpu_diff(&s->cpu_run, &now_cpu);
+				sp_put_u64(b.data, SP_STATS_LEN, used.user_ns);
+				sp_put_u64(b.data, SP_STATS_LEN + 8, used.sys_ns);
+			}
 			sp_set_flags(b.data, SP_F_XVI_STATS);
 		} else {
 			sp_set_flags(b.data, d->flags & ~SP_F_CLIENT);
@@ -185,6 +207,7 @@ static void print_summary(struct server *s, double secs)
 	const struct perf_cfg *cfg = s->cfg;
 	struct xvi_endpoint_stats es;
 	bool have_es = false;
+	struct xt_cpu cpu;
 	char a[64];
 	int i, first = 1;
 
@@ -238,7 +261,9 @@ static void print_summary(struct server *s, double secs)
 			       (unsigned long long)es.rx_ring_full,
 			       (unsigned long long)es.rx_fill_empty,
 			       (unsigned long long)es.tx_frames);
-		printf("}\n");
+		xt_cpu_now(&cpu);
+		printf(",\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f}}\n", cpu.user_ns / 1e9,
+		       cpu.sys_ns / 1e9);
 		fflush(stdout);
 		return;
 	}
@@ -296,6 +321,7 @@ int perf_server(const struct perf_cfg *cfg)
 	if (!s)
 		return 1;
 	s->cfg = cfg;
+	xt_cpu_now(&s->cpu_run);
 	err = xt_open(&s->t, &cfg->xt, &cfg->addr);
 	if (err) {
 		free(s);
@@ -324,7 +350,7 @@ int perf_server(const struct perf_cfg *cfg)
 			break;
 		}
 		do {
-			n = xt_recv(&s->t, msgs, XT_BATCH);
+			n = xt_recv(&s->t, msgs, cfg->batch);
 			if (n < 0) {
 				fprintf(stderr, "xvi-perf: receive failed: %s\n", strerror(-n));
 				rc = 1;
@@ -340,7 +366,8 @@ int perf_server(const struct perf_cfg *cfg)
 					n = 0;
 				}
 			}
-		} while (n == XT_BATCH && !xt_stop);
+			/* A full batch: more may be queued, take it before waiting. */
+		} while (n == cfg->batch && !xt_stop);
 		if (rc)
 			break;
 	}
