@@ -1,0 +1,565 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""tests/bench/report.py: turn tests/bench/run's raw records into
+docs/perf/results.json, gnuplot SVG plots and docs/PERFORMANCE.md.
+
+Every number in the outputs comes from the raw records of one run; the
+prose around them says how to read them, and verdicts (goal met or missed)
+are computed here, never written by hand.
+"""
+import argparse
+import json
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import time
+
+STREAMS_TODO = "streams not built yet (issue 4)"
+
+
+def load(path):
+    recs = []
+    with open(path) as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                recs.append(json.loads(line))
+    return recs
+
+
+def stat(vals):
+    vals = [v for v in vals if v is not None]
+    if not vals:
+        return None
+    return {"median": statistics.median(vals), "min": min(vals), "max": max(vals),
+            "n": len(vals)}
+
+
+def get(d, *path):
+    for p in path:
+        if not isinstance(d, dict) or p not in d:
+            return None
+        d = d[p]
+    return d
+
+
+def delivered(rec):
+    c = rec.get("client") or {}
+    return c.get("delivered_rate")
+
+
+def per_msg(rec, key):
+    """CPU ns per delivered message: client, server or the whole machine."""
+    c = rec.get("client") or {}
+    rx = c.get("server_received")
+    if not rx:
+        return None
+    if key == "machine":
+        s = rec.get("machine_cpu_s")
+        return None if s is None else s * 1e9 / rx
+    cpu = c.get("cpu") if key == "client" else c.get("server_cpu")
+    if not cpu:
+        return None
+    return (cpu["user_s"] + cpu["sys_s"]) * 1e9 / rx
+
+
+def group(recs, test):
+    out = {}
+    for r in recs:
+        if r.get("test") != test:
+            continue
+        out.setdefault((r.get("variant"), r.get("size")), []).append(r)
+    return out
+
+
+def summarize_rate(recs, test="rate"):
+    res = {}
+    for (variant, size), rs in sorted(group(recs, test).items(),
+                                      key=lambda kv: (str(kv[0][0]), kv[0][1] or 0)):
+        c = [r.get("client") or {} for r in rs]
+        res.setdefault(variant, {})[str(int(size)) if size else "-"] = {
+            "delivered_rate": stat([delivered(r) for r in rs]),
+            "sent_rate": stat([x.get("msg_rate") for x in c]),
+            "loss_pct": stat([x.get("loss_pct") for x in c]),
+            "cpu_ns_per_msg_client": stat([per_msg(r, "client") for r in rs]),
+            "cpu_ns_per_msg_server": stat([per_msg(r, "server") for r in rs]),
+            "cpu_ns_per_msg_machine": stat([per_msg(r, "machine") for r in rs]),
+            "kicks_per_msg": stat([get(x, "endpoint", "tx_kicks") / x["sent"]
+                                   if get(x, "endpoint", "tx_kicks") is not None and
+                                   x.get("sent") else None for x in c]),
+            "errors": sorted({r.get("error") for r in rs if r.get("error")})[:3],
+            "runs": len(rs),
+        }
+    return res
+
+
+def summarize_lat(recs, test="lat"):
+    res = {}
+    for (variant, size), rs in group(recs, test).items():
+        c = [r.get("client") or {} for r in rs]
+        res.setdefault(variant, {})[str(int(size))] = {
+            k: stat([get(x, "latency_usec", k) for x in c])
+            for k in ("p50", "p99", "p99.9", "avg")
+        }
+        res[variant][str(int(size))]["errors"] = sorted(
+            {r.get("error") for r in rs if r.get("error")})[:3]
+    return res
+
+
+def summarize_scale(recs):
+    per = {}
+    for r in recs:
+        if r.get("test") != "scale" or r.get("variant") == "unavailable":
+            continue
+        key = (int(r["pairs"]), int(r["rep"]))
+        d = delivered(r)
+        per.setdefault(key, []).append(d if d is not None else 0.0)
+    res = {}
+    for (pairs, _rep), ds in per.items():
+        res.setdefault(str(pairs), []).append(sum(ds))
+    return {k: stat(v) for k, v in sorted(res.items())}
+
+
+def fmt_rate(s):
+    if not s:
+        return "n/a"
+    return "%.0f k (%.0f-%.0f)" % (s["median"] / 1e3, s["min"] / 1e3, s["max"] / 1e3)
+
+
+def fmt_num(s, unit="", digits=1):
+    if not s:
+        return "n/a"
+    f = "%%.%df%s (%%.%df-%%.%df)" % (digits, unit, digits, digits)
+    return f % (s["median"], s["min"], s["max"])
+
+
+def med(s):
+    return s["median"] if s else None
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def verdict(r, goal, higher):
+    if r is None:
+        return "not measured"
+    ok = r >= goal if higher else r <= goal
+    return "**met**" if ok else "**missed**"
+
+
+def plot(perf_dir, name, title, ylabel, series, logx=True, logy=False):
+    """series: list of (label, [(x, median, min, max)])."""
+    if not shutil.which("gnuplot"):
+        return None
+    dat = os.path.join(perf_dir, name + ".dat")
+    with open(dat, "w") as f:
+        for i, (label, pts) in enumerate(series):
+            f.write("# %s\n" % label)
+            for x, m, lo, hi in pts:
+                f.write("%s %s %s %s\n" % (x, m, lo, hi))
+            f.write("\n\n")
+    svg = os.path.join(perf_dir, name + ".svg")
+    cmds = ["set terminal svg size 720,420 dynamic font 'sans,11'",
+            "set output '%s'" % svg, "set title '%s'" % title,
+            "set xlabel 'message size (bytes)'", "set ylabel '%s'" % ylabel,
+            "set key top left", "set grid"]
+    if logx:
+        cmds.append("set logscale x 2")
+    if logy:
+        cmds.append("set logscale y")
+    plots = []
+    for i, (label, pts) in enumerate(series):
+        if pts:
+            plots.append("'%s' index %d using 1:2:3:4 with yerrorlines title '%s'"
+                         % (dat, i, label))
+    if not plots:
+        return None
+    cmds.append("plot " + ", ".join(plots))
+    r = subprocess.run(["gnuplot"], input="\n".join(cmds), text=True,
+                       capture_output=True)
+    os.unlink(dat)
+    if r.returncode != 0:
+        return None
+    # Absolute paths in the SVG would leak the build machine; keep it plain.
+    return os.path.basename(svg)
+
+
+def series_of(res, variant, key, scale=1.0):
+    pts = []
+    for size, v in sorted(res.get(variant, {}).items(), key=lambda kv: int(kv[0])):
+        s = v.get(key)
+        if s:
+            pts.append((int(size), s["median"] * scale, s["min"] * scale, s["max"] * scale))
+    return pts
+
+
+def machine_info():
+    info = {"kernel": platform.release(), "cpus": os.cpu_count(),
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    return info
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--raw", required=True)
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--secs", default="?")
+    ap.add_argument("--reps", default="?")
+    a = ap.parse_args()
+    recs = load(a.raw)
+    perf_dir = os.path.join(a.out, "perf")
+    os.makedirs(perf_dir, exist_ok=True)
+
+    rate = summarize_rate(recs, "rate")
+    lat = summarize_lat(recs, "lat")
+    opt = summarize_rate(recs, "opt")
+    opt_lat = summarize_lat(recs, "opt-lat")
+    ring = summarize_rate(recs, "ring")
+    scale = summarize_scale(recs)
+    xdp = stat([r.get("rx_rate") for r in recs if r.get("variant") == "xdp-bench-drop" and
+                r.get("rx_rate")])
+    xdp_err = [r.get("error") for r in recs if r.get("variant") == "xdp-bench-drop" and
+               r.get("error")]
+    prog_run = {k: stat([r.get("ns_per_frame") for r in recs
+                         if r.get("variant") == "prog-run-" + k and r.get("ns_per_frame")])
+                for k in ("match", "pass")}
+    prog_act = {k: sorted({int(r["xdp_action"]) for r in recs
+                           if r.get("variant") == "prog-run-" + k and
+                           r.get("xdp_action") is not None})
+                for k in ("match", "pass")}
+    tcp = stat([get(r, "client", "bits_per_second") for r in recs if r.get("test") == "tcp"
+                and get(r, "client", "bits_per_second")])
+    prot = [r for r in recs if r.get("test") == "protected"]
+    unavailable = {r["test"]: r.get("error") for r in recs
+                   if r.get("variant") in ("unavailable", "failed")}
+
+    def rd(v, size):
+        return med(get(rate, v, size, "delivered_rate"))
+
+    def lp(v, size, p="p50"):
+        return med(get(lat, v, size, p))
+
+    lat_sizes = sorted({int(s) for v in lat.values() for s in v}) or [16]
+    lsz = str(lat_sizes[0])
+    goals = [
+        ("UDP 64 B message rate vs kernel sendto/recvfrom", ">= 4x",
+         ratio(rd("xvi", "64"), rd("kernel-sendto", "64")), 4.0, True),
+        ("UDP 64 B message rate vs kernel sendmmsg/recvmmsg", ">= 2x",
+         ratio(rd("xvi", "64"), rd("kernel-mmsg", "64")), 2.0, True),
+        ("UDP ping-pong p50 (%s B, xvi-perf both ends) vs kernel" % lsz, "<= 0.5x",
+         ratio(lp("xvi", lsz), lp("kernel", lsz)), 0.5, False),
+        ("UDP ping-pong p50 (%s B, unmodified sockperf client) xvi server vs kernel server"
+         % lsz, "<= 0.5x",
+         ratio(lp("sockperf-to-xvi", lsz), lp("sockperf-to-kernel", lsz)), 0.5, False),
+        ("Stream ping-pong p50 vs kernel TCP", "<= 0.5x", None, None, False),
+        ("Stream bandwidth vs raw xvi datagrams / vs kernel TCP", ">= 0.9x / >= 1.0x",
+         None, None, True),
+        ("Stream CPU per byte vs kernel TCP", "<= 0.5x", None, None, False),
+    ]
+
+    results = {
+        "machine": machine_info(), "seconds_per_run": a.secs, "rounds": a.reps,
+        "rate": rate, "latency": lat, "optimisations": opt,
+        "optimisations_latency": opt_lat, "ring_segment": ring, "scaling": scale,
+        "xdp_bench_drop": {"rx_rate": xdp, "errors": xdp_err},
+        "xvi_demux_prog_run_ns": prog_run, "xvi_demux_prog_run_actions": prog_act,
+        "kernel_tcp_iperf3_bps": tcp,
+        "protected": [r.get("text") or r.get("client") for r in prot],
+        "unavailable": unavailable,
+        "streams": STREAMS_TODO,
+        "goals": [{"goal": g, "target": t, "ratio": r,
+                   "verdict": verdict(r, goal, hi).strip("*") if goal else STREAMS_TODO}
+                  for g, t, r, goal, hi in goals],
+    }
+    with open(os.path.join(perf_dir, "results.json"), "w") as f:
+        json.dump(results, f, indent=1, sort_keys=True)
+        f.write("\n")
+
+    # ---- plots ----
+    plots = {}
+    plots["rate"] = plot(perf_dir, "rate", "UDP messages delivered per second",
+                         "messages/s (median, min-max)",
+                         [(v, series_of(rate, v, "delivered_rate"))
+                          for v in ("xvi", "kernel-mmsg", "kernel-sendto")])
+    plots["latency"] = plot(perf_dir, "latency", "UDP ping-pong one-way latency p50",
+                            "usec (median of runs, min-max)",
+                            [(v, series_of(lat, v, "p50"))
+                             for v in ("xvi", "kernel", "sockperf-to-xvi",
+                                       "sockperf-to-kernel")])
+    plots["cpu"] = plot(perf_dir, "cpu", "CPU time per delivered message, whole machine",
+                        "ns/message (both nodes, /proc/stat)",
+                        [(v, series_of(rate, v, "cpu_ns_per_msg_machine"))
+                         for v in ("xvi", "kernel-mmsg", "kernel-sendto")])
+
+    # ---- document ----
+    L = []
+    w = L.append
+    mi = results["machine"]
+    w("# xdp-vi performance")
+    w("")
+    w("Generated by `make bench` (tests/bench/run, tests/bench/report.py) on %s: kernel %s, "
+      "%s CPUs (%s).  Every number below comes from that one run; the raw records are in "
+      "[perf/raw.jsonl](perf/raw.jsonl) and the summary in [perf/results.json](perf/results.json)."
+      % (mi["date"], mi["kernel"], mi["cpus"], mi.get("cpu", "?")))
+    w("")
+    w("Method: one two-node veth lab (docs/LAB.md), the xdp-vi datapath attached on both "
+      "nodes for the whole run (kernel sockets pay for the XDP program too, as on a host that "
+      "runs xdp-vi).  Clients on node a, servers on node b.  Each comparison alternates its "
+      "variants A B C A B C for %s rounds of %s s; cells show the **median (min-max)** over "
+      "the rounds.  Message rates are counted **at the receiver** (the xvi-perf server "
+      "answers a count query after each run), so a sender that outruns its receiver gains "
+      "nothing.  Benchmarks are never tests: nothing here passes or fails on speed."
+      % (a.reps, a.secs))
+    w("")
+    w("Both nodes share one 2-core machine: sender, receiver and all kernel work compete "
+      "for the same two cores, and absolute numbers move between runs; compare side by side.")
+    w("")
+
+    # goals
+    w("## Goals")
+    w("")
+    w("| goal | target | measured ratio | verdict |")
+    w("|---|---|---|---|")
+    for g, t, r, goal, hi in goals:
+        if goal is None:
+            w("| %s | %s | - | %s |" % (g, t, STREAMS_TODO))
+        else:
+            w("| %s | %s | %s | %s |" % (g, t, "%.2fx" % r if r is not None else "n/a",
+                                         verdict(r, goal, hi)))
+    w("")
+
+    # rate
+    w("## 1. UDP message rate against size")
+    w("")
+    w("Delivered messages per second at the receiver (thousands), loss at the receiver, "
+      "and CPU per delivered message.  `xvi`: xvi-perf on libxvi endpoints at both ends "
+      "(tx_alloc/tx_send and recv_batch, 64 per batch).  `kernel-mmsg`: the same program on "
+      "kernel UDP sockets with sendmmsg/recvmmsg, 64 per call.  `kernel-sendto`: one "
+      "sendto()/recvfrom() per datagram.")
+    w("")
+    if plots["rate"]:
+        w("![message rate](perf/%s)" % plots["rate"])
+        w("")
+    sizes = sorted({int(s) for v in rate.values() for s in v if s != "-"})
+    w("| size (B) | xvi k msg/s | kernel mmsg k msg/s | kernel sendto k msg/s | "
+      "xvi / mmsg | xvi / sendto | loss % xvi / mmsg / sendto |")
+    w("|---|---|---|---|---|---|---|")
+    for sz in sizes:
+        s = str(sz)
+        x, m, k = rd("xvi", s), rd("kernel-mmsg", s), rd("kernel-sendto", s)
+        loss = " / ".join("%.2f" % med(get(rate, v, s, "loss_pct"))
+                          if med(get(rate, v, s, "loss_pct")) is not None else "n/a"
+                          for v in ("xvi", "kernel-mmsg", "kernel-sendto"))
+        w("| %d | %s | %s | %s | %s | %s | %s |" % (
+            sz, fmt_rate(get(rate, "xvi", s, "delivered_rate")),
+            fmt_rate(get(rate, "kernel-mmsg", s, "delivered_rate")),
+            fmt_rate(get(rate, "kernel-sendto", s, "delivered_rate")),
+            "%.2fx" % ratio(x, m) if ratio(x, m) else "n/a",
+            "%.2fx" % ratio(x, k) if ratio(x, k) else "n/a", loss))
+    w("")
+
+    # cpu
+    w("## 5. CPU time per message and per byte")
+    w("")
+    w("Three views of the same runs: the **sender** process and the **receiver** process "
+      "(getrusage; with this kernel's tick accounting a task's system time includes the "
+      "softirq work that ran in its context: veth transmit, the peer's XDP program, the "
+      "AF_XDP copy), and the **whole machine** (/proc/stat busy time of both cores, all "
+      "processes and softirqs, divided by delivered messages).  A receiver that polls "
+      "spends its core whether or not data comes, so its per-message cost falls as the "
+      "rate rises; the machine column is the honest total.")
+    w("")
+    if plots["cpu"]:
+        w("![cpu per message](perf/%s)" % plots["cpu"])
+        w("")
+    w("| size (B) | variant | sender ns/msg | receiver ns/msg | machine ns/msg | "
+      "machine ns/byte |")
+    w("|---|---|---|---|---|---|")
+    for sz in sizes:
+        s = str(sz)
+        for v in ("xvi", "kernel-mmsg", "kernel-sendto"):
+            mc = get(rate, v, s, "cpu_ns_per_msg_machine")
+            w("| %d | %s | %s | %s | %s | %s |" % (
+                sz, v, fmt_num(get(rate, v, s, "cpu_ns_per_msg_client"), "", 0),
+                fmt_num(get(rate, v, s, "cpu_ns_per_msg_server"), "", 0),
+                fmt_num(mc, "", 0),
+                "%.2f" % (mc["median"] / sz) if mc else "n/a"))
+    w("")
+
+    # latency
+    w("## 2. UDP ping-pong latency against size")
+    w("")
+    w("One-way latency (RTT/2) in microseconds, one message in flight.  `xvi` and "
+      "`kernel`: xvi-perf ping-pong (adaptive wait: spin 50 us, then block) against the "
+      "xvi-perf server on an endpoint or on a kernel socket.  `sockperf-to-*`: an "
+      "unmodified sockperf 3.7 client (kernel socket, blocking) against the xvi-perf "
+      "server on an endpoint and against `sockperf server`: only the server side differs.")
+    w("")
+    if plots["latency"]:
+        w("![latency](perf/%s)" % plots["latency"])
+        w("")
+    w("| size (B) | variant | p50 us | p99 us | p99.9 us |")
+    w("|---|---|---|---|---|")
+    for sz in lat_sizes:
+        s = str(sz)
+        for v in ("xvi", "kernel", "sockperf-to-xvi", "sockperf-to-kernel"):
+            e = get(lat, v, s) or {}
+            w("| %d | %s | %s | %s | %s |" % (sz, v, fmt_num(e.get("p50"), "", 2),
+                                              fmt_num(e.get("p99"), "", 1),
+                                              fmt_num(e.get("p99.9"), "", 1)))
+    w("")
+
+    # streams
+    w("## 3. Streams against kernel TCP")
+    w("")
+    w("| measure | xvi streams | kernel TCP |")
+    w("|---|---|---|")
+    w("| stream ping-pong p50 | %s | %s |" % (STREAMS_TODO, STREAMS_TODO))
+    w("| stream bandwidth, 1500 MTU | %s | %s |" % (
+        STREAMS_TODO, "%.2f Gbit/s (%.2f-%.2f), iperf3, 1 stream" % (
+            tcp["median"] / 1e9, tcp["min"] / 1e9, tcp["max"] / 1e9) if tcp else "n/a"))
+    w("| stream bandwidth, jumbo / multi-buffer | %s | not measured |" % STREAMS_TODO)
+    w("| stream CPU per byte | %s | not measured |" % STREAMS_TODO)
+    w("")
+    w("Kernel TCP over veth moves 64 KB GSO segments unsegmented, so its bandwidth is a "
+      "memory-copy figure, not a per-packet one.")
+    w("")
+
+    # protected
+    w("## 4. Protected against direct endpoints")
+    w("")
+    texts = [r["text"] for r in prot if r.get("text")]
+    texts += [get(r, "client", "unparsed") for r in prot if get(r, "client", "unparsed")]
+    if texts:
+        w("From tests/bench/protected.sh (engineer h6's script, its own lab, run by "
+          "make bench; its output verbatim):")
+        w("")
+        w("```")
+        for t in texts:
+            w(t)
+        w("```")
+        if unavailable.get("protected"):
+            w("")
+            w("Script problem: %s" % unavailable["protected"])
+    else:
+        w("Not measured: %s." % (unavailable.get("protected") or "no records"))
+    w("")
+
+    # optimisations
+    w("## Optimisations, each on and off")
+    w("")
+    w("Delivered k msg/s (median, min-max), sender kicks (doorbell syscalls) per message, "
+      "and CPU per delivered message, measured in the same rounds.")
+    w("")
+    w("| optimisation | off | on | off k msg/s | on k msg/s | on / off | kicks/msg off / on | "
+      "machine ns/msg off / on |")
+    w("|---|---|---|---|---|---|---|---|")
+
+    def optrow(name, off, on, size):
+        eoff, eon = get(opt, off, size) or {}, get(opt, on, size) or {}
+        r = ratio(med(eon.get("delivered_rate")), med(eoff.get("delivered_rate")))
+
+        def k(e):
+            v = med(e.get("kicks_per_msg"))
+            return "%.3f" % v if v is not None else "n/a"
+
+        def c(e):
+            v = med(e.get("cpu_ns_per_msg_machine"))
+            return "%.0f" % v if v is not None else "n/a"
+        w("| %s (%s B) | %s | %s | %s | %s | %s | %s / %s | %s / %s |" % (
+            name, size, off, on, fmt_rate(eoff.get("delivered_rate")),
+            fmt_rate(eon.get("delivered_rate")), "%.2fx" % r if r else "n/a",
+            k(eoff), k(eon), c(eoff), c(eon)))
+    optrow("batching at every ring (doorbell + ring pass per batch)", "batch1", "batch64", "64")
+    optrow("fused copy + checksum", "copy-memcpy", "copy-fused", "1472")
+    optrow("hugepage-backed segments", "pages-4k", "pages-huge", "64")
+    optrow("preferred busy polling on the receiver", "rx-spin", "rx-busy-poll", "64")
+    w("")
+    if unavailable.get("opt"):
+        w("Not measured: %s." % unavailable["opt"])
+        w("")
+    w("Polling policy, 64 B ping-pong with xvi at both ends (one-way us):")
+    w("")
+    w("| wait mode | p50 | p99 | p99.9 |")
+    w("|---|---|---|---|")
+    for m in ("adaptive", "busy", "block"):
+        e = get(opt_lat, "wait-" + m, "64") or {}
+        w("| %s | %s | %s | %s |" % (m, fmt_num(e.get("p50"), "", 2),
+                                     fmt_num(e.get("p99"), "", 1),
+                                     fmt_num(e.get("p99.9"), "", 1)))
+    w("")
+
+    # ring / scaling / xdp
+    w("## 6. Scaling, ring and segment sizes, and the datapath ceiling")
+    w("")
+    w("Ring sizes (all four rings; segment = max(4 x ring, 4096) frames) and frame size, "
+      "64 B, delivered k msg/s:")
+    w("")
+    w("| configuration | delivered k msg/s | loss % |")
+    w("|---|---|---|")
+    for v in sorted(ring, key=lambda s: (len(s), s)):
+        e = get(ring, v, "64") or {}
+        w("| %s | %s | %s |" % (v, fmt_rate(e.get("delivered_rate")),
+                                fmt_num(e.get("loss_pct"), "", 2)))
+    w("")
+    w("Endpoint pairs at once, 64 B, each pair on its own queue (one UMEM per queue; the "
+      "lab veth is given 2 queues, the most this 2-CPU machine allows), total delivered "
+      "k msg/s:")
+    w("")
+    w("| pairs | total delivered k msg/s |")
+    w("|---|---|")
+    if scale:
+        for p, s in scale.items():
+            w("| %s | %s |" % (p, fmt_rate(s)))
+    else:
+        w("| - | not measured: %s |" % (unavailable.get("scale") or "no records"))
+    w("")
+    if xdp:
+        w("Raw XDP ceiling, `xdp-bench drop` on node b fed by the xvi sender: %s frames/s."
+          % fmt_rate(xdp))
+    else:
+        w("Raw XDP ceiling with `xdp-bench` (xdp-tools 1.3.1): not measured: %s" %
+          ((xdp_err[0] if xdp_err else None) or unavailable.get("xdp") or "no records"))
+    w("")
+    if prog_run["match"] or prog_run["pass"]:
+        w("The datapath program itself, run by BPF_PROG_RUN on one 64 B UDP frame "
+          "(`bpftool prog run ... repeat 2000000`, no device, no copy): the ceiling of "
+          "xvi_demux on one core of this machine.")
+        w("")
+        w("| frame | XDP action | ns per frame | ceiling, M frames/s per core |")
+        w("|---|---|---|---|")
+        names = {"match": "to an endpoint (port 11111)", "pass": "no endpoint (port 9)"}
+        acts = {1: "DROP", 2: "PASS", 3: "TX", 4: "REDIRECT"}
+        for k in ("match", "pass"):
+            st = prog_run[k]
+            w("| %s | %s | %s | %s |" % (
+                names[k], ",".join(acts.get(x, str(x)) for x in prog_act[k]) or "?",
+                fmt_num(st, "", 0),
+                "%.1f" % (1e3 / st["median"]) if st and st["median"] else "n/a"))
+        w("")
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    analysis = os.path.join(here, "analysis.md")
+    if os.path.exists(analysis):
+        with open(analysis) as f:
+            w(f.read().rstrip())
+        w("")
+    with open(os.path.join(a.out, "PERFORMANCE.md"), "w") as f:
+        f.write("\n".join(L) + "\n")
+
+
+if __name__ == "__main__":
+    main()
