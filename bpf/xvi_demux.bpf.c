@@ -123,13 +123,27 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 	return XDP_REDIRECT;
 }
 
-/* Tag hit: map the slot to its counters, NULL for a corrupt table entry. */
-static __always_inline struct xvi_ep_counters *xvi_ep(const struct xvi_ep_value *v, __u32 *slot,
-						       __u32 *vflags)
+/*
+ * Look the tag up and map its slot to the endpoint's counters.  NULL (and
+ * no_endpoint counted) for an unknown tag, a tag still being set up
+ * (XVI_SLOT_PENDING is past the stats array) or a corrupt entry.
+ */
+static __always_inline struct xvi_ep_counters *xvi_match(struct xvi_tag *tag,
+							  struct xvi_global_counters *g,
+							  __u32 *slot, __u32 *vflags)
 {
-	*slot = v->slot;
-	*vflags = v->flags;
-	return bpf_map_lookup_elem(&xvi_ep_stats, slot);
+	struct xvi_ep_counters *ep = NULL;
+	struct xvi_ep_value *v;
+
+	v = xvi_lookup(tag);
+	if (v) {
+		*slot = v->slot;
+		*vflags = v->flags;
+		ep = bpf_map_lookup_elem(&xvi_ep_stats, slot);
+	}
+	if (!ep)
+		g->no_endpoint++;
+	return ep;
 }
 
 static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
@@ -141,7 +155,6 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	__u32 tot_len, udp_len, sum;
 	struct xvi_tag tag = {};
 	struct xvi_ep_counters *ep;
-	struct xvi_ep_value *v;
 	struct udphdr *uh;
 	struct iphdr *iph;
 	__be16 check;
@@ -170,16 +183,9 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	tag.kind = XVI_TAG_UDP4;
 	tag.port = uh->dest;
 	__builtin_memcpy(tag.addr, &iph->daddr, sizeof(iph->daddr));
-	v = xvi_lookup(&tag);
-	if (!v) {
-		g->no_endpoint++;
+	ep = xvi_match(&tag, g, &slot, &vflags);
+	if (!ep)
 		return XDP_PASS;
-	}
-	ep = xvi_ep(v, &slot, &vflags);
-	if (!ep) {
-		g->no_endpoint++;
-		return XDP_PASS;
-	}
 
 	/* Lengths come from the headers, never from the frame, which may
 	 * carry Ethernet padding (or frags: hence the buffer length). */
@@ -247,7 +253,6 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	__u32 plen, udp_len, sum;
 	struct xvi_tag tag = {};
 	struct xvi_ep_counters *ep;
-	struct xvi_ep_value *v;
 	struct ipv6hdr *ip6h;
 	struct udphdr *uh;
 	__be16 check;
@@ -275,16 +280,9 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	tag.kind = XVI_TAG_UDP6;
 	tag.port = uh->dest;
 	__builtin_memcpy(tag.addr, &ip6h->daddr, sizeof(ip6h->daddr));
-	v = xvi_lookup(&tag);
-	if (!v) {
-		g->no_endpoint++;
+	ep = xvi_match(&tag, g, &slot, &vflags);
+	if (!ep)
 		return XDP_PASS;
-	}
-	ep = xvi_ep(v, &slot, &vflags);
-	if (!ep) {
-		g->no_endpoint++;
-		return XDP_PASS;
-	}
 
 	frame_len = bpf_xdp_get_buff_len(ctx);
 	plen = bpf_ntohs(ip6h->payload_len);
@@ -329,7 +327,6 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	__u32 l3_off = c->off, slot, frame_len, len, vflags;
 	struct xvi_ep_counters *ep;
 	struct xvi_raw_hdr *rh;
-	struct xvi_ep_value *v;
 
 	rh = xvi_parse_raw(c);
 	if (!rh) {
@@ -338,16 +335,9 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	}
 	tag.kind = XVI_TAG_RAW;
 	tag.raw_tag = rh->dst_tag;
-	v = xvi_lookup(&tag);
-	if (!v) {
-		g->no_endpoint++;
+	ep = xvi_match(&tag, g, &slot, &vflags);
+	if (!ep)
 		return XDP_PASS;
-	}
-	ep = xvi_ep(v, &slot, &vflags);
-	if (!ep) {
-		g->no_endpoint++;
-		return XDP_PASS;
-	}
 
 	frame_len = bpf_xdp_get_buff_len(ctx);
 	len = bpf_ntohs(rh->len);
