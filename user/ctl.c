@@ -1043,23 +1043,38 @@ int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slo
 	return 0;
 }
 
+/*
+ * Before a tag goes live: @slot must still be claimed (*o) and its tag still
+ * reserved for it (*v), or GC or a racing process took them meanwhile.
+ */
+static int claim_intact(struct xvi_ctl *ctl, __u32 slot, struct xvi_slot_owner *o,
+			struct xvi_ep_value *v)
+{
+	int err;
+
+	err = owner_get(ctl, slot, o);
+	if (err) {
+		pr_warn("%s: slot %u is not claimed (was it garbage-collected?)\n",
+			ctl->ifname, slot);
+		return err;
+	}
+	if (bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &o->tag, v) ||
+	    (v->slot != slot && v->slot < XVI_MAX_ENDPOINTS)) {
+		pr_warn("%s: slot %u lost its tag reservation\n", ctl->ifname, slot);
+		return -ESTALE;
+	}
+	return 0;
+}
+
 static int publish_locked(struct xvi_ctl *ctl, __u32 slot, int xsk_fd, __u32 bind_flags)
 {
 	struct xvi_slot_owner o;
 	struct xvi_ep_value v;
 	int err;
 
-	err = owner_get(ctl, slot, &o);
-	if (err) {
-		pr_warn("%s: slot %u is not claimed (was it garbage-collected?)\n",
-			ctl->ifname, slot);
+	err = claim_intact(ctl, slot, &o, &v);
+	if (err)
 		return err;
-	}
-	if (bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &o.tag, &v) ||
-	    (v.slot != slot && v.slot < XVI_MAX_ENDPOINTS)) {
-		pr_warn("%s: slot %u lost its tag reservation\n", ctl->ifname, slot);
-		return -ESTALE;
-	}
 
 	/* 1: the socket, so a tag that points here always finds one */
 	if (bpf_map_update_elem(ctl->fds[MAP_XSKS], &slot, &xsk_fd, 0)) {
@@ -1115,17 +1130,9 @@ static int publish_dev_locked(struct xvi_ctl *ctl, __u32 slot, int dev_ifindex)
 	__u32 ifx = dev_ifindex;
 	int err;
 
-	err = owner_get(ctl, slot, &o);
-	if (err) {
-		pr_warn("%s: slot %u is not claimed (was it garbage-collected?)\n",
-			ctl->ifname, slot);
+	err = claim_intact(ctl, slot, &o, &v);
+	if (err)
 		return err;
-	}
-	if (bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &o.tag, &v) ||
-	    (v.slot != slot && v.slot < XVI_MAX_ENDPOINTS)) {
-		pr_warn("%s: slot %u lost its tag reservation\n", ctl->ifname, slot);
-		return -ESTALE;
-	}
 	if (bpf_map_update_elem(ctl->fds[MAP_DEVS], &slot, &ifx, 0)) {
 		err = -errno;
 		pr_warn("%s: cannot put ifindex %d into xvi_devs[%u]: %s\n", ctl->ifname,
