@@ -43,7 +43,7 @@ static int ip_len(int family)
  * one) of a get.  Returns 0, the kernel's negative errno, or the callback's
  * error.
  */
-static int nl_run(struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
+int xvi_nl__run(struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	bool dump = nlh->nlmsg_flags & NLM_F_DUMP;
@@ -135,7 +135,7 @@ int xvi_iface__query(const char *ifname, struct xvi_iface *out)
 	ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
 	ifi->ifi_family = AF_UNSPEC;
 	ifi->ifi_index = ifindex;
-	err = nl_run(nlh, link_cb, out);
+	err = xvi_nl__run(nlh, link_cb, out);
 	if (err == -ENODEV) {
 		pr_warn("%s: no such interface\n", ifname);
 		return xvi_err(err);
@@ -201,7 +201,7 @@ int xvi_iface__has_addr(int ifindex, const struct xvi_ip *ip)
 	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
 	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
 	ifa->ifa_family = ip->family;
-	err = nl_run(nlh, addr_cb, &r);
+	err = xvi_nl__run(nlh, addr_cb, &r);
 	if (err) {
 		pr_warn("RTM_GETADDR dump failed: %s\n", strerror(-err));
 		return xvi_err(err);
@@ -276,7 +276,7 @@ int xvi_route__lookup(int ifindex, const struct xvi_ip *dst,
 	 * SO_BINDTODEVICE socket (routes through other devices are skipped).
 	 */
 	mnl_attr_put_u32(nlh, RTA_OIF, ifindex);
-	err = nl_run(nlh, route_cb, &r);
+	err = xvi_nl__run(nlh, route_cb, &r);
 
 	inet_ntop(dst->family, dst->a, ipstr, sizeof(ipstr));
 	if (!if_indextoname(ifindex, ifstr))
@@ -369,7 +369,7 @@ static int neigh_get(int ifindex, const struct xvi_ip *ip, struct neigh_req *r)
 
 	memset(r, 0, sizeof(*r));
 	r->family = ip->family;
-	return nl_run(neigh_msg(buf, RTM_GETNEIGH, 0, ifindex, ip), neigh_cb, r);
+	return xvi_nl__run(neigh_msg(buf, RTM_GETNEIGH, 0, ifindex, ip), neigh_cb, r);
 }
 
 static bool neigh_usable(const struct neigh_req *r)
@@ -420,7 +420,7 @@ int xvi_neigh__resolve(int ifindex, const struct xvi_ip *nexthop, __u8 mac[6],
 		 */
 		if (err == -ENOENT || !(r.state & NUD_INCOMPLETE)) {
 			/* NLM_F_ACK: a successful NEWNEIGH has no other reply */
-			err = nl_run(neigh_msg(buf, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_ACK, ifindex,
+			err = xvi_nl__run(neigh_msg(buf, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_ACK, ifindex,
 					       nexthop), neigh_cb, &r);
 			if (err) {
 				pr_warn("%s: cannot start resolution of %s: %s\n", ifstr,

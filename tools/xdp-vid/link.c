@@ -21,6 +21,7 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
+#include "neigh.h"
 #include "xvid.h"
 
 int xvid_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE], char client[IF_NAMESIZE])
@@ -31,39 +32,11 @@ int xvid_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE], char client
 	return a >= IF_NAMESIZE || b >= IF_NAMESIZE ? -ENAMETOOLONG : 0;
 }
 
-/* Send one request and wait for its ack. */
+/* Link changes are acknowledged requests: wait for the kernel's verdict. */
 static int nl_talk(struct nlmsghdr *nlh)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct mnl_socket *nl;
-	unsigned int portid;
-	int ret, err = 0;
-
-	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
-	if (!nl)
-		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		err = -errno;
-		goto out;
-	}
-	portid = mnl_socket_get_portid(nl);
 	nlh->nlmsg_flags |= NLM_F_REQUEST | NLM_F_ACK;
-	nlh->nlmsg_seq = time(NULL);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		err = -errno;
-		goto out;
-	}
-	ret = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (ret < 0) {
-		err = -errno;
-		goto out;
-	}
-	ret = mnl_cb_run(buf, ret, nlh->nlmsg_seq, portid, NULL, NULL);
-	if (ret < 0)
-		err = -errno;
-out:
-	mnl_socket_close(nl);
-	return err;
+	return xvi_nl__run(nlh, NULL, NULL);
 }
 
 static int link_set_up(int ifindex)
