@@ -106,7 +106,8 @@ struct xvi_stream_ctx_opts {
 	__u32 keepalive_intvl_ms;
 	__u32 keepalive_cnt;
 	/* close(): FIN/FINACK completes in the background within this, then
-	 * the connection is aborted (RST); default 2000 */
+	 * the connection is aborted (RST); also how long TIME_WAIT lasts
+	 * after the peer's last FIN (at least 2 RTO); default 2000 */
 	__u32 linger_ms;
 	/* Listen: bound on half-open (SYN_RCVD) connections per listener;
 	 * when full the oldest is evicted; default 64 */

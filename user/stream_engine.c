@@ -308,6 +308,7 @@ static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 	h.tsval = (__u32)ctx->now ? (__u32)ctx->now : 1;
 	h.tsecr = s->ts_recent;
 	if (flags & XVI_SF_SYN) {
+		s->hs_tsval = h.tsval;
 		h.svc = s->svc;
 		h.mss = s->mss;
 		h.wnd = ctx->window * s->mss;
@@ -427,6 +428,17 @@ static void arm_rto(struct xvi_stream *s)
 
 		if (rto > s->ctx->rto_max_us)
 			rto = s->ctx->rto_max_us;
+		/*
+		 * A lingering close is aborted after linger_ms (section 8 of
+		 * PROTOCOL.md).  Backing off further would leave its FIN three
+		 * or four tries in that bound (0, 0.6, 1.8 s with a 600 ms
+		 * RTO): at 30 % loss each way one close in a hundred then
+		 * ended in RST.  So an orphan's timer stops backing off at
+		 * linger / 8: at least eight tries, at most eight more small
+		 * segments per linger.
+		 */
+		if (s->orphan && rto > s->ctx->linger_us / 8)
+			rto = s->ctx->linger_us / 8;
 		s->rto_at = s->ctx->now + rto;
 	}
 }
@@ -788,6 +800,21 @@ static void rtt_sample(struct xvi_stream *s, __u32 tsecr)
 		s->rto_us = ctx->rto_max_us;
 }
 
+/*
+ * The handshake's round trip is each side's first RTT sample.  Without it a
+ * server that only receives kept rto_init (200 ms) until its FIN was
+ * acknowledged, so a background close sent that FIN only four times (0, 0.2,
+ * 0.6, 1.4 s) before linger ran out: at 30 % loss each way one close in 120
+ * ended in RST.  Karn's rule with timestamps: only an echo of our latest SYN
+ * (SYN|ACK) counts; an earlier copy's echo can come with a segment the peer
+ * repeated on its own timer and would measure that timer, not the path.
+ */
+static void hs_rtt_sample(struct xvi_stream *s, __u32 tsecr)
+{
+	if (tsecr && tsecr == s->hs_tsval)
+		rtt_sample(s, tsecr);
+}
+
 static void ref_done(void *arg, __u64 cookie, int region)
 {
 	struct xvi_stream *s = arg;
@@ -909,6 +936,14 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 	arm_tlp(s);
 }
 
+/* SYN and SYN|ACK retransmission interval: backed off, at most rto_max. */
+static __u64 syn_rto(const struct xvi_stream *s)
+{
+	__u64 rto = (__u64)s->rto_us << (s->backoff < 6 ? s->backoff : 6);
+
+	return rto < s->ctx->rto_max_us ? rto : s->ctx->rto_max_us;
+}
+
 static bool on_rto(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
@@ -934,10 +969,22 @@ static bool on_rto(struct xvi_stream *s)
 		s->backoff++;
 		s->syn_tries++;
 		s->st_.segs_retrans++;
-		xmit(s, rcvd ? XVI_SF_SYN | XVI_SF_ACK : XVI_SF_SYN, s->iss, 0);
-		s->rto_at = ctx->now + ((__u64)s->rto_us << (s->backoff < 6 ? s->backoff : 6));
-		if (s->rto_at > ctx->now + ctx->rto_max_us)
-			s->rto_at = ctx->now + ctx->rto_max_us;
+		if (rcvd) {
+			/*
+			 * No echo on a SYN|ACK our own timer repeats: the time
+			 * since the SYN it would echo is this timer's, not the
+			 * path's, and the client must not take it for its first
+			 * RTT sample (an answer to a repeated SYN echoes it).
+			 */
+			__u32 ts = s->ts_recent;
+
+			s->ts_recent = 0;
+			xmit(s, XVI_SF_SYN | XVI_SF_ACK, s->iss, 0);
+			s->ts_recent = ts;
+		} else {
+			xmit(s, XVI_SF_SYN, s->iss, 0);
+		}
+		s->rto_at = ctx->now + syn_rto(s);
 		return true;
 	}
 	if (s->st == s->sh)
@@ -970,11 +1017,21 @@ static bool on_rto(struct xvi_stream *s)
 
 /* ---- state ---------------------------------------------------------------- */
 
+/*
+ * TIME_WAIT is there to ACK the peer's FIN again if our last ACK was lost
+ * (RFC 9293 3.6); old duplicates cannot be taken for a new connection (ids),
+ * so it need not last 2 MSL.  But it must outlast the peer's retransmissions
+ * of that FIN: they come one backed-off RTO of the peer's apart, and a peer
+ * that closed in the background retransmits for at most linger (section 8 of
+ * PROTOCOL.md).  So: linger, restarted by every retransmitted FIN (RFC 9293
+ * 3.10.7.4), never less than two of our RTOs.  A short TIME_WAIT answered
+ * the peer's retransmitted FIN with RST instead of an ACK.
+ */
 static __u32 time_wait_us(const struct xvi_stream *s)
 {
 	__u32 t = 2 * s->rto_us;
 
-	return t < 10000 ? 10000 : t > 1000000 ? 1000000 : t;
+	return t > s->ctx->linger_us ? t : s->ctx->linger_us;
 }
 
 static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
@@ -988,8 +1045,11 @@ static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
 	else if (!was && is)
 		ctx->nconns++;
 	s->state = st;
-	if (st == XVI_SS_TIME_WAIT)
+	if (st == XVI_SS_TIME_WAIT) {
 		s->close_at = ctx->now + time_wait_us(s);
+		/* Nothing to send or probe: only the peer's FIN can come. */
+		s->ka_at = s->persist_at = s->tlp_at = s->reo_at = 0;
+	}
 	if (st == XVI_SS_CLOSED) {
 		s->rto_at = s->delack_at = s->persist_at = s->ka_at = 0;
 		s->reo_at = s->tlp_at = 0;
@@ -1014,6 +1074,29 @@ static bool fail(struct xvi_stream *s, int err)
 		return false;
 	}
 	return true;
+}
+
+/*
+ * The error a matching RST leaves (section 6 of PROTOCOL.md).  RFC 9293
+ * 3.10.7.4: in CLOSING, LAST_ACK and TIME_WAIT an RST just closes: the peer
+ * sent its FIN, so it has nothing more for us, and the application finished
+ * with the connection.  We report ECONNRESET there only while some of our
+ * data is unacknowledged (it may never have arrived); once everything up to
+ * our FIN is acknowledged, the RST loses nothing.
+ */
+static int rst_error(const struct xvi_stream *s)
+{
+	switch (s->state) {
+	case XVI_SS_SYN_RCVD:
+		return ECONNREFUSED;
+	case XVI_SS_TIME_WAIT:
+		return 0;
+	case XVI_SS_CLOSING:
+	case XVI_SS_LAST_ACK:
+		return s->fin_sent && s->snd_una + 1 == s->snd_nxt ? 0 : ECONNRESET;
+	default:
+		return ECONNRESET;
+	}
 }
 
 static void update_state(struct xvi_stream *s)
@@ -1072,6 +1155,25 @@ static void established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
 
 /* ---- input ---------------------------------------------------------------- */
 
+/*
+ * The table is full: end the TIME_WAIT connection closest to its end, if
+ * any (ids keep a later connection safe from its old segments; what is lost
+ * is only a repeated ACK of a retransmitted FIN, as when a TCP stack drops
+ * TIME_WAIT sockets beyond its limit).  Returns true if one was ended.
+ */
+static bool reclaim_time_wait(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_stream *s, *old = NULL;
+
+	for (s = ctx->all; s; s = s->next)
+		if (s->state == XVI_SS_TIME_WAIT && (!old || s->close_at < old->close_at))
+			old = s;
+	if (!old)
+		return false;
+	fail(old, 0);
+	return true;
+}
+
 static struct xvi_stream *find_listener(struct xvi_stream_ctx *ctx, __u16 svc)
 {
 	for (struct xvi_stream *s = ctx->all; s; s = s->next)
@@ -1090,16 +1192,36 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		send_rst_raw(ctx, peer, h->scid, 0, 0, h->seq + 1);
 		return;
 	}
-	/* A retransmitted SYN: our SYN|ACK was lost, send it again. */
-	for (int q = 0; q < 2; q++)
-		for (c = q ? l->acc_head : l->half_head; c; c = c->lq_next)
-			if (c->rcid == h->scid && xvi_sockaddr_eq(&c->peer, peer)) {
-				if (c->state == XVI_SS_SYN_RCVD)
-					xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
-				else
-					c->ack_now = true, mark_dirty(c);
-				return;
-			}
+	/*
+	 * A retransmitted (or duplicated) SYN of a connection we already
+	 * have: same peer, same id, same initial sequence number.  Every
+	 * connection counts, not only those still in the listener's queues:
+	 * a copy that arrives after the application accepted the connection
+	 * must not open a second one (whose SYN|ACK the client would answer
+	 * with RST).  Half-open: our SYN|ACK was lost, send it again, echoing
+	 * this copy's tsval (RFC 7323) so the client's first RTT sample is
+	 * not inflated by its retransmission timeout.  Otherwise the copy is
+	 * old: ACK it, as TCP does.
+	 */
+	for (c = ctx->all; c; c = c->next) {
+		if (c->state == XVI_SS_LISTEN || c->state == XVI_SS_CLOSED ||
+		    c->rcid != h->scid || c->irs != h->seq || !xvi_sockaddr_eq(&c->peer, peer))
+			continue;
+		if (c->state == XVI_SS_SYN_RCVD) {
+			if ((__s32)(h->tsval - c->ts_recent) > 0)
+				c->ts_recent = h->tsval;
+			xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
+			/* A retransmission: it gets a whole (backed-off) RTO. */
+			c->rto_at = ctx->now + syn_rto(c);
+		} else {
+			c->ack_now = true;
+			mark_dirty(c);
+		}
+		return;
+	}
+	/* TIME_WAIT gives way to new connections when the table is full. */
+	if (ctx->nconns >= ctx->max_conns)
+		reclaim_time_wait(ctx);
 	/*
 	 * Bounded half-open queue: a flood of SYNs evicts the oldest
 	 * half-open connection instead of growing, so it cannot exhaust
@@ -1254,7 +1376,7 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		s->irs = h.seq;
 		xvi_srq__reset(&s->rq, h.seq + 1);
 		s->ts_recent = h.tsval;
-		rtt_sample(s, h.tsecr);
+		hs_rtt_sample(s, h.tsecr);
 		established(s, h.mss, h.wnd);
 		s->ack_now = true;
 		mark_dirty(s);
@@ -1262,16 +1384,21 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	}
 	s->last_rx = ctx->now;
 	s->ka_sent = 0;
-	if (ctx->ka_cnt)
+	if (ctx->ka_cnt && s->state != XVI_SS_TIME_WAIT)
 		s->ka_at = ctx->now + ctx->ka_idle_us;
 	if (h.flags & XVI_SF_RST) {
-		/* After our FIN was acknowledged the peer's RST loses nothing. */
-		fail(s, s->state == XVI_SS_SYN_RCVD ? ECONNREFUSED :
-			s->state == XVI_SS_TIME_WAIT ? 0 : ECONNRESET);
+		fail(s, rst_error(s));
 		return;
 	}
 	if (h.flags & XVI_SF_SYN) {
-		/* Our ACK of the SYN|ACK was lost. */
+		/*
+		 * Our ACK of the SYN|ACK was lost.  RFC 7323: the copy is at
+		 * or below what we acknowledged, so the ACK echoes its tsval;
+		 * echoing the first copy's would inflate the peer's first RTT
+		 * sample by its retransmission timeout.
+		 */
+		if (h.seq == s->irs && (__s32)(h.tsval - s->ts_recent) > 0)
+			s->ts_recent = h.tsval;
 		s->ack_now = true;
 		mark_dirty(s);
 		return;
@@ -1292,6 +1419,8 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 			return;
 		}
 		xvi_srq__reset(&s->rq, s->irs + 1);
+		/* The ACK echoes our SYN|ACK: the passive side's first RTT. */
+		hs_rtt_sample(s, h.tsecr);
 		established(s, s->peer_mss, h.wnd);
 		if (l) {
 			list_unlink(s);
@@ -1300,6 +1429,10 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	}
 	on_ack(s, &h);
 	on_data(s, &h, (const __u8 *)buf + hl);
+	/* RFC 9293 3.10.7.4: a retransmitted FIN in TIME_WAIT is acknowledged
+	 * again (on_data) and restarts the timer: the peer missed our ACK. */
+	if ((h.flags & XVI_SF_FIN) && s->state == XVI_SS_TIME_WAIT)
+		s->close_at = ctx->now + time_wait_us(s);
 	update_state(s);
 }
 
@@ -1571,7 +1704,7 @@ int xvi_ss__connect(struct xvi_stream *s, const union xvi_sockaddr *peer, __u16 
 		return -EALREADY;
 	if (s->state != XVI_SS_CLOSED || s->rcid)
 		return -EISCONN;
-	if (ctx->nconns >= ctx->max_conns)
+	if (ctx->nconns >= ctx->max_conns && !reclaim_time_wait(ctx))
 		return -EAGAIN;
 	now_us(ctx);
 	s->peer = *peer;

@@ -121,6 +121,7 @@ struct xvi_stream {
 	__u64 close_at;			/* linger or TIME_WAIT end */
 	__u64 deadline;			/* min of the above */
 	__u32 syn_tries;
+	__u32 hs_tsval;			/* tsval of our latest SYN or SYN|ACK */
 	/* RTT */
 	__u32 srtt_us, rttvar_us, rto_us;
 	__u32 backoff;

@@ -167,6 +167,245 @@ Test(stream_sim, fifty_connections_under_30pct_loss, .timeout = 60)
 	sim_fini(&s);
 }
 
+/*
+ * The lab's conns50 case (tests/lab/streams.sh) in virtual time, as xvi-cat
+ * --conns does it: every client sends one line, shuts down its half and
+ * reads to end of stream, then closes; the server reads to end of stream,
+ * checks the line and closes.  Library defaults (linger, timers) as in the
+ * lab.  A clean run sends no RST at all: a retransmitted FIN meets TIME_WAIT
+ * (re-ACKed), never a forgotten connection, and no lingering close gives up.
+ */
+#define LINE	"hello from a connection\n"
+
+struct conns_result {
+	int delivered;		/* server streams that read the line and EOF */
+	int finished;		/* client streams that read EOF */
+	int failed;		/* streams that saw an error */
+	int first_err;
+	__u64 rst[2], no_conn[2];
+	__u32 left[2];		/* connections still alive at the end */
+	__u64 took_us;
+};
+
+static void run_conns(__u64 seed, int n, int loss, struct conns_result *r)
+{
+	struct xvi_stream *c[64], *v[64], *l;
+	bool sent[64] = { 0 }, cdone[64] = { 0 }, vdone[64] = { 0 };
+	char got[64][64], buf[64];
+	size_t glen[64] = { 0 };
+	int na = 0, nc = 0, ns = 0;
+	struct sim s;
+	__u64 t0, end;
+
+	cr_assert_leq(n, 64);
+	memset(r, 0, sizeof(*r));
+	sim_init(&s, seed, NULL);
+	l = listener(&s, 7102, n);
+	s.loss = loss;
+	t0 = s.now;
+	for (int i = 0; i < n; i++) {
+		c[i] = sock(&s, 0);
+		cr_assert_eq(xvi_ss__connect(c[i], &s.n[1].addr, 7102), -EINPROGRESS);
+	}
+	for (end = s.now + 60000000; s.now < end && (nc < n || ns < n) && !r->failed;) {
+		struct xvi_stream *a;
+
+		while (na < n && (a = xvi_ss__accept(l, NULL)))
+			v[na++] = a;
+		for (int i = 0; i < n; i++) {
+			ssize_t k;
+
+			if (cdone[i])
+				continue;
+			if (c[i]->state == XVI_SS_CLOSED) {
+				r->failed++;
+				r->first_err = r->first_err ?: c[i]->err ?: -1;
+				cdone[i] = true;
+				continue;
+			}
+			if (c[i]->state < XVI_SS_ESTABLISHED)
+				continue;
+			if (!sent[i]) {
+				cr_assert_eq(xvi_ss__send(c[i], LINE, strlen(LINE)),
+					     (ssize_t)strlen(LINE));
+				cr_assert_eq(xvi_ss__shutdown(c[i], SHUT_WR), 0);
+				sent[i] = true;
+			}
+			k = xvi_ss__recv(c[i], buf, sizeof(buf));
+			if (k == -EAGAIN)
+				continue;
+			cdone[i] = true;
+			if (k) {	/* an error, or data nobody sent */
+				r->failed++;
+				r->first_err = r->first_err ?: k < 0 ? (int)-k : -1;
+				continue;
+			}
+			r->finished++;
+			nc++;
+			cr_assert_eq(xvi_ss__close(c[i]), 0);
+		}
+		for (int i = 0; i < na; i++) {
+			ssize_t k;
+
+			while (!vdone[i] && (k = xvi_ss__recv(v[i], got[i] + glen[i],
+							      sizeof(got[i]) - glen[i])) != -EAGAIN) {
+				if (k > 0) {
+					glen[i] += k;
+					continue;
+				}
+				vdone[i] = true;
+				ns++;
+				if (k < 0) {
+					r->failed++;
+					r->first_err = r->first_err ?: (int)-k;
+					break;
+				}
+				if (glen[i] == strlen(LINE) && !memcmp(got[i], LINE, glen[i]))
+					r->delivered++;
+				cr_assert_eq(xvi_ss__close(v[i]), 0);
+			}
+		}
+		if (!sim_step(&s))
+			s.now += 1000;
+	}
+	r->took_us = s.now - t0;
+	/* Lingering closes and TIME_WAIT run out on their own (bounded). */
+	RUN_UNTIL(&s, 30000000, !s.n[0].ctx->nconns && !s.n[1].ctx->nconns);
+	for (int i = 0; i < 2; i++) {
+		r->rst[i] = s.n[i].ctx->stats.tx_rst;
+		r->no_conn[i] = s.n[i].ctx->stats.rx_no_conn;
+		r->left[i] = s.n[i].ctx->nconns;
+	}
+	if (r->failed)
+		for (int i = 0; i < n; i++)
+			if (!cdone[i])
+				xvi_ss__abort(c[i]);
+	xvi_ss__close(l);
+	sim_fini(&s);
+}
+
+Test(stream_sim, many_short_connections_close_cleanly_under_30pct_loss, .timeout = 120)
+{
+	const int seeds = 24, n = 50;
+	int bad = 0, failed = 0;
+	__u64 rst = 0, no_conn = 0, worst = 0;
+
+	for (int k = 0; k < seeds; k++) {
+		struct conns_result r;
+
+		run_conns(1000 + k, n, 300, &r);
+		if (r.took_us > worst)
+			worst = r.took_us;
+		rst += r.rst[0] + r.rst[1];
+		no_conn += r.no_conn[0] + r.no_conn[1];
+		failed += r.failed;
+		if (r.failed || r.delivered != n || r.finished != n || r.rst[0] || r.rst[1] ||
+		    r.left[0] || r.left[1]) {
+			bad++;
+			cr_log_warn("seed %d: %d/%d delivered, %d/%d finished, %d failed (%s), RST sent %llu/%llu, for no connection %llu/%llu, left %u/%u",
+				    1000 + k, r.delivered, n, r.finished, n, r.failed,
+				    r.first_err > 0 ? strerror(r.first_err) : "-",
+				    (unsigned long long)r.rst[0], (unsigned long long)r.rst[1],
+				    (unsigned long long)r.no_conn[0],
+				    (unsigned long long)r.no_conn[1], r.left[0], r.left[1]);
+		}
+	}
+	cr_log_info("%d seeds x %d connections at 30%% loss: %d seeds bad, %d streams failed, %llu RST, %llu segments for no connection, slowest %.3f virtual s",
+		    seeds, n, bad, failed, (unsigned long long)rst, (unsigned long long)no_conn,
+		    worst / 1e6);
+	cr_expect_eq(failed, 0, "streams failed: %d", failed);
+	cr_expect_eq(rst, 0u, "RST sent: %llu", (unsigned long long)rst);
+	cr_expect_eq(no_conn, 0u, "segments for no connection: %llu", (unsigned long long)no_conn);
+	cr_assert_eq(bad, 0, "%d of %d seeds did not deliver and close cleanly", bad, seeds);
+}
+
+/* Drop node 0's pure ACKs of node 1's FIN the first @left times. */
+struct fin_ack_drop {
+	__u32 fin_end;		/* node 1's FIN sequence + 1 */
+	int left, dropped;
+	__u8 syn[128];		/* the client's first SYN, for replay */
+	__u32 syn_len;
+};
+
+static bool fin_ack_filter(struct sim *s, int from, const void *buf, __u32 len)
+{
+	struct fin_ack_drop *d = s->fpriv;
+	struct xvi_shdr h;
+
+	if (from != 0 || xvi_shdr__decode(&h, buf, len, false) < 0)
+		return false;
+	if ((h.flags & XVI_SF_SYN) && !d->syn_len && len <= sizeof(d->syn)) {
+		memcpy(d->syn, buf, len);
+		d->syn_len = len;
+	}
+	if (d->fin_end && h.ack == d->fin_end && !h.len && !(h.flags & XVI_SF_FIN) &&
+	    d->left > 0) {
+		d->left--;
+		d->dropped++;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * RFC 9293 TIME_WAIT: the active closer's last ACK is lost again and again;
+ * each retransmitted FIN is acknowledged anew and restarts TIME_WAIT, so the
+ * passive side closes cleanly instead of meeting a forgotten connection (RST).
+ */
+Test(stream_sim, time_wait_acks_retransmitted_fins)
+{
+	struct fin_ack_drop d = { 0 };
+	struct xvi_stream *l, *c, *v;
+	struct sim s;
+	char b[8];
+
+	sim_init(&s, 61, NULL);
+	s.filter = fin_ack_filter;
+	s.fpriv = &d;
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	cr_assert_eq(xvi_ss__shutdown(c, SHUT_WR), 0);
+	cr_assert(RUN_UNTIL(&s, 1000000, xvi_ss__recv(v, b, sizeof(b)) == 0));
+	d.fin_end = v->snd_nxt + 1;
+	d.left = 5;
+	cr_assert_eq(xvi_ss__close(v), 0);	/* LAST_ACK in the background */
+	cr_assert(RUN_UNTIL(&s, 1000000, c->state == XVI_SS_TIME_WAIT));
+	cr_expect_eq(xvi_ss__recv(c, b, sizeof(b)), 0);
+	cr_assert(RUN_UNTIL(&s, 20000000, !s.n[1].ctx->nconns), "server stuck");
+	cr_expect_eq(d.dropped, 5, "ACKs of the FIN dropped: %d", d.dropped);
+	cr_expect_eq(s.n[0].ctx->stats.tx_rst + s.n[1].ctx->stats.tx_rst, 0u, "RST sent");
+	cr_expect_eq(s.n[0].ctx->stats.rx_no_conn, 0u, "FIN for a forgotten connection");
+	cr_assert(RUN_UNTIL(&s, 20000000, c->state == XVI_SS_CLOSED));
+	cr_expect_eq(c->err, 0);
+	sim_fini(&s);
+}
+
+/* A copy of the SYN that arrives after accept() opens no second connection. */
+Test(stream_sim, late_syn_copy_after_accept_is_not_a_new_connection)
+{
+	struct fin_ack_drop d = { 0 };
+	struct xvi_stream *l, *c, *v;
+	union xvi_sockaddr from;
+	struct sim s;
+
+	sim_init(&s, 62, NULL);
+	s.filter = fin_ack_filter;
+	s.fpriv = &d;
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	cr_assert(d.syn_len);
+	from = s.n[0].addr;
+	xvi_sctx__input(s.n[1].ctx, &from, d.syn, d.syn_len, false);
+	xvi_sctx__run(s.n[1].ctx);
+	cr_expect_eq(s.n[1].ctx->nconns, 1u, "server connections: %u", s.n[1].ctx->nconns);
+	cr_expect_eq(l->n_half, 0u);
+	RUN_UNTIL(&s, 100000, false);
+	cr_expect_eq(s.n[0].ctx->stats.tx_rst + s.n[1].ctx->stats.tx_rst, 0u, "RST sent");
+	cr_expect_eq(c->state, XVI_SS_ESTABLISHED);
+	cr_expect_eq(v->state, XVI_SS_ESTABLISHED);
+	sim_fini(&s);
+}
+
 /* ---- keepalive ---- */
 
 Test(stream_sim, keepalive_detects_dead_peer_within_bound)
@@ -458,6 +697,7 @@ struct rst_case {
 	const char *name;
 	enum xvi_stream_state st;
 	int err;
+	bool data;		/* LAST_ACK: unacknowledged data before the FIN */
 };
 
 static const struct rst_case rst_cases[] = {
@@ -466,8 +706,12 @@ static const struct rst_case rst_cases[] = {
 	{ "FIN_WAIT_1", XVI_SS_FIN_WAIT_1, ECONNRESET },
 	{ "FIN_WAIT_2", XVI_SS_FIN_WAIT_2, ECONNRESET },
 	{ "CLOSE_WAIT", XVI_SS_CLOSE_WAIT, ECONNRESET },
-	{ "CLOSING", XVI_SS_CLOSING, ECONNRESET },
-	{ "LAST_ACK", XVI_SS_LAST_ACK, ECONNRESET },
+	/* RFC 9293: the peer sent its FIN and all our data is acknowledged:
+	 * the RST just closes (the application already finished) */
+	{ "CLOSING", XVI_SS_CLOSING, 0 },
+	{ "LAST_ACK", XVI_SS_LAST_ACK, 0 },
+	/* ... but not while our data may not have arrived */
+	{ "LAST_ACK, data unacknowledged", XVI_SS_LAST_ACK, ECONNRESET, 1 },
 	{ "TIME_WAIT", XVI_SS_TIME_WAIT, 0 },
 };
 
@@ -524,6 +768,8 @@ Test(stream_sim, rst_in_every_state)
 				xvi_ss__shutdown(v, SHUT_WR);
 				RUN_UNTIL(&s, 1000000, c->state == XVI_SS_CLOSE_WAIT);
 				s.drop_all[0] = true;
+				if (k->data)
+					cr_assert_eq(xvi_ss__send(c, "x", 1), 1);
 				xvi_ss__shutdown(c, SHUT_WR);
 				break;
 			case XVI_SS_TIME_WAIT:

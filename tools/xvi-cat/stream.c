@@ -506,15 +506,29 @@ int cat_stream_sender(const struct cat_cfg *cfg)
 
 struct mc {
 	struct xvi_stream *s;
+	union xvi_sockaddr peer;	/* listener: who connected; sender: the address */
 	size_t off;		/* sender: bytes of the input sent */
 	bool up, shut, eof, failed;
 	char *rx;		/* listener: the connection's data */
 	size_t rxlen, rxcap;
 };
 
-static int multi_rx(struct sx *x, struct mc *c)
+/*
+ * Connection @i failed with @err.  It names the connection's own peer: a
+ * listener's configured address is a wildcard (0.0.0.0), and x->peer is the
+ * single-connection mode's.
+ */
+static void multi_failed(struct mc *c, unsigned long i, int err)
 {
 	char a[64];
+
+	fprintf(stderr, "xvi-cat: connection %lu with %s failed: %s%s\n", i,
+		xt_addr_str(&c->peer, a, sizeof(a)), strerror(err), err_hint(err));
+	c->failed = true;
+}
+
+static int multi_rx(struct sx *x, struct mc *c, unsigned long i)
+{
 
 	for (;;) {
 		ssize_t r = xvi_stream__recv(c->s, x->rbuf, IOBUF, 0);
@@ -522,9 +536,7 @@ static int multi_rx(struct sx *x, struct mc *c)
 		if (r == -EAGAIN || (r < 0 && errno == EAGAIN))
 			return 0;
 		if (r < 0) {
-			fprintf(stderr, "xvi-cat: connection with %s failed: %s%s\n",
-				peer_str(x->cfg, a, sizeof(a)), strerror(errno), err_hint(errno));
-			c->failed = true;
+			multi_failed(c, i, errno);
 			return -1;
 		}
 		if (r == 0) {
@@ -608,6 +620,7 @@ static int run_multi(struct sx *x)
 		for (i = 0; i < n; i++) {
 			int err;
 
+			c[i].peer = cfg->addr;
 			c[i].s = xvi_stream__socket(x->ctx, &so);
 			if (!c[i].s) {
 				fprintf(stderr, "xvi-cat: cannot create stream %lu: %s\n", i,
@@ -628,7 +641,7 @@ static int run_multi(struct sx *x)
 		if (cfg->listen) {
 			struct xvi_stream *a;
 
-			while (up < n && (a = xvi_stream__accept(x->s, NULL))) {
+			while (up < n && (a = xvi_stream__accept(x->s, &c[up].peer))) {
 				c[up].s = a;
 				c[up++].up = true;
 			}
@@ -642,8 +655,7 @@ static int run_multi(struct sx *x)
 			if (!c[i].up) {
 				xvi_stream__info(c[i].s, &info);
 				if (info.state == XVI_SS_CLOSED) {
-					fprintf(stderr, "xvi-cat: connection %lu failed: %s\n", i,
-						strerror(info.error ? info.error : ECONNREFUSED));
+					multi_failed(&c[i], i, info.error ?: ECONNREFUSED);
 					goto out;
 				}
 				if (info.state < XVI_SS_ESTABLISHED)
@@ -668,7 +680,7 @@ static int run_multi(struct sx *x)
 				}
 				c[i].shut = true;
 			}
-			r = multi_rx(x, &c[i]);
+			r = multi_rx(x, &c[i], i);
 			if (r < 0)
 				goto out;
 			if (r > 0) {
