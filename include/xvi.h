@@ -175,6 +175,12 @@ XVI_API void xvi_endpoint__close(struct xvi_endpoint *ep);
 enum xvi_ep_info_flags {
 	XVI_INFO_ZEROCOPY = 1 << 0,	/* bound in zero-copy mode */
 	XVI_INFO_NEED_WAKEUP = 1 << 1,	/* kernel honours need_wakeup */
+	/*
+	 * UDP checksums are requested through AF_XDP TX metadata and filled in
+	 * by the device (chosen at open when the device offers it), not
+	 * computed by the library.
+	 */
+	XVI_INFO_TX_CSUM_OFFLOAD = 1 << 2,
 };
 
 struct xvi_endpoint_info {

@@ -31,6 +31,7 @@
 #include <linux/types.h>
 #include <xdp/xsk.h>
 #include "xvi_wire.h"
+#include "xsk_setup.h"
 
 #define XVI_BROKER_MAGIC	0x78766962u	/* "xvib" */
 #define XVI_BROKER_VERSION	1
@@ -99,28 +100,9 @@ int xvi_broker__resolve(int conn, int family, const __u8 *nexthop, __u8 mac[6],
 			int timeout_ms);
 
 /*
- * Client: register the segment on the broker's socket @fd and bind it to
- * @ifindex queue 0 in copy mode with need_wakeup.  libxdp 1.3.1 can only
- * register a UMEM on a socket it creates itself, which an unprivileged
- * process cannot, so the rings are set up and mapped here by hand.  The
- * ring structs are filled as libxdp would (its inline fast path uses them).
+ * Client: the broker's socket is set up with xvi_xsk__setup_fd()
+ * (xsk_setup.h): libxdp 1.3.1 can only register a UMEM on a socket it
+ * creates itself, which an unprivileged process cannot.
  */
-struct xvi_xsk_maps {
-	void *map[4];		/* fill, completion, rx, tx */
-	size_t len[4];
-};
-
-struct xvi_xsk_setup {
-	void *area;
-	__u64 size;
-	__u32 frame_size;
-	__u32 fill_size, comp_size, rx_size, tx_size;
-	int ifindex;
-};
-
-int xvi_xsk__setup_fd(int fd, const struct xvi_xsk_setup *s, struct xsk_ring_prod *fill,
-		      struct xsk_ring_cons *comp, struct xsk_ring_cons *rx,
-		      struct xsk_ring_prod *tx, struct xvi_xsk_maps *maps);
-void xvi_xsk__unmap(struct xvi_xsk_maps *maps);
 
 #endif /* XVI_BROKER_H */

@@ -16,6 +16,7 @@
 #include "ctl.h"
 #include "endpoint.h"
 #include "log.h"
+#include "netdev.h"
 #include "opts.h"
 
 #define DEF_FRAME_SIZE		2048
@@ -324,6 +325,128 @@ static void *map_segment(const char *ifname, size_t size, bool huge)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+/* max_payload() bounds a payload by the receive room, which is smaller. */
+_Static_assert(XVI_TX_HEADROOM_MD <= XVI_RX_HEADROOM,
+	       "the metadata send headroom must stay below the receive headroom");
+
+/* XVI_TX_CSUM: how UDP checksums are made (a test knob, see DESIGN.md 5). */
+enum tx_csum_knob {
+	TX_CSUM_AUTO,		/* unset or "auto": the device's offload if it has one */
+	TX_CSUM_SW,		/* "sw": always in software */
+	TX_CSUM_SW_OFFLOAD,	/* "sw-offload": metadata path, kernel sums (testing) */
+};
+
+static enum tx_csum_knob tx_csum_knob(const char *ifname)
+{
+	const char *v = secure_getenv("XVI_TX_CSUM");
+
+	if (!v || !*v || !strcmp(v, "auto"))
+		return TX_CSUM_AUTO;
+	if (!strcmp(v, "sw"))
+		return TX_CSUM_SW;
+	if (!strcmp(v, "sw-offload"))
+		return TX_CSUM_SW_OFFLOAD;
+	pr_warn("%s: XVI_TX_CSUM=%s is not auto, sw or sw-offload: ignored\n", ifname, v);
+	return TX_CSUM_AUTO;
+}
+
+static const char *probe_str(int r, char *buf, size_t len)
+{
+	if (r >= 0)
+		return r ? "yes" : "no";
+	snprintf(buf, len, "unknown (%s)", strerror(-r));
+	return buf;
+}
+
+/*
+ * Decide once, before the socket exists, how this endpoint's UDP checksums
+ * are made: requested through AF_XDP TX metadata if the device offers TX
+ * checksum offload to AF_XDP (netdev genl xsk-features) and the kernel takes
+ * a UMEM with TX metadata (6.11+), else in software during the copy.  Only
+ * direct UDP endpoints: raw frames carry no checksum, and a protected
+ * endpoint's device is a veth pair, which has no such offload.
+ */
+static void choose_tx_csum(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
+{
+	enum tx_csum_knob knob = tx_csum_knob(ep->ifname);
+	char b1[64], b2[64];
+	__u64 feat = 0;
+	int dev, kern;
+
+	if (cfg->kind != XVI_EP_UDP)
+		return;
+	if (knob == TX_CSUM_SW) {
+		pr_debug("%s: TX checksums in software (XVI_TX_CSUM=sw)\n", ep->ifname);
+		return;
+	}
+	dev = xvi_netdev__xsk_features(ep->ifindex, &feat);
+	if (!dev)
+		dev = !!(feat & XVI_NETDEV_XSK_FLAGS_TX_CHECKSUM);
+	kern = xvi_xsk__probe_tx_md(knob == TX_CSUM_SW_OFFLOAD ? XDP_UMEM_TX_SW_CSUM : 0);
+	pr_debug("%s: TX checksum probe: device AF_XDP TX checksum offload %s, kernel TX metadata%s %s\n",
+		 ep->ifname, probe_str(dev, b1, sizeof(b1)),
+		 knob == TX_CSUM_SW_OFFLOAD ? " with XDP_UMEM_TX_SW_CSUM" : "",
+		 probe_str(kern, b2, sizeof(b2)));
+	if (knob == TX_CSUM_SW_OFFLOAD) {
+		if (kern != 1) {
+			pr_warn("%s: XVI_TX_CSUM=sw-offload: the kernel refuses TX metadata with XDP_UMEM_TX_SW_CSUM (needs 6.11+): checksums in software\n",
+				ep->ifname);
+			return;
+		}
+		ep->tx_umem_flags = XDP_UMEM_TX_METADATA_LEN | XDP_UMEM_TX_SW_CSUM;
+	} else if (dev == 1 && kern == 1) {
+		ep->tx_umem_flags = XDP_UMEM_TX_METADATA_LEN;
+	} else {
+		pr_debug("%s: TX checksums in software\n", ep->ifname);
+		return;
+	}
+	ep->tx_csum_md = true;
+	ep->tx_md_len = XVI_TX_MD_LEN;
+	ep->tx_headroom = XVI_TX_HEADROOM_MD;
+	pr_debug("%s: TX checksums requested through TX metadata%s\n", ep->ifname,
+		 knob == TX_CSUM_SW_OFFLOAD ?
+		 ", summed by the kernel (XVI_TX_CSUM=sw-offload)" : "");
+}
+
+/*
+ * With TX metadata the UMEM needs flags and a tx_metadata_len that libxdp
+ * 1.3.1 cannot pass: the socket and its rings are set up by hand, as for
+ * the protected path, into the same ring structs.
+ */
+static int bind_socket_md(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
+			  __u16 mode)
+{
+	struct xvi_xsk_setup xs = {
+		.area = ep->area,
+		.size = ep->area_size,
+		.frame_size = cfg->frame_size,
+		.fill_size = 2 * cfg->fill_size,	/* see bind_socket */
+		.comp_size = cfg->comp_size,
+		.rx_size = cfg->rx_size,
+		.tx_size = cfg->tx_size,
+		.ifindex = ep->ifindex,
+		.queue_id = cfg->queue_id,
+		.bind_flags = mode | XDP_USE_NEED_WAKEUP,
+		.umem_flags = ep->tx_umem_flags,
+		.tx_md_len = ep->tx_md_len,
+	};
+	int err, fd;
+
+	if (!ep->rings) {
+		ep->rings = calloc(1, sizeof(*ep->rings));
+		if (!ep->rings)
+			return -ENOMEM;
+	}
+	err = xvi_xsk__create(&xs, &ep->fill, &ep->comp, &ep->rx, &ep->tx, ep->rings, &fd);
+	if (err)
+		return err;
+	ep->fd = fd;
+	ep->bind_flags = mode;
+	ep->zerocopy = mode == XDP_ZEROCOPY;
+	ep->need_wakeup = true;
+	return 0;
+}
+
 /*
  * Create the UMEM and the socket bound with @mode (XDP_ZEROCOPY or
  * XDP_COPY).  libxdp caches ring indices in these structs: they must start
@@ -354,6 +477,8 @@ static int bind_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 	};
 	int err;
 
+	if (ep->tx_umem_flags)
+		return bind_socket_md(ep, cfg, mode);
 	memset(&ep->rx, 0, sizeof(ep->rx));
 	memset(&ep->tx, 0, sizeof(ep->tx));
 	memset(&ep->fill, 0, sizeof(ep->fill));
@@ -509,7 +634,7 @@ static void fill_local(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 
 static __u32 max_payload(const struct xvi_ep_cfg *cfg, __u32 mtu)
 {
-	__u32 room = cfg->frame_size - XVI_TX_HEADROOM, hdr;
+	__u32 room = cfg->frame_size - XVI_TX_HEADROOM, rx_room, hdr;
 
 	if (cfg->kind == XVI_EP_RAW)
 		hdr = XVI_RAW_HDR_LEN;
@@ -517,6 +642,16 @@ static __u32 max_payload(const struct xvi_ep_cfg *cfg, __u32 mtu)
 		hdr = XVI_IP6_HLEN + XVI_UDP_HLEN;
 	else
 		hdr = XVI_IP4_HLEN + XVI_UDP_HLEN;
+	/*
+	 * A peer endpoint with frames of this size must be able to receive
+	 * it: the kernel writes a received frame, Ethernet header included,
+	 * at XVI_RX_HEADROOM and drops one that does not fit the rest.
+	 * Without this, 4096-byte frames on a link with MTU above 3826 sent
+	 * datagrams no endpoint could receive.
+	 */
+	rx_room = cfg->frame_size - XVI_RX_HEADROOM - XVI_ETH_HLEN - hdr;
+	if (rx_room < room)
+		room = rx_room;
 	if (mtu <= hdr)
 		return 0;
 	return mtu - hdr < room ? mtu - hdr : room;
@@ -726,6 +861,7 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	ep->spin_us = cfg.spin_us;
 	ep->resolve_timeout_ms = cfg.resolve_timeout_ms;
 	ep->max_payload = max_payload(&cfg, ifc.mtu);
+	ep->tx_headroom = XVI_TX_HEADROOM;
 	ep->ip_id = (__u16)getpid();
 	fill_local(ep, &cfg);
 	xvi_dst_cache__init(&ep->dst, xvi_ep__resolve, ep, NULL);
@@ -769,6 +905,7 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 		goto fail;
 	claimed = true;
 
+	choose_tx_csum(ep, &cfg);
 	err = create_socket(ep, &cfg);
 	if (err)
 		goto fail;
@@ -810,6 +947,10 @@ void xvi_endpoint__close(struct xvi_endpoint *ep)
 {
 	int saved = errno;
 
+	if (ep && ep->kind == XVI_EP_UDP)
+		pr_debug("%s: TX checksums: %llu requested through TX metadata, %llu computed in software\n",
+			 ep->ifname, (unsigned long long)ep->tx_csum_md_n,
+			 (unsigned long long)ep->tx_csum_sw_n);
 	ep_destroy(ep, ep != NULL);
 	errno = saved;
 }
@@ -826,7 +967,8 @@ int xvi_endpoint__info(const struct xvi_endpoint *ep,
 	memset(&out, 0, sizeof(out));
 	out.sz = sz;
 	out.flags = (ep->zerocopy ? XVI_INFO_ZEROCOPY : 0) |
-		    (ep->need_wakeup ? XVI_INFO_NEED_WAKEUP : 0);
+		    (ep->need_wakeup ? XVI_INFO_NEED_WAKEUP : 0) |
+		    (ep->tx_csum_md ? XVI_INFO_TX_CSUM_OFFLOAD : 0);
 	out.ifindex = ep->ifindex;
 	out.queue_id = ep->queue_id;
 	out.slot = ep->slot;

@@ -20,7 +20,10 @@
  * (bpf_xdp_adjust_meta; AF_XDP copies the metadata too).
  * Send frame: the payload starts at XVI_TX_HEADROOM so the headers (at most
  * Ethernet + IPv6 + UDP = 62 bytes) are written in place in front of it and
- * the descriptor points at the first header byte.
+ * the descriptor points at the first header byte.  An endpoint that asks for
+ * checksums through TX metadata puts its payload at XVI_TX_HEADROOM_MD: the
+ * kernel wants the struct xsk_tx_metadata right in front of the frame, in the
+ * same chunk, for every descriptor.
  */
 #ifndef XVI_ENDPOINT_H
 #define XVI_ENDPOINT_H
@@ -35,6 +38,8 @@
 #include "frame.h"
 
 #define XVI_TX_HEADROOM		64	/* >= 14 + 40 + 8, cache-line aligned payload */
+/* With TX metadata: room for it (24 bytes) in front of the headers too */
+#define XVI_TX_HEADROOM_MD	128
 #define XVI_RX_HEADROOM		256	/* XDP_PACKET_HEADROOM, kernel ABI */
 #define XVI_FILL_BATCH		64	/* refill the fill ring this many at a time */
 #define XVI_RX_MAX_BATCH	256	/* descriptors taken per recv_batch peek */
@@ -72,9 +77,19 @@ struct xvi_endpoint {
 	__u32 tag;			/* raw tag, host order */
 	struct xvi_ip local_ip;		/* bound address, all-zero = wildcard */
 	bool wildcard;
+	/*
+	 * UDP checksums: requested from the device through AF_XDP TX
+	 * metadata (decided once at open, see choose_tx_csum), else computed
+	 * here in software.
+	 */
+	bool tx_csum_md;
 	__u8 mac[6];			/* interface MAC: source of every frame */
+	__u32 tx_headroom;		/* payload offset in a send frame */
+	__u32 tx_md_len;		/* TX metadata bytes in front of a frame, or 0 */
 	__u64 tx_frames;
 	__u64 tx_kicks;
+	__u64 tx_csum_md_n;		/* UDP frames sent with a checksum request */
+	__u64 tx_csum_sw_n;		/* UDP frames checksummed in software */
 	struct xvi_dst_cache dst;
 
 	/* ---- cold ---- */
@@ -89,6 +104,7 @@ struct xvi_endpoint {
 	__u32 mtu;
 	int ifindex;
 	__u32 bind_flags;
+	__u32 tx_umem_flags;		/* XDP_UMEM_TX_* to register with, 0 = libxdp path */
 	union xvi_sockaddr local;
 	size_t area_size;
 	struct xsk_umem *umem;

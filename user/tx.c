@@ -4,6 +4,11 @@
  * completion ring -> free-frame stack.  The per-frame path makes no syscall
  * and takes no lock; the doorbell is one sendto() per batch, and only when
  * the kernel asks for it (need_wakeup).
+ *
+ * UDP checksums: an endpoint decides at open (endpoint.c, choose_tx_csum)
+ * whether it computes them here, fused with the copy, or writes the
+ * pseudo-header sum and a checksum request into the frame's TX metadata for
+ * the device.  The per-frame test of that choice is one predictable branch.
  */
 #include <errno.h>
 #include <string.h>
@@ -13,6 +18,7 @@
 #include "csum.h"
 #include "endpoint.h"
 #include "log.h"
+#include "xsk_setup.h"
 
 #define likely(x)	__builtin_expect(!!(x), 1)
 #define unlikely(x)	__builtin_expect(!!(x), 0)
@@ -102,8 +108,8 @@ int xvi_endpoint__tx_alloc(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int 
 	for (i = 0; i < n; i++) {
 		__u64 addr = ep->free_frames[--ep->free_n];
 
-		bufs[i].data = xvi_ep__ptr(ep, addr + XVI_TX_HEADROOM);
-		bufs[i].cap = ep->frame_size - XVI_TX_HEADROOM;
+		bufs[i].data = xvi_ep__ptr(ep, addr + ep->tx_headroom);
+		bufs[i].cap = ep->frame_size - ep->tx_headroom;
 		bufs[i].len = 0;
 		bufs[i].flags = 0;
 		bufs[i].dst = NULL;
@@ -134,8 +140,9 @@ static inline void ip_from_sa(const union xvi_sockaddr *sa, struct xvi_ip *ip)
 /*
  * Headers for one datagram whose @len payload bytes already sit at @data
  * in a send frame; fills the descriptor.  @psum is the payload's partial
- * sum if @have_sum, else it is computed here.  @now caches the clock for
- * the batch (0 = not read yet).
+ * sum if @have_sum, else it is computed here -- unless the endpoint asks
+ * the device for its checksums (tx_csum_md), then the payload is not read.
+ * @now caches the clock for the batch (0 = not read yet).
  */
 static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 		    bool have_sum, const union xvi_sockaddr *dst, __u64 *now,
@@ -155,7 +162,7 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 	if (unlikely(dst->sa.sa_family != ep->family))
 		return -EAFNOSUPPORT;
 	/* The buffer must be one of ours, with the header room in front. */
-	if (unlikely(off >= ep->area_size || in_frame < XVI_TX_HEADROOM ||
+	if (unlikely(off >= ep->area_size || in_frame < ep->tx_headroom ||
 		     in_frame + len > ep->frame_size))
 		return -EINVAL;
 
@@ -185,7 +192,7 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 		s.sport = ep->local_port;
 		s.dport = ntohs(port);
 		s.ip_id = ep->ip_id++;
-		if (!have_sum)
+		if (!have_sum && !ep->tx_csum_md)
 			psum = xvi_csum_partial(data, len, 0);
 	}
 	hlen = xvi_frame__put_hdrs(data, len, psum, &s);
@@ -193,6 +200,18 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 		return -EINVAL;
 	d->addr = off - hlen;
 	d->len = hlen + len;
+	d->options = 0;
+	if (ep->kind == XVI_EP_RAW)
+		return 0;
+	if (ep->tx_csum_md) {
+		/* replaces put_hdrs' sum (of header and pseudo-header only) */
+		xvi_tx_md__udp_csum((char *)data - hlen, hlen - XVI_UDP_HLEN, s.family,
+				    s.src.a, s.dst.a, XVI_UDP_HLEN + len);
+		d->options = XDP_TX_METADATA;
+		ep->tx_csum_md_n++;
+	} else {
+		ep->tx_csum_sw_n++;
+	}
 	return 0;
 }
 
@@ -203,13 +222,15 @@ static int tx_frame(struct xvi_endpoint *ep, const struct xvi_txbuf *b,
 	__u64 off = (__u64)((char *)b->data - (char *)ep->area);
 	__u32 in_frame = off & (ep->frame_size - 1);
 
+	/* With TX metadata the kernel wants its room in front of every frame. */
 	if (unlikely(off >= ep->area_size || in_frame + b->len > ep->frame_size ||
-		     b->len < XVI_ETH_HLEN))
+		     in_frame < ep->tx_md_len || b->len < XVI_ETH_HLEN))
 		return -EINVAL;
 	if (unlikely(b->len > ep->mtu + XVI_ETH_HLEN + XVI_VLAN_HLEN))
 		return -EMSGSIZE;
 	d->addr = off;
 	d->len = b->len;
+	d->options = 0;
 	return 0;
 }
 
@@ -307,9 +328,9 @@ ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t le
 			return err;
 	}
 	addr = ep->free_frames[--ep->free_n];
-	data = xvi_ep__ptr(ep, addr + XVI_TX_HEADROOM);
+	data = xvi_ep__ptr(ep, addr + ep->tx_headroom);
 	/* One pass over the payload: copy and checksum together. */
-	if (ep->kind == XVI_EP_RAW)
+	if (ep->kind == XVI_EP_RAW || ep->tx_csum_md)
 		memcpy(data, buf, len);
 	else
 		psum = xvi_csum_copy(data, buf, len, 0);

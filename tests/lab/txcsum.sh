@@ -1,0 +1,272 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# txcsum.sh: UDP checksums on send (DESIGN.md section 5).  xvi-cat on node b
+# (datapath attached) sends datagrams to a kernel UDP socket on node a.
+#
+#   probe_veth      the run-time probe finds no AF_XDP TX checksum offload on
+#                   veth and the library computes every checksum itself
+#   control_bad     the check behind the other cases: node a's kernel drops a
+#                   datagram whose UDP checksum is wrong (so "it arrived"
+#                   means "its checksum verified") and a right one arrives
+#   sw_offload4/6   test knob XVI_TX_CSUM=sw-offload: the TX-metadata path
+#                   (pseudo-header sum in the field, csum_start/offset in the
+#                   metadata, XDP_TX_METADATA on the descriptor) with
+#                   XDP_UMEM_TX_SW_CSUM, so the kernel fills the checksum in
+#                   from our request.  The datagrams must arrive, node a must
+#                   count no checksum error, every captured frame's checksum
+#                   must verify (checked again in Python, independently), and
+#                   the library's counters must show that the software path
+#                   summed none of them.  Skipped if the kernel lacks
+#                   XDP_UMEM_TX_SW_CSUM (before 6.11).
+
+. "$(dirname "$0")/_tap.sh"
+
+t_setup() {
+	t_need "$XDPVI" "$XVICAT" || return 1
+	t_lab_up tc || return 1
+	t_attach b
+}
+
+# Kernel receiver on node a: argv = bind-addr port count ready-file.  A UDP
+# socket plus an AF_PACKET tap on xv0 that checks the UDP checksum of every
+# incoming frame for the port.  Prints "DGRAM <hex>" per datagram,
+# "FRAME ok|bad|zero <csum>" per captured frame, then "CSUMERR <n>": the
+# growth of the kernel's UDP checksum error counter.  Exits after count
+# datagrams or 5 s of silence.
+T_RECV='
+import select, socket, struct, sys
+addr, port, count, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
+v6 = ":" in addr
+def csum_errors():
+    if v6:
+        for l in open("/proc/net/snmp6"):
+            k, v = l.split()
+            if k == "Udp6InCsumErrors":
+                return int(v)
+    else:
+        rows = [l.split() for l in open("/proc/net/snmp") if l.startswith("Udp:")]
+        return int(rows[1][rows[0].index("InCsumErrors")])
+    return 0
+def fold(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s
+def check(f):
+    et = struct.unpack("!H", f[12:14])[0]
+    if et == 0x0800 and not v6:
+        ip = f[14:]
+        ihl = (ip[0] & 15) * 4
+        if ip[9] != 17:
+            return None
+        tot = struct.unpack("!H", ip[2:4])[0]
+        udp = ip[ihl:tot]
+        ph = ip[12:20] + struct.pack("!BBH", 0, 17, len(udp))
+    elif et == 0x86DD and v6:
+        ip = f[14:]
+        if ip[6] != 17:
+            return None
+        plen = struct.unpack("!H", ip[4:6])[0]
+        udp = ip[40:40 + plen]
+        ph = ip[8:40] + struct.pack("!I", len(udp)) + b"\0\0\0\x11"
+    else:
+        return None
+    if len(udp) < 8 or struct.unpack("!H", udp[2:4])[0] != port:
+        return None
+    c = struct.unpack("!H", udp[6:8])[0]
+    if c == 0:
+        return "zero 0"
+    return ("ok " if fold(ph + udp) == 0xffff else "bad ") + "%04x" % c
+fam = socket.AF_INET6 if v6 else socket.AF_INET
+u = socket.socket(fam, socket.SOCK_DGRAM)
+u.bind((addr, port))
+p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+p.bind(("xv0", 0))
+base = csum_errors()
+open(ready, "w").write("ready\n")
+got = 0
+while got < count:
+    r, _, _ = select.select([u, p], [], [], 5)
+    if not r:
+        break
+    if p in r:
+        f, a = p.recvfrom(65535)
+        if a[2] != socket.PACKET_OUTGOING:
+            res = check(f)
+            if res:
+                print("FRAME", res, flush=True)
+    if u in r:
+        d, src = u.recvfrom(65535)
+        print("DGRAM", d.hex(), flush=True)
+        got += 1
+p.setblocking(False)
+try:
+    while True:
+        f, a = p.recvfrom(65535)
+        if a[2] != socket.PACKET_OUTGOING:
+            res = check(f)
+            if res:
+                print("FRAME", res, flush=True)
+except BlockingIOError:
+    pass
+print("CSUMERR", csum_errors() - base, flush=True)
+'
+
+# Raw sender on node b: argv = dst-mac port good|bad payload.  One IPv4 UDP
+# datagram 198.18.0.2 -> 198.18.0.1 built by hand, its UDP checksum right or
+# deliberately wrong, sent with AF_PACKET (no kernel checksum help).
+T_RAW_SEND='
+import socket, struct, sys
+mac, port, kind, payload = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].encode()
+def fold(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s
+src, dst = socket.inet_aton("198.18.0.2"), socket.inet_aton("198.18.0.1")
+ulen = 8 + len(payload)
+udp = struct.pack("!HHHH", 40001, port, ulen, 0) + payload
+c = ~fold(src + dst + struct.pack("!BBH", 0, 17, ulen) + udp) & 0xffff or 0xffff
+if kind == "bad":
+    c = c ^ 0x0101
+udp = udp[:6] + struct.pack("!H", c) + udp[8:]
+ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 1, 0x4000, 64, 17, 0, src, dst)
+ip = ip[:10] + struct.pack("!H", ~fold(ip) & 0xffff) + ip[12:]
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind(("xv0", 0))
+me = open("/sys/class/net/xv0/address").read().strip()
+eth = bytes.fromhex(mac.replace(":", "")) + bytes.fromhex(me.replace(":", "")) + b"\x08\x00"
+s.send(eth + ip + udp)
+'
+
+# Start the receiver on node a: $1 addr, $2 port, $3 count, $4 output.
+_recv_start() {
+	local ready=$4.ready
+	rm -f "$ready"
+	t_x -T 15 a "$PY" -c "$T_RECV" "$1" "$2" "$3" "$ready" >"$4" 2>&1 &
+	T_RPID=$!
+	t_wait_file "$ready" 50 ||
+		{ wait $T_RPID; fail "receiver on node a did not start"; return 1; }
+}
+
+_payloads() {
+	local tok
+	tok=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
+	{
+		echo "txcsum-$tok-one"
+		echo "odd length: $tok!"
+		printf 'three-%s-' "$tok"
+		head -c 1001 /dev/zero | tr '\0' 'q'
+		echo
+	} >"$1"
+}
+
+# Payloads in $1 (one datagram a line) against the receiver's output $2.
+_check_payloads() {
+	"$PY" - "$1" "$2" <<-'EOF'
+	import sys
+	want = open(sys.argv[1], "rb").read().splitlines()
+	got = [bytes.fromhex(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("DGRAM ")]
+	if len(got) != len(want):
+	    print("kernel socket got %d datagrams, expected %d" % (len(got), len(want)))
+	    sys.exit(1)
+	for i, (w, g) in enumerate(zip(want, got)):
+	    if g not in (w, w + b"\n"):
+	        print("datagram %d payload %r, expected %r" % (i, g[:40], w[:40]))
+	        sys.exit(1)
+	EOF
+}
+
+# "TX checksums: N requested through TX metadata, M computed in software"
+_counters() {
+	local re='TX checksums: \([0-9]*\) requested through TX metadata,'
+	re+=' \([0-9]*\) computed in software'
+	sed -n "s/.*$re.*/\1 \2/p" "$1" | tail -1
+}
+
+# Send the lines of $3 from node b to $1:$2 with extra env $4 (may be empty).
+# Leaves xvi-cat's stderr in $3.err.
+_send() {
+	local rc
+	t_x -T 10 b env ${4:+"$4"} "$XVICAT" -vv -u --iface "$LAB_IFACE" "$1" "$2" <"$3" \
+		>/dev/null 2>"$3.err" && rc=0 || rc=$?
+	[ $rc -eq 0 ] || { fail "xvi-cat exited $rc: $(tail -3 "$3.err")"; return 1; }
+}
+
+case_probe_veth() {
+	local in=$T_TMP/probe.in out=$T_TMP/probe.out c err
+	_payloads "$in"
+	_recv_start 198.18.0.1 7200 3 "$out" || return 1
+	_send 198.18.0.1 7200 "$in" "" || { wait $T_RPID; return 1; }
+	wait $T_RPID
+	err=$(_check_payloads "$in" "$out") || { fail "$err"; return 1; }
+	grep -q 'TX checksum probe: device AF_XDP TX checksum offload no' "$in.err" ||
+		fail "no probe line saying veth has no AF_XDP TX checksum offload:" \
+			"$(grep -i checksum "$in.err" | head -3)" || return 1
+	grep -q 'TX checksums in software' "$in.err" ||
+		fail "the endpoint did not choose software checksums" || return 1
+	c=$(_counters "$in.err")
+	[ "$c" = "0 3" ] || fail "library counters '$c', expected 0 via metadata, 3 in software"
+}
+
+case_control_bad() {
+	local out=$T_TMP/control.out mac n
+	mac=$(t_x a cat /sys/class/net/xv0/address) || { fail "no MAC for node a"; return 1; }
+	_recv_start 198.18.0.1 7201 1 "$out" || return 1
+	t_x b "$PY" -c "$T_RAW_SEND" "$mac" 7201 bad "corrupted" ||
+		{ kill $T_RPID 2>/dev/null; wait $T_RPID; fail "raw sender failed"; return 1; }
+	sleep 0.3
+	t_x b "$PY" -c "$T_RAW_SEND" "$mac" 7201 good "intact" ||
+		{ kill $T_RPID 2>/dev/null; wait $T_RPID; fail "raw sender failed"; return 1; }
+	wait $T_RPID
+	n=$(grep -c '^DGRAM ' "$out")
+	grep -qx "DGRAM $(printf intact | od -An -tx1 | tr -d ' \n')" "$out" ||
+		fail "the datagram with a right checksum did not arrive: $(head -c 300 "$out")" ||
+		return 1
+	[ "$n" -eq 1 ] || fail "$n datagrams arrived, the corrupted one must be dropped" || return 1
+	grep -qx 'CSUMERR 1' "$out" ||
+		fail "node a did not count exactly one UDP checksum error: $(grep CSUMERR "$out")"
+}
+
+_sw_offload() {
+	local dst=$1 port=$2 in=$T_TMP/swo-$2.in out=$T_TMP/swo-$2.out c err
+	_payloads "$in"
+	# Neighbour resolution is not under test here: warm the cache first.
+	t_ping b "$dst" >/dev/null 2>&1 || t_log "ping $dst from b failed; sending anyway"
+	_recv_start "$dst" "$port" 3 "$out" || return 1
+	_send "$dst" "$port" "$in" XVI_TX_CSUM=sw-offload || { wait $T_RPID; return 1; }
+	wait $T_RPID
+	if grep -q 'refuses TX metadata with XDP_UMEM_TX_SW_CSUM' "$in.err"; then
+		skip "kernel $(uname -r) lacks XDP_UMEM_TX_SW_CSUM / TX metadata (6.11+)"
+		return
+	fi
+	grep -q 'TX checksums requested through TX metadata, summed by the kernel' "$in.err" ||
+		fail "the knob did not select the metadata path:" \
+			"$(grep -i checksum "$in.err" | head -3)" ||
+		return 1
+	err=$(_check_payloads "$in" "$out") || { fail "$err"; return 1; }
+	grep -qx 'CSUMERR 0' "$out" ||
+		fail "node a counted UDP checksum errors: $(grep CSUMERR "$out")" || return 1
+	[ "$(grep -c '^FRAME ok ' "$out")" -eq 3 ] && ! grep -q '^FRAME \(bad\|zero\)' "$out" ||
+		fail "captured checksums: $(grep '^FRAME' "$out" | tr '\n' ' ')" || return 1
+	c=$(_counters "$in.err")
+	[ "$c" = "3 0" ] || fail "library counters '$c', expected 3 via metadata, 0 in software"
+}
+
+case_sw_offload4() { _sw_offload 198.18.0.1 7202; }
+case_sw_offload6() { _sw_offload 2001:2::1 7203; }
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	probe_veth	case_probe_veth		"veth: no AF_XDP TX csum offload, software sums"
+	control_bad	case_control_bad	"control: node a drops a wrong UDP checksum"
+	sw_offload4	case_sw_offload4	"XVI_TX_CSUM=sw-offload, IPv4: metadata request"
+	sw_offload6	case_sw_offload6	"XVI_TX_CSUM=sw-offload, IPv6: metadata request"
+)
+
+t_main "$@"

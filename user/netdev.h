@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The netdev generic-netlink family (kernel 6.3+): what a device offers to
+ * AF_XDP.  Slow path only, asked once per endpoint open.
+ */
+#ifndef XVI_NETDEV_H
+#define XVI_NETDEV_H
+
+#include <linux/types.h>
+
+struct nlmsghdr;
+
+/*
+ * The installed uapi headers predate <linux/netdev.h>; these are its values
+ * (include/uapi/linux/netdev.h), under our own names: the kernel's are enum
+ * constants that a newer header would redeclare.
+ */
+#define XVI_NETDEV_FAMILY_NAME		"netdev"
+#define XVI_NETDEV_FAMILY_VERSION	1
+#define XVI_NETDEV_CMD_DEV_GET		1
+#define XVI_NETDEV_A_DEV_IFINDEX	1
+#define XVI_NETDEV_A_DEV_XSK_FEATURES	6	/* u64, kernel 6.8+ */
+#define XVI_NETDEV_XSK_FLAGS_TX_TIMESTAMP (1ULL << 0)
+#define XVI_NETDEV_XSK_FLAGS_TX_CHECKSUM  (1ULL << 1)
+
+/*
+ * AF_XDP features (XVI_NETDEV_XSK_FLAGS_*) of @ifindex in the caller's
+ * network namespace.  Returns 0, -EOPNOTSUPP if the kernel cannot say (no
+ * netdev family: before 6.3; no xsk-features attribute: before 6.8), or
+ * another negative errno.
+ */
+int xvi_netdev__xsk_features(int ifindex, __u64 *features);
+
+/*
+ * Reply parsers, separate for the unit tests.  A CTRL_CMD_GETFAMILY reply:
+ * the family id, or -ENOENT if it has none.  A NETDEV_CMD_DEV_GET reply: the
+ * xsk features of @ifindex, -EOPNOTSUPP if the attribute is missing, -EPROTO
+ * if the reply is about another device or malformed.
+ */
+int xvi_genl__parse_family_id(const struct nlmsghdr *nlh, __u16 *id);
+int xvi_netdev__parse_dev(const struct nlmsghdr *nlh, int ifindex, __u64 *features);
+
+#endif /* XVI_NETDEV_H */
