@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Internet checksum (RFC 1071) in software: neither veth nor copy-mode
- * AF_XDP offers checksum offload, so every frame the library sends or
- * verifies is summed here.
+ * Internet checksum (RFC 1071) in software: every frame the library sends
+ * is summed here unless the device offers AF_XDP TX-metadata checksum
+ * offload (tx.c, netdev.c), and frames that arrive without the datapath's
+ * verdict are verified here.
  *
  * Sums are kept as unfolded 64-bit accumulators of native-order 32-bit
  * words.  The ones-complement sum is byte-order independent (RFC 1071,
