@@ -240,23 +240,35 @@ _loss_run() {
 }
 
 case_loss() {
-	local n d tx sd n2 d2 got
+	local n d tx sd n2 d2 got try
 	_static_neigh || return
-	_loss_run 1 || return
-	read -r n d tx sd <"$T_TMP/loss-1.c"
-	got=$(wc -l <"$T_TMP/loss-1.seqs")
-	t_log "loss=30%: rx $n, dropped $d, forwarded $tx, b received $got; $(_binomial_ok "$d" "$n" 0.3)"
-	[ "$sd" = 0 ] || fail "the relay's sockets dropped $sd frames (overrun)" || return
-	[ "$n" -ge "$N_LOSS" ] || fail "relay saw $n frames a->b, $N_LOSS sent" || return
-	_binomial_ok "$d" "$n" 0.3 >/dev/null || fail "$(_binomial_ok "$d" "$n" 0.3)" || return
-	[ "$got" -eq $((N_LOSS - (n - tx))) ] || [ "$n" -ne "$N_LOSS" ] ||
-		fail "b received $got datagrams, relay forwarded $tx of $n" || return
-	_loss_run 2 || return
-	read -r n2 d2 _ _ <"$T_TMP/loss-2.c"
-	t_log "again with seed=1: rx $n2, dropped $d2"
-	[ "$n" = "$n2" ] ||
-		fail "input differed: relay saw $n then $n2 frames for $N_LOSS sent (something" \
-			"else talked on the wire)" || return
+	# The determinism claim is "same seed and same input, same drops": a
+	# stray frame from a's kernel (MLD reports and link-local DAD in the
+	# first seconds of a node's life) shifts the relay's random stream, so
+	# a pair of runs whose inputs differ proves nothing either way.  Such
+	# a pair is detected (the relay saw more frames than were sent) and
+	# run again; three polluted pairs in a row fail the case.
+	for try in 1 2 3; do
+		_loss_run 1 || return
+		read -r n d tx sd <"$T_TMP/loss-1.c"
+		got=$(wc -l <"$T_TMP/loss-1.seqs")
+		t_log "loss=30%: rx $n, dropped $d, forwarded $tx, b received $got;" \
+			"$(_binomial_ok "$d" "$n" 0.3)"
+		[ "$sd" = 0 ] || fail "the relay's sockets dropped $sd frames (overrun)" || return
+		[ "$n" -ge "$N_LOSS" ] || fail "relay saw $n frames a->b, $N_LOSS sent" || return
+		_binomial_ok "$d" "$n" 0.3 >/dev/null || fail "$(_binomial_ok "$d" "$n" 0.3)" ||
+			return
+		_loss_run 2 || return
+		read -r n2 d2 _ _ <"$T_TMP/loss-2.c"
+		t_log "again with seed=1: rx $n2, dropped $d2"
+		[ "$n" = "$N_LOSS" ] && [ "$n2" = "$N_LOSS" ] && break
+		t_log "attempt $try: input polluted ($n and $n2 frames for $N_LOSS sent), again"
+	done
+	[ "$n" = "$N_LOSS" ] && [ "$n2" = "$N_LOSS" ] ||
+		fail "input differed in 3 attempts: relay saw $n then $n2 frames for $N_LOSS" \
+			"sent (something else talked on the wire)" || return
+	[ "$got" -eq "$tx" ] || fail "b received $got datagrams, relay forwarded $tx of $n" ||
+		return
 	[ "$d" = "$d2" ] || fail "same seed and input, but $d then $d2 dropped" || return
 	cmp -s "$T_TMP/loss-1.seqs" "$T_TMP/loss-2.seqs" ||
 		fail "same drop count but different datagrams survived"
