@@ -145,6 +145,28 @@ static inline struct xt_cpu xt_cpu_diff(const struct xt_cpu *a, const struct xt_
 	return d;
 }
 
+/*
+ * Busy time of the whole machine so far, all CPUs, in nanoseconds: user,
+ * nice, system, irq, softirq and steal from /proc/stat (not namespaced, so
+ * both lab nodes' work is in it).  0 if it cannot be read.
+ */
+static inline __u64 xt_machine_busy_ns(void)
+{
+	unsigned long long v[8] = { 0 };
+	long hz = sysconf(_SC_CLK_TCK);
+	FILE *f = fopen("/proc/stat", "re");
+	int n;
+
+	if (!f)
+		return 0;
+	n = fscanf(f, "cpu %llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2],
+		   &v[3], &v[4], &v[5], &v[6], &v[7]);
+	fclose(f);
+	if (n < 8 || hz <= 0)
+		return 0;
+	return (__u64)(v[0] + v[1] + v[2] + v[5] + v[6] + v[7]) * 1000000000ull / (__u64)hz;
+}
+
 /* Parse an unsigned decimal in [min, max]; 0 on success, -EINVAL if not. */
 static inline int xt_parse_ulong(const char *s, unsigned long min,
 				 unsigned long max, unsigned long *out)

@@ -18,6 +18,8 @@ static int print_fn(enum xvi_print_level level, const char *fmt, va_list args)
 
 const char *perf_transport_name(const struct perf_cfg *cfg)
 {
+	if (cfg->stream)
+		return cfg->xt.kernel ? "kernel-tcp" : "xvi-stream";
 	if (!cfg->xt.kernel)
 		return "xvi";
 	return cfg->xt.kernel_single ? "kernel-sendto" : "kernel-mmsg";
@@ -52,9 +54,17 @@ static void usage(FILE *f)
 "      --kernel[=API]   use an ordinary kernel UDP socket instead; API mmsg\n"
 "                       (sendmmsg/recvmmsg, default) or sendto (one\n"
 "                       sendto/recvfrom per datagram)\n"
+"      --stream         byte streams instead of datagrams: libxvi streams over\n"
+"                       the endpoint (service = the port), or kernel TCP with\n"
+"                       --kernel; messages keep sockperf's header (-m up to\n"
+"                       %u); the server needs --stream too\n"
+"      --nodelay        stream throughput: no small-message combining\n"
+"                       (ping-pong and the server always use it)\n"
+"      --window W       xvi streams: flow-control window in segments\n"
 "      --wait MODE      busy, block or adaptive (default adaptive)\n"
 "      --mps N          limit the send rate to N messages per second\n"
-"      --batch N        datagrams per send/receive call (1..%u, default %u)\n"
+"      --batch N        datagrams per send/receive call (1..%u, default %u;\n"
+"                       --stream: messages per send call, default 1)\n"
 "      --send MODE      throughput payload: zc (written in place, default),\n"
 "                       copy (copying send call; xvi: copy and checksum in\n"
 "                       one pass) or memcpy (memcpy, then a checksum pass)\n"
@@ -70,7 +80,8 @@ static void usage(FILE *f)
 "  -h, --help           this help\n"
 "\n"
 "Exit status: 0 success, 1 failure, 2 usage error.\n",
-		SP_DEFAULT_PORT, SP_HDR_LEN, XT_UDP_MAX, SP_DEFAULT_SIZE, XT_BATCH, XT_BATCH);
+		SP_DEFAULT_PORT, SP_HDR_LEN, XT_UDP_MAX, SP_DEFAULT_SIZE, SP_STREAM_MAX, XT_BATCH,
+		XT_BATCH);
 }
 
 enum {
@@ -88,6 +99,9 @@ enum {
 	OPT_FRAMES,
 	OPT_FRAME_SIZE,
 	OPT_SPIN,
+	OPT_STREAM,
+	OPT_NODELAY,
+	OPT_WINDOW,
 };
 
 static const struct option long_opts[] = {
@@ -107,6 +121,9 @@ static const struct option long_opts[] = {
 	{ "frame-size",	required_argument, NULL, OPT_FRAME_SIZE },
 	{ "spin-us",	required_argument, NULL, OPT_SPIN },
 	{ "wait",	required_argument, NULL, OPT_WAIT },
+	{ "stream",	no_argument,	   NULL, OPT_STREAM },
+	{ "nodelay",	no_argument,	   NULL, OPT_NODELAY },
+	{ "window",	required_argument, NULL, OPT_WINDOW },
 	{ "mps",	required_argument, NULL, OPT_MPS },
 	{ "json",	no_argument,	   NULL, OPT_JSON },
 	{ "verbose",	no_argument,	   NULL, 'v' },
@@ -135,7 +152,7 @@ int main(int argc, char **argv)
 	};
 	const char *ip = NULL;
 	unsigned long v, port = SP_DEFAULT_PORT;
-	bool have_time = false;
+	bool have_time = false, have_batch = false;
 	size_t i;
 	int c;
 
@@ -164,9 +181,10 @@ int main(int argc, char **argv)
 				return usage_err("-p %s: a port is 1..65535", optarg);
 			break;
 		case 'm':
-			if (xt_parse_ulong(optarg, SP_HDR_LEN, XT_UDP_MAX, &v))
-				return usage_err("-m %s: a message is %u..%u bytes (sockperf's %u-byte header included)",
-						 optarg, SP_HDR_LEN, XT_UDP_MAX, SP_HDR_LEN);
+			if (xt_parse_ulong(optarg, SP_HDR_LEN, SP_STREAM_MAX, &v))
+				return usage_err("-m %s: a message is %u..%u bytes (sockperf's %u-byte header included; above %u only with --stream)",
+						 optarg, SP_HDR_LEN, SP_STREAM_MAX, SP_HDR_LEN,
+						 XT_UDP_MAX);
 			cfg.msg_size = (__u32)v;
 			break;
 		case 't':
@@ -196,6 +214,18 @@ int main(int argc, char **argv)
 			if (xt_parse_ulong(optarg, 1, XT_BATCH, &v))
 				return usage_err("--batch %s: give 1..%u", optarg, XT_BATCH);
 			cfg.batch = (int)v;
+			have_batch = true;
+			break;
+		case OPT_STREAM:
+			cfg.stream = true;
+			break;
+		case OPT_NODELAY:
+			cfg.nodelay = true;
+			break;
+		case OPT_WINDOW:
+			if (xt_parse_ulong(optarg, 2, 65536, &v))
+				return usage_err("--window %s: give 2..65536 segments", optarg);
+			cfg.window = (__u32)v;
 			break;
 		case OPT_SEND:
 			if (!strcmp(optarg, "zc"))
@@ -272,6 +302,13 @@ int main(int argc, char **argv)
 		return usage_err("-i is required: the server address, e.g. -i 198.18.0.2");
 	if (cfg.mode != MODE_SERVER && have_time && cfg.seconds <= 0)
 		return usage_err("-t must be above 0 for a client");
+	if (!cfg.stream && cfg.msg_size > XT_UDP_MAX)
+		return usage_err("-m %u: a datagram carries at most %u bytes (larger only with --stream)",
+				 cfg.msg_size, XT_UDP_MAX);
+	if (cfg.stream && cfg.xt.kernel && cfg.xt.kernel_single)
+		return usage_err("--kernel=sendto is a datagram API: use --stream --kernel for TCP");
+	if (cfg.stream && !have_batch)
+		cfg.batch = 1;
 	/* One datagram per system call is what the sendto API is. */
 	if (cfg.xt.kernel && cfg.xt.kernel_single)
 		cfg.batch = 1;
@@ -282,6 +319,13 @@ int main(int argc, char **argv)
 
 	xvi_set_print(print_fn);
 	xt_install_signals();
+	if (cfg.stream) {
+		if (cfg.mode == MODE_SERVER)
+			return perf_stream_server(&cfg);
+		if (cfg.mode == MODE_PING_PONG)
+			return perf_stream_ping_pong(&cfg);
+		return perf_stream_throughput(&cfg);
+	}
 	switch (cfg.mode) {
 	case MODE_SERVER:
 		return perf_server(&cfg);

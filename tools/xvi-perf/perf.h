@@ -123,11 +123,20 @@ struct perf_cfg {
 	enum send_mode send;
 	bool json;
 	int verbose;
+	/* --stream: xvi streams, or kernel TCP with --kernel */
+	bool stream;
+	bool nodelay;		/* throughput: no combining (ping-pong: always) */
+	__u32 window;		/* xvi streams: window w in segments */
 };
 
 int perf_server(const struct perf_cfg *cfg);
 int perf_ping_pong(const struct perf_cfg *cfg);
 int perf_throughput(const struct perf_cfg *cfg);
+/* stream.c: the same three over byte streams (sockperf's header frames them) */
+int perf_stream_server(const struct perf_cfg *cfg);
+int perf_stream_ping_pong(const struct perf_cfg *cfg);
+int perf_stream_throughput(const struct perf_cfg *cfg);
+#define SP_STREAM_MAX	(1u << 20)	/* largest stream message */
 
 /* stats.c */
 struct lat_samples {

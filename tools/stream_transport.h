@@ -1,0 +1,412 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Byte streams for the tools: libxvi streams over one endpoint, or kernel
+ * TCP (--kernel), behind one non-blocking API, so a benchmark's hot loop has
+ * one shape and the kernel run is a side-by-side baseline of the same loop.
+ * Header-only for the same reason as transport.h (each tools/NAME/ directory
+ * is one program); include it as "../stream_transport.h".
+ *
+ * One struct xst per process side: for xvi it owns the endpoint and the one
+ * stream context over it (the context owns the endpoint's receive queue,
+ * xvi_stream.h), and every connection is a stream of that context.  Kernel
+ * connections are plain TCP sockets.
+ *
+ * Every operation is non-blocking; xst_wait() waits by the configured wait
+ * mode, the same three as the datagram tools:
+ *   busy      poll the streams (xvi: one engine pump per look) until ready;
+ *   block     sleep in poll(2) at once (xvi: on the context's fd, which
+ *             covers received datagrams and the engine's timers);
+ *   adaptive  spin spin_us (default 50), then block.
+ * The engine runs only inside library calls, so a waiting xvi side must
+ * keep calling: every look in the busy loop is an engine pump, and a
+ * blocked one wakes for the engine's timers through the context fd.
+ */
+#ifndef XVI_TOOLS_STREAM_TRANSPORT_H
+#define XVI_TOOLS_STREAM_TRANSPORT_H
+
+#include <fcntl.h>
+#include <netinet/tcp.h>
+#include <xvi_stream.h>
+#include "transport.h"
+
+#define XST_SPIN_US	50
+/* Longest single sleep: a guard against a lost wakeup, never a pace. */
+#define XST_MAX_SLEEP_MS 100
+
+struct xst_cfg {
+	struct xt_cfg xt;	/* kernel, iface, queue, wait, endpoint tuning */
+	bool nodelay;		/* no small-segment combining (TCP_NODELAY) */
+	__u32 window;		/* xvi: window w in segments, 0 = default */
+};
+
+struct xst {
+	const char *prog;
+	bool kernel;
+	bool nodelay;
+	enum xvi_wait_mode wait;
+	__u32 spin_us;
+	struct xt t;			/* xvi: the endpoint */
+	struct xvi_stream_ctx *ctx;	/* xvi: the one context */
+	__u32 mss;			/* xvi: segment payload */
+};
+
+/* A connection or a listener. */
+struct xst_conn {
+	struct xst *o;
+	struct xvi_stream *s;		/* xvi */
+	int fd;				/* kernel */
+};
+
+struct xst_pollent {
+	struct xst_conn *c;
+	short events;
+	short revents;
+};
+
+static inline const char *xst_name(const struct xst *o)
+{
+	return o->kernel ? "kernel-tcp" : "xvi-stream";
+}
+
+static inline void xst_conn_init(struct xst *o, struct xst_conn *c)
+{
+	memset(c, 0, sizeof(*c));
+	c->o = o;
+	c->fd = -1;
+}
+
+static inline bool xst_conn_live(const struct xst_conn *c)
+{
+	return c->s || c->fd >= 0;
+}
+
+/* Close a connection: FIN in the background (xvi: bounded by linger). */
+static inline void xst_conn_close(struct xst_conn *c, bool abort)
+{
+	if (c->s) {
+		if (abort)
+			xvi_stream__abort(c->s);
+		else
+			xvi_stream__close(c->s);
+	}
+	if (c->fd >= 0)
+		close(c->fd);
+	c->s = NULL;
+	c->fd = -1;
+}
+
+static inline void xst_close(struct xst *o)
+{
+	/* Lingering closes get their bounded last chance in here. */
+	xvi_stream_ctx__free(o->ctx);
+	o->ctx = NULL;
+	if (!o->kernel)
+		xt_close(&o->t);
+}
+
+/*
+ * Open the process side bound to @local (xvi: the endpoint's address; the
+ * kernel binds per connection).  Prints a message naming the fix on error.
+ */
+static inline int xst_open(struct xst *o, const struct xst_cfg *cfg,
+			   const union xvi_sockaddr *local)
+{
+	int err;
+
+	memset(o, 0, sizeof(*o));
+	o->t.fd = -1;
+	o->prog = cfg->xt.prog;
+	o->kernel = cfg->xt.kernel;
+	o->nodelay = cfg->nodelay;
+	o->wait = cfg->xt.wait;
+	o->spin_us = cfg->xt.spin_us ? cfg->xt.spin_us : XST_SPIN_US;
+	if (o->kernel)
+		return 0;
+	err = xt_open(&o->t, &cfg->xt, local);
+	if (err)
+		return err;
+	{
+		XVI_OPTS(xvi_stream_ctx_opts, co, .window = cfg->window);
+
+		o->ctx = xvi_stream_ctx__new(o->t.ep, &co);
+	}
+	if (!o->ctx) {
+		err = -errno;
+		fprintf(stderr, "%s: cannot create a stream context on %s: %s%s\n", o->prog,
+			cfg->xt.iface, strerror(errno),
+			cfg->window ? ": check --window" : "");
+		xt_close(&o->t);
+		return err ? err : -EIO;
+	}
+	return 0;
+}
+
+static inline int xst_kernel_socket(struct xst *o, const struct xst_cfg *cfg, int family)
+{
+	int fd, one = 1;
+
+	fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+	if (fd < 0) {
+		fprintf(stderr, "%s: socket: %s\n", o->prog, strerror(errno));
+		return -errno;
+	}
+	if (cfg->xt.iface && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, cfg->xt.iface,
+					strlen(cfg->xt.iface) + 1)) {
+		int err = errno;
+
+		fprintf(stderr, "%s: cannot bind the socket to %s: %s: check --iface\n",
+			o->prog, cfg->xt.iface, strerror(err));
+		close(fd);
+		return -err;
+	}
+	if (o->nodelay)
+		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static inline __u32 xst_flags(const struct xst *o)
+{
+	return XVI_STREAM_NONBLOCK | (o->nodelay ? XVI_STREAM_NODELAY : 0);
+}
+
+/* Listen on @local (xvi: service number = its port). */
+static inline int xst_listen(struct xst *o, const struct xst_cfg *cfg,
+			     const union xvi_sockaddr *local, struct xst_conn *l)
+{
+	char a[64];
+	int one = 1;
+
+	xst_conn_init(o, l);
+	if (o->kernel) {
+		l->fd = xst_kernel_socket(o, cfg, local->sa.sa_family);
+		if (l->fd < 0)
+			return l->fd;
+		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		if (bind(l->fd, &local->sa, xt_addrlen(local)) || listen(l->fd, 64)) {
+			int err = errno;
+
+			fprintf(stderr, "%s: cannot listen on %s: %s%s\n", o->prog,
+				xt_addr_str(local, a, sizeof(a)), strerror(err),
+				err == EADDRINUSE ? ": choose another port" : "");
+			close(l->fd);
+			l->fd = -1;
+			return -err;
+		}
+		return 0;
+	}
+	{
+		XVI_OPTS(xvi_stream_opts, so, .flags = xst_flags(o));
+
+		l->s = xvi_stream__socket(o->ctx, &so);
+	}
+	if (!l->s || xvi_stream__bind(l->s, xt_port(local)) || xvi_stream__listen(l->s, 64)) {
+		int err = errno;
+
+		fprintf(stderr, "%s: cannot listen on stream service %u: %s\n", o->prog,
+			xt_port(local), strerror(err));
+		if (l->s)
+			xvi_stream__abort(l->s);
+		l->s = NULL;
+		return -err;
+	}
+	return 0;
+}
+
+/* 1 and @c set, 0 if none is waiting, -errno. */
+static inline int xst_accept(struct xst_conn *l, struct xst_conn *c, union xvi_sockaddr *peer)
+{
+	struct xst *o = l->o;
+	socklen_t pl = sizeof(*peer);
+
+	xst_conn_init(o, c);
+	memset(peer, 0, sizeof(*peer));
+	if (o->kernel) {
+		int one = 1;
+
+		c->fd = accept4(l->fd, &peer->sa, &pl, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (c->fd < 0)
+			return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ||
+			       errno == ECONNABORTED ? 0 : -errno;
+		if (o->nodelay)
+			setsockopt(c->fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+		return 1;
+	}
+	c->s = xvi_stream__accept(l->s, peer);
+	if (c->s)
+		return 1;
+	return errno == EAGAIN ? 0 : -errno;
+}
+
+/* Non-blocking send: bytes taken (>0), -EAGAIN, or the connection's error. */
+static inline ssize_t xst_send(struct xst_conn *c, const void *buf, size_t len)
+{
+	ssize_t r;
+
+	if (c->s)
+		return xvi_stream__send(c->s, buf, len, 0);
+	r = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
+	return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
+}
+
+/* Non-blocking receive: bytes (>0), 0 at end of stream, -EAGAIN, -errno. */
+static inline ssize_t xst_recv(struct xst_conn *c, void *buf, size_t len)
+{
+	ssize_t r;
+
+	if (c->s)
+		return xvi_stream__recv(c->s, buf, len, 0);
+	r = recv(c->fd, buf, len, MSG_DONTWAIT);
+	return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
+}
+
+/* One look without sleeping (xvi: one engine pump): entries ready. */
+static inline int xst_look(struct xst *o, struct xst_pollent *p, int n)
+{
+	int i, r;
+
+	if (!o->kernel) {
+		struct xvi_stream_pollfd f[n];
+
+		for (i = 0; i < n; i++)
+			f[i] = (struct xvi_stream_pollfd){ .s = p[i].c->s, .events = p[i].events };
+		r = n ? xvi_stream__poll(f, n, 0) : xvi_stream_ctx__process(o->ctx);
+		if (r < 0)
+			return r;
+		for (i = 0; i < n; i++)
+			p[i].revents = f[i].revents;
+		return n ? r : 0;
+	} else {
+		struct pollfd f[n];
+
+		for (i = 0; i < n; i++)
+			f[i] = (struct pollfd){ .fd = p[i].c->fd, .events = p[i].events };
+		r = poll(f, n, 0);
+		if (r < 0)
+			return errno == EINTR ? 0 : -errno;
+		for (i = 0; i < n; i++)
+			p[i].revents = f[i].revents;
+		return r;
+	}
+}
+
+/* Sleep in the kernel until something may have happened, at most @ms. */
+static inline void xst_sleep(struct xst *o, struct xst_pollent *p, int n, int ms)
+{
+	int i;
+
+	if (ms > XST_MAX_SLEEP_MS || ms < 0)
+		ms = XST_MAX_SLEEP_MS;
+	if (!o->kernel) {
+		struct pollfd f = { .fd = xvi_stream_ctx__fd(o->ctx), .events = POLLIN };
+
+		poll(&f, 1, ms);
+	} else {
+		struct pollfd f[n];
+
+		for (i = 0; i < n; i++)
+			f[i] = (struct pollfd){ .fd = p[i].c->fd, .events = p[i].events };
+		poll(f, n, ms);
+	}
+}
+
+/*
+ * Wait until an entry is ready (revents set) by the wait mode, at most
+ * @timeout_ms (< 0: no limit).  Returns entries ready, 0 on timeout or a
+ * signal (xt_stop), or -errno.
+ */
+static inline int xst_wait(struct xst *o, struct xst_pollent *p, int n, int timeout_ms)
+{
+	__u64 start = xt_now_ns(), end, spin_end, now;
+	int r;
+
+	end = timeout_ms < 0 ? UINT64_MAX : start + (__u64)timeout_ms * 1000000ull;
+	spin_end = o->wait == XVI_WAIT_BUSY ? UINT64_MAX :
+		   o->wait == XVI_WAIT_BLOCK ? start : start + (__u64)o->spin_us * 1000ull;
+	for (;;) {
+		r = xst_look(o, p, n);
+		if (r)
+			return r;
+		if (xt_stop)
+			return 0;
+		now = xt_now_ns();
+		if (now >= end)
+			return 0;
+		if (now < spin_end)
+			continue;
+		xst_sleep(o, p, n, end == UINT64_MAX ? -1 :
+			  (int)((end - now + 999999ull) / 1000000ull));
+	}
+}
+
+/* Connect to @dst (xvi: service = its port) within @timeout_ms. */
+static inline int xst_connect(struct xst *o, const struct xst_cfg *cfg,
+			      const union xvi_sockaddr *dst, struct xst_conn *c, int timeout_ms)
+{
+	struct xst_pollent p = { .c = c, .events = POLLOUT };
+	__u64 end = xt_now_ns() + (__u64)timeout_ms * 1000000ull;
+	int err = 0;
+	char a[64];
+
+	xst_conn_init(o, c);
+	if (o->kernel) {
+		socklen_t sl = sizeof(err);
+
+		c->fd = xst_kernel_socket(o, cfg, dst->sa.sa_family);
+		if (c->fd < 0)
+			return c->fd;
+		if (connect(c->fd, &dst->sa, xt_addrlen(dst)) && errno != EINPROGRESS) {
+			err = errno;
+		} else {
+			struct pollfd f = { .fd = c->fd, .events = POLLOUT };
+
+			while (!xt_stop && xt_now_ns() < end && poll(&f, 1, 100) <= 0)
+				;
+			if (!(f.revents & (POLLOUT | POLLERR | POLLHUP)))
+				err = ETIMEDOUT;
+			else
+				getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &sl);
+		}
+	} else {
+		XVI_OPTS(xvi_stream_opts, so, .flags = xst_flags(o));
+
+		c->s = xvi_stream__socket(o->ctx, &so);
+		if (!c->s) {
+			err = errno;
+		} else {
+			err = -xvi_stream__connect(c->s, dst, xt_port(dst));
+			while (err == EINPROGRESS && !xt_stop && xt_now_ns() < end) {
+				struct xvi_stream_info info = { .sz = sizeof(info) };
+
+				xst_wait(o, &p, 1, 100);
+				xvi_stream__info(c->s, &info);
+				if (info.state >= XVI_SS_ESTABLISHED)
+					err = 0;
+				else if (info.error || info.state == XVI_SS_CLOSED)
+					err = info.error ? info.error : ECONNREFUSED;
+			}
+			if (err == EINPROGRESS)
+				err = ETIMEDOUT;
+		}
+	}
+	if (err) {
+		fprintf(stderr, "%s: cannot connect to %s (%s): %s%s\n", o->prog,
+			xt_addr_str(dst, a, sizeof(a)), xst_name(o), strerror(err),
+			err == ECONNREFUSED ? ": is a --stream server running there?" :
+			err == ETIMEDOUT ? ": no answer: check the address and the server" : "");
+		xst_conn_close(c, true);
+		return -err;
+	}
+	return 0;
+}
+
+/* Stream counters for reports (zeros for kernel TCP: see tcp_info). */
+static inline int xst_info(const struct xst_conn *c, struct xvi_stream_info *info)
+{
+	memset(info, 0, sizeof(*info));
+	info->sz = sizeof(*info);
+	if (!c->s)
+		return -ENOTSUP;
+	return xvi_stream__info(c->s, info);
+}
+
+#endif /* XVI_TOOLS_STREAM_TRANSPORT_H */
