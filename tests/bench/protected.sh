@@ -9,7 +9,13 @@
 #   node b: xvi-perf server, direct (root) or protected (plain uid, through
 #           xdp-vid); the server echoes ping-pong and counts throughput.
 #
-# usage: B=build tests/bench/protected.sh [-t SEC] [-m BYTES]
+# Method as tests/bench/run: the variants alternate (direct, protected,
+# direct, ...) for ROUNDS rounds and the table shows median (min-max);
+# client pinned to CPU 0, server to CPU 1; both ends of a ping-pong busy
+# poll, so no scheduler wake-up sits inside the measurement; the message
+# rate uses the library's default adaptive wait, as in tests/bench/run.
+#
+# usage: B=build tests/bench/protected.sh [-t SEC] [-m BYTES] [-r ROUNDS]
 # Targets (issue #3): protected >= 70 % of the direct message rate, ping-pong
 # latency <= 1.3x direct.
 
@@ -17,11 +23,12 @@ set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-build}
 case $B in /*) BIN=$B/bin ;; *) BIN=$ROOT/$B/bin ;; esac
-SEC=3 MSG=64
-while getopts "t:m:h" o; do
+SEC=3 MSG=64 ROUNDS=3
+while getopts "t:m:r:h" o; do
 	case $o in
 	t) SEC=$OPTARG ;;
 	m) MSG=$OPTARG ;;
+	r) ROUNDS=$OPTARG ;;
 	*) sed -n '/^# usage:/,/^# latency/p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 	esac
 done
@@ -51,21 +58,28 @@ UIDP=$((20000 + $$ % 20000))
 # frames, rings of 2048; protected endpoints default to a quarter of that
 # to fit RLIMIT_MEMLOCK, which 8 MiB for this uid alone still allows).
 SIZES=(--ring 2048 --frames 4096)
+PIN_A=() PIN_B=()
+if [ "$(nproc)" -ge 2 ] && command -v taskset >/dev/null; then
+	PIN_A=(taskset -c 0) PIN_B=(taskset -c 1)
+fi
 
-# server MODE TAG: start the server on b for one measurement
+# server MODE TAG WAIT: start the server on b for one measurement
 server() {
-	local mode=$1 tag=$2 pre=()
+	local mode=$1 tag=$2 wait=$3 pre=()
 	[ "$mode" = protected ] && pre=(setpriv --reuid="$UIDP" --regid=65534 --clear-groups --inh-caps=-all)
-	lab_exec --name "$LAB" -T $((SEC + 20)) b -- env XVI_RUN_DIR="$TMP/run" "${pre[@]}" \
-		"$TMP/bin/xvi-perf" server -i 198.18.0.2 -p 11111 --iface xv0 -t $((SEC + 4)) \
-		"${SIZES[@]}" --json >"$TMP/srv-$tag.json" 2>"$TMP/srv-$tag.err" &
+	lab_exec --name "$LAB" -T $((SEC + 20)) b -- env XVI_RUN_DIR="$TMP/run" "${PIN_B[@]}" \
+		"${pre[@]}" "$TMP/bin/xvi-perf" server -i 198.18.0.2 -p 11111 --iface xv0 \
+		-t $((SEC + 4)) --wait "$wait" "${SIZES[@]}" --json >"$TMP/srv-$tag.json" \
+		2>"$TMP/srv-$tag.err" &
 	SPID=$!
 	sleep 1
 }
 
+# client TEST TAG WAIT
 client() {
-	lab_exec --name "$LAB" -T $((SEC + 20)) a -- "$BIN/xvi-perf" "$1" -i 198.18.0.2 -p 11111 \
-		--iface xv0 -m "$MSG" -t "$SEC" --json >"$TMP/cli-$2.json" 2>"$TMP/cli-$2.err"
+	lab_exec --name "$LAB" -T $((SEC + 20)) a -- "${PIN_A[@]}" "$BIN/xvi-perf" "$1" \
+		-i 198.18.0.2 -p 11111 --iface xv0 -m "$MSG" -t "$SEC" --wait "$3" --json \
+		>"$TMP/cli-$2.json" 2>"$TMP/cli-$2.err"
 }
 
 # val FILE KEY: latency_usec.KEY of a ping-pong result
@@ -74,33 +88,52 @@ val() {
 		"$1" "$2" 2>/dev/null || echo 0
 }
 
-declare -A P50 AVG RATE
-for mode in direct protected; do
-	server "$mode" "pp-$mode"
-	client ping-pong "pp-$mode" || echo "ping-pong $mode failed: $(head -c 300 "$TMP/cli-pp-$mode.err")" >&2
-	wait "$SPID"
-	P50[$mode]=$(val "$TMP/cli-pp-$mode.json" p50)
-	AVG[$mode]=$(val "$TMP/cli-pp-$mode.json" avg)
-	server "$mode" "tp-$mode"
-	client throughput "tp-$mode" || echo "throughput $mode failed: $(head -c 300 "$TMP/cli-tp-$mode.err")" >&2
-	wait "$SPID"
-	[ -n "${KEEP:-}" ] && cp "$TMP/srv-tp-$mode.json" "$TMP/cli-tp-$mode.json" "$KEEP/" 2>/dev/null
-	RATE[$mode]=$(python3 -c 'import json,sys
+# One line per measurement: "MODE METRIC VALUE", summarised at the end.
+RES=$TMP/results
+: >"$RES"
+for round in $(seq "$ROUNDS"); do
+	for mode in direct protected; do
+		tag=$mode-$round
+		server "$mode" "pp-$tag" busy
+		client ping-pong "pp-$tag" busy ||
+			echo "ping-pong $mode failed: $(head -c 300 "$TMP/cli-pp-$tag.err")" >&2
+		wait "$SPID"
+		echo "$mode p50 $(val "$TMP/cli-pp-$tag.json" p50)" >>"$RES"
+		echo "$mode avg $(val "$TMP/cli-pp-$tag.json" avg)" >>"$RES"
+		server "$mode" "tp-$tag" adaptive
+		client throughput "tp-$tag" adaptive ||
+			echo "throughput $mode failed: $(head -c 300 "$TMP/cli-tp-$tag.err")" >&2
+		wait "$SPID"
+		[ -n "${KEEP:-}" ] && cp "$TMP/srv-tp-$tag.json" "$TMP/cli-tp-$tag.json" "$KEEP/" \
+			2>/dev/null
+		echo "$mode rate $(python3 -c 'import json,sys
 s = json.load(open(sys.argv[1])); c = json.load(open(sys.argv[2]))
 print(int(s.get("received", 0) / max(c.get("seconds", 1), 1e-9)))' \
-		"$TMP/srv-tp-$mode.json" "$TMP/cli-tp-$mode.json" 2>/dev/null || echo 0)
+			"$TMP/srv-tp-$tag.json" "$TMP/cli-tp-$tag.json" 2>/dev/null || echo 0)" >>"$RES"
+	done
 done
 
-python3 - "${RATE[direct]}" "${RATE[protected]}" "${P50[direct]}" "${P50[protected]}" \
-	"${AVG[direct]}" "${AVG[protected]}" "$MSG" "$SEC" <<'PY'
-import sys
-rd, rp, pd, pp, ad, ap = map(float, sys.argv[1:7])
-msg, sec = sys.argv[7], sys.argv[8]
-def ratio(a, b):
-    return "%.2f" % (a / b) if b else "n/a"
-print("protected vs direct endpoints, %s-byte messages, %s s per run" % (msg, sec))
-print("%-28s %12s %12s %8s  %s" % ("metric", "direct", "protected", "ratio", "target"))
-print("%-28s %12.0f %12.0f %8s  %s" % ("server receive rate, msg/s", rd, rp, ratio(rp, rd), ">= 0.70"))
-print("%-28s %12.1f %12.1f %8s  %s" % ("ping-pong one-way p50, us", pd, pp, ratio(pp, pd), "<= 1.30"))
-print("%-28s %12.1f %12.1f %8s  %s" % ("ping-pong one-way avg, us", ad, ap, ratio(ap, ad), ""))
+python3 - "$RES" "$MSG" "$SEC" "$ROUNDS" <<'PY'
+import statistics, sys
+res, msg, sec, rounds = sys.argv[1:5]
+v = {}
+for line in open(res):
+    mode, metric, val = line.split()
+    v.setdefault((mode, metric), []).append(float(val))
+def cell(mode, metric, fmt):
+    xs = v.get((mode, metric), [0.0])
+    return (fmt % statistics.median(xs)) + " (" + (fmt % min(xs)) + "-" + (fmt % max(xs)) + ")"
+def ratio(metric):
+    d = statistics.median(v.get(("direct", metric), [0.0]))
+    p = statistics.median(v.get(("protected", metric), [0.0]))
+    return "%.2f" % (p / d) if d else "n/a"
+print("protected vs direct endpoints, %s-byte messages, %s s per run, %s rounds alternating,"
+      " median (min-max)" % (msg, sec, rounds))
+print("%-28s %24s %24s %7s  %s" % ("metric", "direct", "protected", "ratio", "target"))
+print("%-28s %24s %24s %7s  %s" % ("server receive rate, msg/s", cell("direct", "rate", "%.0f"),
+      cell("protected", "rate", "%.0f"), ratio("rate"), ">= 0.70"))
+print("%-28s %24s %24s %7s  %s" % ("ping-pong one-way p50, us", cell("direct", "p50", "%.2f"),
+      cell("protected", "p50", "%.2f"), ratio("p50"), "<= 1.30"))
+print("%-28s %24s %24s %7s  %s" % ("ping-pong one-way avg, us", cell("direct", "avg", "%.2f"),
+      cell("protected", "avg", "%.2f"), ratio("avg"), ""))
 PY
