@@ -59,6 +59,17 @@ struct {
 	__type(value, struct xvi_global_counters);
 } xvi_global_stats SEC(".maps");
 
+/*
+ * Interface configuration (struct xvi_config), one element.  Written by the
+ * control plane at attach, read by XDP: the station's own MAC address.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xvi_config);
+} xvi_config SEC(".maps");
+
 /* slot -> owner.  Control plane only (claimed with BPF_NOEXIST); XDP never reads it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

@@ -353,6 +353,37 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	return xvi_deliver(ctx, ep, &m, frame_len, vflags);
 }
 
+/*
+ * Only frames for this station are ours.  An interface in promiscuous mode
+ * (tcpdump, a bridge port, a macvlan parent) hands XDP frames for other
+ * hosts, and group-addressed UDP (broadcast, mDNS, SSDP) belongs to the
+ * kernel's sockets, which may be many: both go to the kernel untouched.
+ */
+static __always_inline bool xvi_for_us(struct xdp_md *ctx, struct xvi_global_counters *g)
+{
+	struct ethhdr *eth = (void *)(long)ctx->data;
+	struct xvi_config *cfg;
+	__u32 zero = 0;
+	const __u8 *m;
+
+	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
+		return false;		/* xvi_parse_eth counted the runt */
+	if (eth->h_dest[0] & 1) {	/* I/G bit: multicast or broadcast */
+		g->group_dst++;
+		return false;
+	}
+	cfg = bpf_map_lookup_elem(&xvi_config, &zero);
+	if (!cfg || !(cfg->flags & XVI_CFG_MAC))
+		return false;		/* not configured yet: deliver nothing */
+	m = cfg->mac;
+	if ((eth->h_dest[0] ^ m[0]) | (eth->h_dest[1] ^ m[1]) | (eth->h_dest[2] ^ m[2]) |
+	    (eth->h_dest[3] ^ m[3]) | (eth->h_dest[4] ^ m[4]) | (eth->h_dest[5] ^ m[5])) {
+		g->other_host++;
+		return false;
+	}
+	return true;
+}
+
 static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters *g)
 {
 	struct xvi_cursor c;
@@ -366,6 +397,8 @@ static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters
 		g->malformed++;
 		return XDP_PASS;
 	}
+	if (!xvi_for_us(ctx, g))
+		return XDP_PASS;
 	if (vlan)
 		flags |= XVI_RX_VLAN;
 

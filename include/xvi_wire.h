@@ -12,7 +12,7 @@
 
 #include <linux/types.h>
 
-#define XVI_WIRE_VERSION	2
+#define XVI_WIRE_VERSION	3
 
 /* IEEE 802 local experimental EtherType 1: raw xvi frames inside one L2. */
 #define XVI_ETH_P_RAW		0x88B5
@@ -137,6 +137,24 @@ struct xvi_global_counters {
 	__u64 no_endpoint;		/* UDP or raw frame with no matching tag */
 	__u64 malformed;		/* runt, truncated header, IHL < 5, ... */
 	__u64 fragments;		/* IP fragments, always passed */
+	/* Frames not addressed to this station, all passed to the kernel: */
+	__u64 group_dst;		/* multicast/broadcast destination MAC */
+	__u64 other_host;		/* unicast to another MAC (promiscuous) */
+};
+
+/*
+ * Interface configuration: the one element of the array map xvi_config,
+ * written by the control plane at attach (and on every later attach, which
+ * refreshes it), read by XDP.  Until XVI_CFG_MAC is set the datapath
+ * delivers nothing: it cannot tell frames for this station from others.
+ */
+struct xvi_config {
+	__u8 mac[6];			/* the interface's MAC address */
+	__u16 flags;			/* enum xvi_config_flags */
+};
+
+enum xvi_config_flags {
+	XVI_CFG_MAC = 1 << 0,		/* mac[] is set */
 };
 
 enum xvi_ep_mode {

@@ -51,6 +51,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "neigh.h"
 #include "opts.h"
 #include "xvi_demux.skel.h"
 
@@ -63,6 +64,7 @@ enum {
 	MAP_GLOBAL_STATS,
 	MAP_OWNERS,
 	MAP_DEVS,
+	MAP_CONFIG,
 	MAP_NR,
 };
 
@@ -83,6 +85,8 @@ static const struct map_def {
 	[MAP_OWNERS] = { "xvi_owners", BPF_MAP_TYPE_HASH, sizeof(__u32),
 			 sizeof(struct xvi_slot_owner) },
 	[MAP_DEVS] = { "xvi_devs", BPF_MAP_TYPE_DEVMAP, sizeof(__u32), sizeof(__u32) },
+	[MAP_CONFIG] = { "xvi_config", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
+			 sizeof(struct xvi_config) },
 };
 
 /* Per-CPU values are summed as arrays of __u64. */
@@ -158,24 +162,37 @@ static int check_bpffs(const char *bpffs)
 	return 0;
 }
 
-/* Effective capability set from /proc, so we can refuse before touching anything. */
-static int check_caps(const char *ifname)
+int xvi_cap_effective(__u64 *eff)
 {
-	unsigned long long eff = 0;
+	unsigned long long v;
 	char line[256];
-	bool bpf_ok, net_ok;
+	int err = -ENOENT;
 	FILE *f;
 
 	f = fopen("/proc/self/status", "re");
 	if (!f)
-		return 0;	/* cannot tell: let the kernel decide */
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "CapEff: %llx", &v) == 1) {
+			*eff = v;
+			err = 0;
 			break;
+		}
+	}
 	fclose(f);
-	/* CAP_NET_ADMIN = 12, CAP_SYS_ADMIN = 21, CAP_BPF = 39 */
-	net_ok = eff & (1ULL << 12);
-	bpf_ok = (eff & (1ULL << 39)) || (eff & (1ULL << 21));
+	return err;
+}
+
+/* Effective capability set from /proc, so we can refuse before touching anything. */
+static int check_caps(const char *ifname)
+{
+	bool bpf_ok, net_ok;
+	__u64 eff;
+
+	if (xvi_cap_effective(&eff))
+		return 0;	/* cannot tell: let the kernel decide */
+	net_ok = eff & XVI_CAP(CAP_NET_ADMIN);
+	bpf_ok = eff & (XVI_CAP(CAP_BPF) | XVI_CAP(CAP_SYS_ADMIN));
 	if (net_ok && bpf_ok)
 		return 0;
 	pr_warn("%s: attaching or detaching XDP needs CAP_NET_ADMIN and CAP_BPF "
@@ -424,6 +441,71 @@ static void libxdp_use_bpffs(const char *bpffs)
 		setenv("LIBXDP_BPFFS", bpffs, 0);
 }
 
+static const char *mac_str(const __u8 m[6], char buf[18])
+{
+	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+		 m[5]);
+	return buf;
+}
+
+/*
+ * Tell the datapath the interface's MAC (xvi_config): it delivers unicast
+ * frames to that address only.  Done at every attach, so attaching again
+ * after a MAC change brings it up to date.  @fd is the map's fd.
+ */
+static int write_config(const char *ifname, int fd)
+{
+	struct xvi_config cfg = {}, old = {};
+	struct xvi_iface ifc;
+	char a[18], b[18];
+	__u32 zero = 0;
+	int err;
+
+	err = xvi_iface__query(ifname, &ifc);
+	if (err)
+		return err;
+	memcpy(cfg.mac, ifc.mac, 6);
+	cfg.flags = XVI_CFG_MAC;
+	if (!bpf_map_lookup_elem(fd, &zero, &old) && !memcmp(&old, &cfg, sizeof(cfg)))
+		return 0;
+	if (bpf_map_update_elem(fd, &zero, &cfg, 0)) {
+		err = -errno;
+		pr_warn("%s: cannot write the interface MAC into xvi_config: %s\n", ifname,
+			strerror(-err));
+		return err;
+	}
+	if (old.flags & XVI_CFG_MAC)
+		pr_info("%s: interface MAC changed from %s to %s: datapath updated\n", ifname,
+			mac_str(old.mac, a), mac_str(cfg.mac, b));
+	return 0;
+}
+
+/* write_config through the pin: the datapath was attached earlier. */
+static int refresh_config(const char *ifname, const char *dir)
+{
+	char path[PATH_MAX];
+	int fd, err;
+
+	map_path(path, sizeof(path), dir, MAP_CONFIG);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return -errno;
+	err = write_config(ifname, fd);
+	close(fd);
+	return err;
+}
+
+int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out)
+{
+	__u32 zero = 0;
+
+	if (!ctl || !out)
+		return xvi_err(-EINVAL);
+	if (bpf_map_lookup_elem(ctl->fds[MAP_CONFIG], &zero, out))
+		return xvi_err(-errno);
+	return 0;
+}
+
 static int load_and_attach(const char *ifname, int ifindex, const char *dir,
 			   enum xdp_attach_mode xmode)
 {
@@ -490,7 +572,17 @@ static int load_and_attach(const char *ifname, int ifindex, const char *dir,
 		pr_warn("%s: maps were not pinned under %s\n", ifname, dir);
 		xdp_program__detach(prog, ifindex, xmode, 0);
 		err = -EIO;
+		goto out;
 	}
+	/*
+	 * The maps exist only once libxdp loaded the object, so the MAC goes
+	 * in right after the attach; until then the datapath passes every
+	 * frame (and no endpoint can be published yet: claims need the pins,
+	 * which appear at load, and a microsecond).
+	 */
+	err = write_config(ifname, bpf_map__fd(skel->maps.xvi_config));
+	if (err)
+		xdp_program__detach(prog, ifindex, xmode, 0);
 out:
 	xdp_program__close(prog);
 	xvi_demux_bpf__destroy(skel);
@@ -567,7 +659,11 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 				st.ours_id, mode_name(st.mode));
 			if (already)
 				*already = true;
-			err = 0;
+			/* Attach again = refresh what the datapath knows (its MAC). */
+			err = refresh_config(ifname, dir);
+			if (err)
+				pr_warn("%s: could not refresh xvi_config: %s\n", ifname,
+					strerror(-err));
 		}
 		goto out;
 	}
@@ -722,7 +818,8 @@ static int check_map(struct xvi_ctl *ctl, int i)
 		return -errno;
 	if (info.type != d->type || info.key_size != d->key_size ||
 	    info.value_size != d->value_size || info.max_entries < 1 ||
-	    (i != MAP_GLOBAL_STATS && info.max_entries != XVI_MAX_ENDPOINTS)) {
+	    (i != MAP_GLOBAL_STATS && i != MAP_CONFIG &&
+	     info.max_entries != XVI_MAX_ENDPOINTS)) {
 		pr_warn("%s: pinned map %s has another layout than this libxvi expects "
 			"(the datapath is from another version): run 'xdp-vi detach %s' "
 			"and 'xdp-vi attach %s'\n", ctl->ifname, d->name, ctl->ifname,
@@ -938,9 +1035,45 @@ static int check_tag(const struct xvi_tag *t)
 	}
 }
 
+static bool udp_addr_is_any(const struct xvi_tag *t)
+{
+	static const __u8 zero[16];
+
+	return !memcmp(t->addr, zero, sizeof(t->addr));
+}
+
+/*
+ * The kernel's bind() rule between owners: a wildcard X=any:P and an exact
+ * A:P of the same family overlap (each would see the other's datagrams), so
+ * two different processes cannot hold them.  One process may hold both (the
+ * datapath prefers the exact tag), as the tag table always allowed.
+ * Returns the slot of a live overlapping owner (*held filled), or -ENOENT.
+ * Caller holds the lock and ran gc, so every owner found is alive.
+ */
+static int overlap_holder(struct xvi_ctl *ctl, const struct xvi_slot_owner *owner,
+			  struct xvi_slot_owner *held)
+{
+	const struct xvi_tag *t = &owner->tag;
+	__u32 s;
+
+	if (t->kind != XVI_TAG_UDP4 && t->kind != XVI_TAG_UDP6)
+		return -ENOENT;
+	for (s = 0; s < XVI_MAX_ENDPOINTS; s++) {
+		if (owner_get(ctl, s, held))
+			continue;
+		if (held->tag.kind != t->kind || held->tag.port != t->port ||
+		    held->pid == owner->pid)
+			continue;
+		if (udp_addr_is_any(&held->tag) != udp_addr_is_any(t))
+			return s;
+	}
+	return -ENOENT;
+}
+
 static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slot,
 			const char *tagstr)
 {
+	char heldstr[64];
 	struct xvi_ep_value pending = { .slot = XVI_SLOT_PENDING };
 	struct xvi_slot_owner held;
 	struct xvi_ep_value v;
@@ -960,6 +1093,13 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 				owner->tag.kind == XVI_TAG_RAW ? "tag" : "port");
 			return -EADDRINUSE;
 		}
+	}
+	s = overlap_holder(ctl, owner, &held);
+	if (s >= 0) {
+		xvi_tag__format(&held.tag, heldstr, sizeof(heldstr));
+		pr_warn("%s: %s overlaps %s of pid %u (slot %u): a wildcard and an exact address on one port cannot belong to two processes; close that endpoint or pick another port\n",
+			ctl->ifname, tagstr, heldstr, held.pid, s);
+		return -EADDRINUSE;
 	}
 
 	for (s = 0; s < XVI_MAX_ENDPOINTS; s++) {

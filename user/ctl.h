@@ -119,6 +119,13 @@ int xvi_ctl__gc(struct xvi_ctl *ctl);
 int xvi_ctl__next_owner(struct xvi_ctl *ctl, __u32 *slot,
 			struct xvi_slot_owner *owner);
 
+/*
+ * The datapath's interface configuration (xvi_config): the MAC it accepts
+ * unicast frames for.  Written at attach; stale after a MAC change until
+ * the next `xdp-vi attach`.
+ */
+int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out);
+
 /* Sum of the per-CPU counters of one slot / of the whole interface. */
 int xvi_ctl__ep_counters(struct xvi_ctl *ctl, __u32 slot,
 			 struct xvi_ep_counters *out);
@@ -134,6 +141,27 @@ int xvi_tag__format(const struct xvi_tag *tag, char *buf, size_t len);
 /* "<bpffs>/xdp-vi/<ifname>" into @buf. */
 int xvi_ctl__pin_dir(const char *ifname, const struct xvi_ctl_opts *opts,
 		     char *buf, size_t len);
+
+/*
+ * Effective capabilities of the calling process (CapEff of
+ * /proc/self/status) into *eff: 0, or a negative errno if /proc cannot
+ * tell.  Test bits with XVI_CAP(CAP_...).
+ */
+#define XVI_CAP(c)	(1ULL << (c))
+/* The uapi <linux/capability.h> of the build host may predate CAP_BPF. */
+#ifndef CAP_NET_ADMIN
+#define CAP_NET_ADMIN	12
+#endif
+#ifndef CAP_NET_RAW
+#define CAP_NET_RAW	13
+#endif
+#ifndef CAP_SYS_ADMIN
+#define CAP_SYS_ADMIN	21
+#endif
+#ifndef CAP_BPF
+#define CAP_BPF		39
+#endif
+int xvi_cap_effective(__u64 *eff);
 
 /* True if (pid, start_time) is a live process. */
 bool xvi_ctl__owner_alive(__u32 pid, __u64 start_time);

@@ -18,6 +18,7 @@
 #include "log.h"
 #include "netdev.h"
 #include "opts.h"
+#include "reserve.h"
 
 #define DEF_FRAME_SIZE		2048
 #define DEF_NUM_FRAMES		4096
@@ -672,6 +673,9 @@ static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
 		munmap(ep->area, ep->area_size);
 	if (ep->ctl)
 		xvi_ctl__close(ep->ctl);
+	/* Last: the kernel may only have the port once the datapath let go. */
+	if (ep->reserve_fd >= 0)
+		close(ep->reserve_fd);
 	/* Protected: the rings were mapped by hand and the socket is ours. */
 	if (ep->rings) {
 		xvi_xsk__unmap(ep->rings);
@@ -687,22 +691,35 @@ static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
 	free(ep);
 }
 
+/*
+ * The datapath delivers unicast frames only to the MAC it was given at
+ * attach (xvi_config).  If the interface's MAC changed since, nothing
+ * would ever arrive: say so and how to fix it.  A warning, not an error:
+ * the endpoint can still send, and an attach may fix it while it is open.
+ */
+static void check_datapath_mac(const struct xvi_endpoint *ep)
+{
+	struct xvi_config c;
+	const __u8 *m = ep->mac;
+
+	if (xvi_ctl__config(ep->ctl, &c))
+		return;
+	if ((c.flags & XVI_CFG_MAC) && !memcmp(c.mac, ep->mac, 6))
+		return;
+	pr_warn("%s: the datapath accepts frames for %s but the interface's MAC is %02x:%02x:%02x:%02x:%02x:%02x: nothing will be received until 'xdp-vi attach %s' runs again\n",
+		ep->ifname, (c.flags & XVI_CFG_MAC) ? "another MAC" : "no MAC yet", m[0], m[1],
+		m[2], m[3], m[4], m[5], ep->ifname);
+}
+
 /* CAP_NET_RAW (AF_XDP socket) and CAP_BPF or CAP_SYS_ADMIN (the pinned maps). */
 static bool privileged(void)
 {
-	unsigned long long eff = 0;
-	char line[256];
-	FILE *f;
+	__u64 eff;
 
-	f = fopen("/proc/self/status", "re");
-	if (!f)
+	if (xvi_cap_effective(&eff))
 		return geteuid() == 0;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "CapEff: %llx", &eff) == 1)
-			break;
-	fclose(f);
-	/* CAP_NET_RAW = 13, CAP_SYS_ADMIN = 21, CAP_BPF = 39 */
-	return (eff & (1ULL << 13)) && (eff & ((1ULL << 39) | (1ULL << 21)));
+	return (eff & XVI_CAP(CAP_NET_RAW)) &&
+	       (eff & (XVI_CAP(CAP_BPF) | XVI_CAP(CAP_SYS_ADMIN)));
 }
 
 /*
@@ -841,6 +858,7 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	memset(ep, 0, sizeof(*ep));
 	ep->fd = -1;
 	ep->broker_fd = -1;
+	ep->reserve_fd = -1;
 	snprintf(ep->ifname, sizeof(ep->ifname), "%s", ifname);
 	ep->kind = cfg.kind;
 	ep->family = cfg.family;
@@ -895,6 +913,8 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 		goto fail;
 	}
 
+	check_datapath_mac(ep);
+
 	memset(&owner, 0, sizeof(owner));
 	fill_tag(&cfg, &owner.tag);
 	owner.queue_id = cfg.queue_id;
@@ -904,6 +924,17 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	if (err)
 		goto fail;
 	claimed = true;
+	/*
+	 * After the claim, so that another endpoint on the tag is reported by
+	 * ctl with its pid; before publish, so that the datapath never takes
+	 * a port a kernel socket owns.
+	 */
+	if (cfg.kind == XVI_EP_UDP) {
+		err = xvi_udp_reserve(&owner.tag);	/* logs why */
+		if (err < 0)
+			goto fail;
+		ep->reserve_fd = err;
+	}
 
 	choose_tx_csum(ep, &cfg);
 	err = create_socket(ep, &cfg);

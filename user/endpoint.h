@@ -110,6 +110,12 @@ struct xvi_endpoint {
 	struct xsk_umem *umem;
 	struct xsk_socket *xsk;
 	struct xvi_ctl *ctl;		/* direct endpoints only */
+	/*
+	 * Direct UDP endpoints: a kernel UDP socket bound to the same
+	 * (address, port), holding the port in the kernel's port space
+	 * (reserve.h), or -1.  Protected endpoints: xdp-vid holds it.
+	 */
+	int reserve_fd;
 	int broker_fd;			/* protected: connection to xdp-vid, else -1 */
 	struct xvi_xsk_maps *rings;	/* protected: rings mapped by hand, no libxdp */
 	char ifname[IF_NAMESIZE];

@@ -21,6 +21,7 @@
 
 #include "log.h"
 #include "neigh.h"
+#include "util.h"
 
 #ifndef IFLA_NUM_RX_QUEUES
 #define IFLA_NUM_RX_QUEUES 32
@@ -379,14 +380,6 @@ static bool neigh_usable(const struct neigh_req *r)
 					   NUD_PROBE | NUD_PERMANENT | NUD_NOARP));
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 int xvi_neigh__resolve(int ifindex, const struct xvi_ip *nexthop, __u8 mac[6],
 		       int timeout_ms)
 {
@@ -400,7 +393,7 @@ int xvi_neigh__resolve(int ifindex, const struct xvi_ip *nexthop, __u8 mac[6],
 	inet_ntop(nexthop->family, nexthop->a, ipstr, sizeof(ipstr));
 	if (!if_indextoname(ifindex, ifstr))
 		snprintf(ifstr, sizeof(ifstr), "if%d", ifindex);
-	deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	deadline = xvi_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 
 	for (;;) {
 		err = neigh_get(ifindex, nexthop, &r);
@@ -429,7 +422,7 @@ int xvi_neigh__resolve(int ifindex, const struct xvi_ip *nexthop, __u8 mac[6],
 			}
 			triggers++;
 		}
-		if (now_ms() >= deadline)
+		if (xvi_now_ms() >= deadline)
 			break;
 		/* a link answers in well under a millisecond: poll fast, then back off */
 		usleep(nap_us);

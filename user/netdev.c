@@ -107,10 +107,19 @@ static int genl_do(struct mnl_socket *nl, struct nlmsghdr *nlh, struct reply *r)
 	return r->err == 1 ? -EPROTO : r->err;
 }
 
-static struct nlmsghdr *genl_put(char *buf, __u16 type, __u8 cmd, __u8 version)
+/*
+ * The whole buffer is zeroed first: libmnl 1.0.4 does not clear attribute
+ * padding (the byte after "netdev\0"), and an uninitialised byte would go
+ * to the kernel with the request.
+ */
+static struct nlmsghdr *genl_put(char *buf, size_t len, __u16 type, __u8 cmd,
+				 __u8 version)
 {
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nlmsghdr *nlh;
 	struct genlmsghdr *g;
+
+	memset(buf, 0, len);
+	nlh = mnl_nlmsg_put_header(buf);
 
 	nlh->nlmsg_type = type;
 	nlh->nlmsg_flags = NLM_F_REQUEST;
@@ -137,7 +146,7 @@ int xvi_netdev__xsk_features(int ifindex, __u64 *features)
 		err = -errno;
 		goto out;
 	}
-	nlh = genl_put(buf, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
+	nlh = genl_put(buf, sizeof(buf), GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
 	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, XVI_NETDEV_FAMILY_NAME);
 	err = genl_do(nl, nlh, &r);
 	if (err) {
@@ -146,7 +155,8 @@ int xvi_netdev__xsk_features(int ifindex, __u64 *features)
 		goto out;
 	}
 	r.type = r.family;
-	nlh = genl_put(buf, r.family, XVI_NETDEV_CMD_DEV_GET, XVI_NETDEV_FAMILY_VERSION);
+	nlh = genl_put(buf, sizeof(buf), r.family, XVI_NETDEV_CMD_DEV_GET,
+		       XVI_NETDEV_FAMILY_VERSION);
 	mnl_attr_put_u32(nlh, XVI_NETDEV_A_DEV_IFINDEX, (__u32)ifindex);
 	err = genl_do(nl, nlh, &r);
 	if (!err)

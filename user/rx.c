@@ -11,9 +11,7 @@
 #include <sys/socket.h>
 #include "endpoint.h"
 #include "log.h"
-
-#define likely(x)	__builtin_expect(!!(x), 1)
-#define unlikely(x)	__builtin_expect(!!(x), 0)
+#include "util.h"
 
 static inline void cpu_relax(void)
 {
@@ -204,14 +202,6 @@ static inline bool rx_ready(struct xvi_endpoint *ep)
 	       __atomic_load_n(ep->rx.producer, __ATOMIC_ACQUIRE) != ep->rx.cached_cons;
 }
 
-static inline __u64 now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* Spin until ready or @until_us (0: forever).  Returns 1 or 0. */
 static int spin_until(struct xvi_endpoint *ep, __u64 until_us)
 {
@@ -230,7 +220,7 @@ static int spin_until(struct xvi_endpoint *ep, __u64 until_us)
 		else
 			cpu_relax();
 		/* Reading the clock is cheap (vDSO) but not free: every 64 turns. */
-		if (until_us && !(++i & 63) && now_us() >= until_us)
+		if (until_us && !(++i & 63) && xvi_now_us() >= until_us)
 			return rx_ready(ep);
 	}
 }
@@ -264,7 +254,7 @@ int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms)
 	if (timeout_ms == 0)
 		return rx_ready(ep);
 
-	start = now_us();
+	start = xvi_now_us();
 	if (timeout_ms > 0)
 		until = start + (__u64)timeout_ms * 1000;
 
@@ -277,7 +267,7 @@ int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms)
 			spin_end = until;
 		if (spin_until(ep, spin_end))
 			return 1;
-		if (until && now_us() >= until)
+		if (until && xvi_now_us() >= until)
 			return 0;
 		break;
 	case XVI_WAIT_BLOCK:
@@ -287,7 +277,7 @@ int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms)
 	if (!until)
 		return block_until(ep, -1);
 	/* Round up: poll() must not wake before the deadline. */
-	left = (int)((until - now_us() + 999) / 1000);
+	left = (int)((until - xvi_now_us() + 999) / 1000);
 	return block_until(ep, left > 0 ? left : 0);
 }
 
@@ -301,7 +291,7 @@ ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf, size_t len,
 	if (!ep || (!buf && len))
 		return xvi_err(-EINVAL);
 	if (timeout_ms > 0)
-		until = now_us() + (__u64)timeout_ms * 1000;
+		until = xvi_now_us() + (__u64)timeout_ms * 1000;
 	for (;;) {
 		r = xvi_endpoint__recv_batch(ep, &m, 1);
 		if (r < 0)
@@ -310,7 +300,7 @@ ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf, size_t len,
 			break;
 		/* Empty, or the frame was dropped by verification: wait again. */
 		if (timeout_ms > 0) {
-			now = now_us();
+			now = xvi_now_us();
 			if (now >= until)
 				return xvi_err(-EAGAIN);
 			left = (int)((until - now + 999) / 1000);

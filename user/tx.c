@@ -18,10 +18,8 @@
 #include "csum.h"
 #include "endpoint.h"
 #include "log.h"
+#include "util.h"
 #include "xsk_setup.h"
-
-#define likely(x)	__builtin_expect(!!(x), 1)
-#define unlikely(x)	__builtin_expect(!!(x), 0)
 
 /*
  * Copy mode (xsk_generic_xmit) sends at most this many descriptors per
@@ -91,6 +89,31 @@ static int tx_kick(struct xvi_endpoint *ep)
 	return 0;
 }
 
+/*
+ * Is @off (a segment offset) in the send pool, frames [rx_pool, num_frames)?
+ * A receive frame must never be posted for sending: its completion would
+ * push it onto the free-frame stack while xvi_endpoint__release() also gives
+ * it back to the fill ring, and the kernel and a later send would then write
+ * the same frame at once.  To echo a received datagram, copy it into a send
+ * buffer (xvi_endpoint__tx_alloc).
+ */
+static inline bool in_send_pool(const struct xvi_endpoint *ep, __u64 off)
+{
+	return off >= (__u64)ep->rx_pool * ep->frame_size && off < ep->area_size;
+}
+
+static int not_send_frame(const struct xvi_endpoint *ep, __u64 off)
+{
+	if (off < ep->area_size)
+		pr_warn("%s: send buffer at segment offset %llu is a receive frame (frame %llu < %u): copy received data into a buffer from xvi_endpoint__tx_alloc() instead of sending it in place\n",
+			ep->ifname, (unsigned long long)off,
+			(unsigned long long)(off / ep->frame_size), ep->rx_pool);
+	else
+		pr_warn("%s: send buffer %p is outside the endpoint's segment: use buffers from xvi_endpoint__tx_alloc()\n",
+			ep->ifname, xvi_ep__ptr(ep, off));
+	return -EINVAL;
+}
+
 int xvi_endpoint__tx_alloc(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
 {
 	int i;
@@ -124,8 +147,14 @@ void xvi_endpoint__tx_free(struct xvi_endpoint *ep, const struct xvi_txbuf *bufs
 
 	if (!ep || !bufs)
 		return;
-	for (i = 0; i < n && ep->free_n < ep->tx_pool; i++)
+	for (i = 0; i < n && ep->free_n < ep->tx_pool; i++) {
+		/* Only send frames: a receive frame here would be owned twice. */
+		if (unlikely(!in_send_pool(ep, bufs[i].frame))) {
+			not_send_frame(ep, bufs[i].frame);
+			continue;
+		}
 		ep->free_frames[ep->free_n++] = bufs[i].frame & ep->frame_mask;
+	}
 }
 
 static inline void ip_from_sa(const union xvi_sockaddr *sa, struct xvi_ip *ip)
@@ -162,8 +191,9 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 	if (unlikely(dst->sa.sa_family != ep->family))
 		return -EAFNOSUPPORT;
 	/* The buffer must be one of ours, with the header room in front. */
-	if (unlikely(off >= ep->area_size || in_frame < ep->tx_headroom ||
-		     in_frame + len > ep->frame_size))
+	if (unlikely(!in_send_pool(ep, off)))
+		return not_send_frame(ep, off);
+	if (unlikely(in_frame < ep->tx_headroom || in_frame + len > ep->frame_size))
 		return -EINVAL;
 
 	memset(&s, 0, sizeof(s));
@@ -222,9 +252,11 @@ static int tx_frame(struct xvi_endpoint *ep, const struct xvi_txbuf *b,
 	__u64 off = (__u64)((char *)b->data - (char *)ep->area);
 	__u32 in_frame = off & (ep->frame_size - 1);
 
+	if (unlikely(!in_send_pool(ep, off)))
+		return not_send_frame(ep, off);
 	/* With TX metadata the kernel wants its room in front of every frame. */
-	if (unlikely(off >= ep->area_size || in_frame + b->len > ep->frame_size ||
-		     in_frame < ep->tx_md_len || b->len < XVI_ETH_HLEN))
+	if (unlikely(in_frame + b->len > ep->frame_size || in_frame < ep->tx_md_len ||
+		     b->len < XVI_ETH_HLEN))
 		return -EINVAL;
 	if (unlikely(b->len > ep->mtu + XVI_ETH_HLEN + XVI_VLAN_HLEN))
 		return -EMSGSIZE;
@@ -292,14 +324,6 @@ int xvi_endpoint__tx_send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n
 	return xvi_err(err ? err : -EAGAIN);
 }
 
-static inline __u64 now_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t len,
 			     const union xvi_sockaddr *dst)
 {
@@ -320,8 +344,8 @@ ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t le
 		if (ep->free_n && tx_reserve(ep, 1, &idx))
 			break;
 		if (!until)
-			until = now_us() + SENDTO_WAIT_US;
-		else if (now_us() >= until)
+			until = xvi_now_us() + SENDTO_WAIT_US;
+		else if (xvi_now_us() >= until)
 			return xvi_err(-EAGAIN);
 		err = tx_kick(ep);
 		if (err)

@@ -78,6 +78,17 @@ struct fx_case {
 #define NO_EP		.verdict = XDP_PASS, .slot = NO_SLOT, .g = { .no_endpoint = 1 }
 #define FRAGMENT	.verdict = XDP_PASS, .slot = NO_SLOT, .g = { .fragments = 1 }
 #define KERNEL		.verdict = XDP_PASS, .slot = NO_SLOT
+#define GROUP		.verdict = XDP_PASS, .slot = NO_SLOT, .g = { .group_dst = 1 }
+#define OTHER_HOST	.verdict = XDP_PASS, .slot = NO_SLOT, .g = { .other_host = 1 }
+
+/* Destination MACs besides the station's own (FX_DMAC). */
+static const __u8 mac_other[6] = { 0x02, 0, 0, 0, 0, 0x77 };
+static const __u8 mac_near[6] = { 0x03, 0, 0, 0, 0, 0x02 };	/* I/G bit only */
+static const __u8 mac_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const __u8 mac_mcast4[6] = { 0x01, 0x00, 0x5e, 0x00, 0x00, 0xfb };	/* mDNS */
+static const __u8 mac_mcast6[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0xfb };
+static const __u8 mac_last_byte[6] = { 0x02, 0, 0, 0, 0, 0x03 };
+static const __u8 mac_middle_byte[6] = { 0x02, 0, 0, 1, 0, 0x02 };
 #define BAD_IP(s)	.verdict = XDP_DROP, .slot = (s), .ep = { .drop_bad_ip_csum = 1 }
 #define BAD_L4(s)	.verdict = XDP_DROP, .slot = (s), .ep = { .drop_bad_l4_csum = 1 }
 #define BAD_LEN(s)	.verdict = XDP_DROP, .slot = (s), .g = { .malformed = 1 }, \
@@ -149,6 +160,24 @@ static const struct fx_case fx_cases[] = {
 	  .meta_flags = XVI_RX_RAW | XVI_RX_VLAN },
 	{ "raw_unknown_tag", RAW(.raw_tag = 0x00c0ffef), NO_EP },
 	{ "raw_len_beyond_frame", RAW(.l3_len_delta = 1), BAD_LEN(SLOT_RAW) },
+
+	/* Destination MAC: only this station's unicast address is delivered. */
+	{ "udp4_other_host_mac", V4(.dmac = mac_other), OTHER_HOST },
+	{ "udp6_other_host_mac", V6(.dmac = mac_other), OTHER_HOST },
+	{ "raw_other_host_mac", RAW(.dmac = mac_other), OTHER_HOST },
+	{ "udp4_mac_last_byte_differs", V4(.dmac = mac_last_byte), OTHER_HOST },
+	{ "udp4_mac_middle_byte_differs", V4(.dmac = mac_middle_byte), OTHER_HOST },
+	{ "vlan_udp4_other_host_mac", V4(.vlan = true, .dmac = mac_other), OTHER_HOST },
+	{ "udp4_broadcast_bound_port", V4(.dmac = mac_bcast), GROUP },
+	{ "udp4_broadcast_wildcard_port", V4(.dmac = mac_bcast, .dst = "198.18.0.255",
+					     .dport = PORT_WILD), GROUP },
+	{ "udp4_multicast_mdns", V4(.dmac = mac_mcast4, .dst = "224.0.0.251",
+				    .dport = PORT_WILD), GROUP },
+	{ "udp6_multicast", V6(.dmac = mac_mcast6, .dst = "ff02::fb", .dport = PORT_WILD),
+	  GROUP },
+	{ "udp4_group_bit_own_mac", V4(.dmac = mac_near), GROUP },
+	{ "raw_broadcast", RAW(.dmac = mac_bcast), GROUP },
+	{ "arp_broadcast", { .l3 = FX_ARP, .dmac = mac_bcast }, GROUP },
 
 	/* Not ours. */
 	{ "arp", { .l3 = FX_ARP }, KERNEL },
@@ -234,6 +263,16 @@ static void add_tag(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u3
 		     "xvi_endpoints update: %s", strerror(errno));
 }
 
+static void set_config(const __u8 mac[6], __u16 flags)
+{
+	struct xvi_config cfg = { .flags = flags };
+	__u32 zero = 0;
+
+	memcpy(cfg.mac, mac, 6);
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_config), &zero, &cfg,
+					 0), 0, "xvi_config update: %s", strerror(errno));
+}
+
 static void add_xsk(__u32 slot)
 {
 	int fd = xsk_socket__fd(env.xsk);
@@ -277,6 +316,8 @@ static void fx_setup(void)
 	err = xsk_socket__create(&env.xsk, FX_IFACE, 0, env.umem, &env.rx, NULL, &cfg);
 	cr_assert_eq(err, 0, "xsk_socket__create on %s: %s", FX_IFACE, strerror(-err));
 
+	/* What xvi_ctl__attach writes: the receiving interface's MAC. */
+	set_config((const __u8[6])FX_DMAC, XVI_CFG_MAC);
 	add_tag(XVI_TAG_UDP4, "198.18.0.2", PORT, 0, SLOT_V4);
 	add_tag(XVI_TAG_UDP6, "2001:2::2", PORT, 0, SLOT_V6);
 	add_tag(XVI_TAG_UDP4, NULL, PORT_WILD, 0, SLOT_WILD);
@@ -311,7 +352,7 @@ struct fx_counters {
 };
 
 #define G_FIELDS(X) X(rx_frames) X(redirected) X(passed) X(dropped) X(no_endpoint) \
-	X(malformed) X(fragments)
+	X(malformed) X(fragments) X(group_dst) X(other_host)
 #define EP_FIELDS(X) X(rx_frames) X(rx_bytes) X(drop_bad_ip_csum) X(drop_bad_l4_csum) \
 	X(drop_malformed) X(drop_no_socket) X(drop_meta)
 
@@ -523,4 +564,22 @@ Test(xdp, libxdp_run_config)
 		  "XDP_REDIRECT must not chain");
 	xdp_program__close(p);
 	bpf_object__close(obj);
+}
+
+/*
+ * Until the control plane wrote the interface's MAC (xvi_config), the
+ * datapath cannot tell frames for this station from others: it delivers
+ * nothing, even to a bound tag with a socket.
+ */
+Test(xdp, unconfigured_mac_delivers_nothing, .init = fx_setup, .fini = fx_teardown)
+{
+	static const struct fx_case bound_unconfigured = { "udp4_bound_unconfigured", V4(),
+							   KERNEL };
+	static const struct fx_case bound = { "udp4_bound_configured", V4(), DELIVER,
+					      .slot = SLOT_V4, .meta_flags = OK4 };
+
+	set_config((const __u8[6])FX_DMAC, 0);
+	fx_run(&bound_unconfigured);
+	set_config((const __u8[6])FX_DMAC, XVI_CFG_MAC);
+	fx_run(&bound);
 }

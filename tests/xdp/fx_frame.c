@@ -202,8 +202,8 @@ static int build_arp(__u8 *l3)
 
 int fx_frame_build(const struct fx_frame_spec *s, struct fx_frame *f)
 {
-	static const __u8 dmac[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x02 };
-	static const __u8 smac[ETH_ALEN] = { 0x02, 0, 0, 0, 0, 0x01 };
+	static const __u8 dmac[ETH_ALEN] = FX_DMAC;
+	static const __u8 smac[ETH_ALEN] = FX_SMAC;
 	__u32 max = ETH_HLEN + 4 + 60 + 8 + s->payload + s->pad;
 	__u16 type;
 	__u8 *p;
@@ -221,7 +221,7 @@ int fx_frame_build(const struct fx_frame_spec *s, struct fx_frame *f)
 	case FX_ARP: type = ETH_P_ARP; break;
 	default: free(p); return -EINVAL;
 	}
-	memcpy(p, dmac, ETH_ALEN);
+	memcpy(p, s->dmac ? s->dmac : dmac, ETH_ALEN);
 	memcpy(p + ETH_ALEN, smac, ETH_ALEN);
 	f->l3_off = ETH_HLEN;
 	if (s->vlan) {

@@ -25,6 +25,7 @@ struct fx_frame_spec {
 	__u8 ihl;		/* IPv4 header words, 0 means 5; > 5 adds options */
 	__u16 proto;		/* 0 means UDP; FX_PROTO(p) for any other (even 0) */
 	__u16 frag_off;		/* IPv4 frag_off field, host order */
+	const __u8 *dmac;	/* destination MAC, NULL for FX_DMAC */
 	const char *dst;	/* destination address, NULL for the default */
 	__u16 dport;		/* UDP destination port, host order */
 	__u32 payload;		/* payload bytes after the UDP or raw header */
@@ -55,6 +56,10 @@ struct fx_frame {
 	__u16 payload_off;
 	__u16 payload_len;
 };
+
+/* Station addresses: the receiver's (the datapath's xvi_config) and the sender's. */
+#define FX_DMAC		{ 0x02, 0, 0, 0, 0, 0x02 }
+#define FX_SMAC		{ 0x02, 0, 0, 0, 0, 0x01 }
 
 #define FX_SRC4		"198.18.0.1"
 #define FX_DST4		"198.18.0.2"
