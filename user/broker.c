@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -18,6 +17,7 @@
 
 #include "broker.h"
 #include "log.h"
+#include "util.h"
 
 /* Bound on every wait for the daemon: setup includes loading two programs. */
 #define XVI_BROKER_TIMEOUT_MS	10000
@@ -200,18 +200,10 @@ int xvi_broker__ready(int conn)
 	return 0;
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 int xvi_broker__resolve(int conn, int family, const __u8 *nexthop, __u8 mac[6],
 			int timeout_ms)
 {
-	long long deadline = now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+	long long deadline = xvi_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
 	struct xvi_broker_resp resp;
 	struct xvi_broker_req req;
 	int err, nap_us = 500;
@@ -231,7 +223,7 @@ int xvi_broker__resolve(int conn, int family, const __u8 *nexthop, __u8 mac[6],
 		}
 		if (resp.error != -EAGAIN)
 			return resp.error < 0 ? resp.error : -EPROTO;
-		if (now_ms() >= deadline)
+		if (xvi_now_ms() >= deadline)
 			return -EHOSTUNREACH;
 		/* the daemon started resolution: poll fast, then back off */
 		usleep(nap_us);

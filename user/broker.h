@@ -20,8 +20,9 @@
  *   register UMEM, rings, bind to the client end, queue 0
  *   READY                    --->   socket into the client end's XSKMAP,
  *                            <---   tag live (xvi_devs[slot] = host end)
- *   RESOLVE(next hop)        --->   (any time) start neighbour resolution,
- *                            <---   reply with the MAC once it is known
+ *   RESOLVE(next hop)        --->   (any time) the daemon routes it and starts
+ *                                   resolution of its on-link next hop (rate
+ *                            <---   limited); reply with the MAC once known
  *   close / exit / crash     --->   veth pair, programs, table entries gone
  */
 #ifndef XVI_BROKER_H

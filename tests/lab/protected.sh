@@ -14,6 +14,9 @@
 # with the raw-frame API are dropped by the guard, counted, and never seen
 # on node a's wire; kill -9 frees an endpoint within 1 s; garbage requests
 # are refused and the daemon keeps serving; the suite leaves nothing behind.
+# Broker hardening: ports held by kernel sockets, RESOLVE and OPEN rate
+# limits, per-uid connection limits, many supplementary groups, decimal
+# policy numbers, the run directory and lock, datapath re-attach.
 
 . "$(dirname "$0")/_tap.sh"
 
@@ -28,8 +31,11 @@ BEFORE=
 # suites running at the same time must not eat this run's budget.
 UID1=$((20000 + $$ % 20000))
 UID2=$((UID1 + 1))
+UID3=$((UID1 + 2))		# the rate-limit cases spend this uid's budget
 NOBODY=(setpriv --reuid=$UID1 --regid=65534 --clear-groups --inh-caps=-all)
 USER2=(setpriv --reuid=$UID2 --regid=65534 --clear-groups --inh-caps=-all)
+USER3=(setpriv --reuid=$UID3 --regid=65534 --clear-groups --inh-caps=-all)
+DENYGID=60100			# "deny gid:" in the suite's policy
 
 # The spoofing client: opens an endpoint with libxvi (unprivileged: through
 # the broker) and posts whole frames with XVI_TX_FRAME.
@@ -201,7 +207,10 @@ t_setup() {
 	t_attach b || return 1
 	BEFORE=$(_counts)
 	# the default rule plus raw tags 1000-1999 for the spoofed-tag case
-	printf '%s\n' "# protected.sh" "allow * udp 1024-65535 addr iface" \
+	# a deny for a supplementary group, and a uid written with a leading zero
+	# (decimal: uid:020001 is uid 20001, never octal)
+	printf '%s\n' "# protected.sh" "deny gid:$DENYGID udp 7600-7649" \
+		"deny uid:0$UID2 udp 7650" "allow * udp 1024-65535 addr iface" \
 		"allow * raw 1000-1999" >"$T_TMP/policy"
 	t_x -T 200 b sh -c 'echo $$ >"$0"; exec "$@"' "$T_TMP/vid.pid" \
 		env XVI_RUN_DIR="$RUN" "$XVID" -v --policy "$T_TMP/policy" "$LAB_IFACE" \
@@ -460,6 +469,235 @@ case_garbage() {
 		fail "the daemon stopped serving after garbage: ${out//$'\n'/ }"
 }
 
+# ---- broker hardening -------------------------------------------------------
+
+# python for the plain uids (a python under /root is not theirs to run)
+UPY=/usr/bin/python3
+
+# python3 on node b: bind UDP ADDR PORT, print "bound" or "errno N", hold SEC.
+T_BIND='
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+try:
+    s.bind((sys.argv[1], int(sys.argv[2])))
+except OSError as e:
+    print("errno", e.errno, flush=True)
+    sys.exit(0)
+print("bound", flush=True)
+time.sleep(float(sys.argv[3]))
+'
+
+# The broker protocol by hand (user/broker.h), for requests libxvi never sends.
+T_PROTO='
+import glob, socket, struct, sys, time
+path = glob.glob(sys.argv[1] + "/*.sock")[0]
+REQ, RESP, MAGIC = 112, 304, 0x78766962
+def req(op, frame_size=0, num_frames=0, family=0, addr=b"", tag=b"", ifname=b""):
+    return (struct.pack("<IHHIIII16s", MAGIC, 1, op, REQ, frame_size, num_frames, family,
+                        addr.ljust(16, b"\0")) + tag.ljust(24, b"\0") +
+            ifname.ljust(16, b"\0") + b"\0" * 32)
+def open_req(port, ip="198.18.0.2"):
+    tag = struct.pack("!BBHI16s", 1, 0, port, 0, socket.inet_aton(ip))
+    return req(1, 2048, 1024, tag=tag, ifname=b"xv0")
+def resolve_req(ip):
+    return req(3, family=socket.AF_INET, addr=socket.inet_aton(ip))
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    s.settimeout(5)
+    s.connect(path)
+    return s
+def talk(s, data):
+    s.send(data)
+    msg, anc, flags, addr = s.recvmsg(RESP, socket.CMSG_SPACE(4))
+    for level, typ, d in anc:	# the AF_XDP socket of an OPEN: not used here
+        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
+            import os
+            os.close(struct.unpack("i", d[:4])[0])
+    return struct.unpack_from("<i", msg, 12)[0] if len(msg) == RESP else None
+what = sys.argv[2]
+if what == "resolve":
+    s = conn()
+    print("open", talk(s, open_req(int(sys.argv[3]))))
+    print("offlink", talk(s, resolve_req("198.19.9.9")))
+    print("first", talk(s, resolve_req("198.18.0.100")))
+    print("repoll", talk(s, resolve_req("198.18.0.100")))
+    print("burst", *[talk(s, resolve_req("198.18.0.%d" % (101 + i))) for i in range(40)])
+    s.close()
+elif what == "opens":
+    errs = []
+    for i in range(30):
+        s = conn()
+        errs.append(talk(s, open_req(80)))
+        s.close()
+    print("opens", *errs)
+elif what == "conns":
+    socks, refused = [], 0
+    for i in range(int(sys.argv[3])):
+        try:
+            socks.append(conn())
+        except OSError:
+            refused += 1
+    time.sleep(0.7)
+    held = 0
+    for s in socks:
+        s.setblocking(False)
+        try:
+            s.recv(RESP)
+            refused += 1
+        except BlockingIOError:
+            held += 1
+        except OSError:
+            refused += 1
+    print("held", held, "refused", refused, flush=True)
+    open(sys.argv[4], "w").write("ready\n")
+    time.sleep(float(sys.argv[5]))
+'
+
+# As uid $UID3 on node b: the protocol script.
+_proto() { t_x -T 30 b env XVI_RUN_DIR="$RUN" "${USER3[@]}" "$UPY" -c "$T_PROTO" "$RUN" "$@"; }
+
+case_port_kernel_held() {
+	local out rc bpid
+	# a kernel socket of another uid holds 0.0.0.0:7710
+	t_x -T 15 b "${USER2[@]}" "$UPY" -c "$T_BIND" 0.0.0.0 7710 6 >"$T_TMP/bind1.out" 2>&1 &
+	bpid=$!
+	t_wait_file "$T_TMP/bind1.out" 50 && grep -q bound "$T_TMP/bind1.out" ||
+		fail "the kernel socket did not bind: $(cat "$T_TMP/bind1.out")" || return
+	out=$(_nb "$HELPER" "$LAB_IFACE" open 198.18.0.2 7710 0 0 0 0 2>&1) && rc=0 || rc=$?
+	kill "$bpid" 2>/dev/null
+	wait "$bpid" 2>/dev/null
+	[ "$rc" != 0 ] && [[ $out == *"errno=98"* ]] ||
+		fail "protected open of a port a kernel socket holds: exit $rc: ${out//$'\n'/ }" ||
+		return
+	[[ $out == *"in use on this host"* ]] || fail "no reason given: ${out//$'\n'/ }" || return
+	# and the other way round: an open endpoint's port refuses kernel binds
+	_listen 7711 resv "${NOBODY[@]}" || fail "listener did not come up: $(cat "$T_TMP/l-resv.err")" || return
+	for a in 0.0.0.0 198.18.0.2; do
+		out=$(t_x -T 10 b "${USER2[@]}" "$UPY" -c "$T_BIND" "$a" 7711 0)
+		[ "$out" = "errno 98" ] || { kill "$LPID"; fail "kernel bind $a:7711 while the endpoint is open: $out"; return; }
+	done
+	kill "$LPID"
+	wait_pid_gone "$LPID" 30
+	# released with the endpoint (within the daemon's 200 ms tick)
+	for _ in $(seq 20); do
+		out=$(t_x -T 10 b "${USER2[@]}" "$UPY" -c "$T_BIND" 198.18.0.2 7711 0)
+		[ "$out" = bound ] && break
+		sleep 0.1
+	done
+	[ "$out" = bound ] || fail "port 7711 not released after the endpoint closed: $out"
+}
+
+case_resolve_limit() {
+	local out n busy neigh
+	out=$(_proto resolve 7720 2>&1) || fail "protocol client: ${out//$'\n'/ }" || return
+	t_log "resolve: ${out//$'\n'/; }"
+	[ "$(awk '$1 == "open" {print $2}' <<<"$out")" = 0 ] || fail "OPEN failed: ${out//$'\n'/ }" || return
+	# 198.19.9.9 is not on-link (no route out of xv0): refused, not resolved
+	n=$(awk '$1 == "offlink" {print $2}' <<<"$out")
+	[ "$n" -lt 0 ] && [ "$n" != -11 ] || fail "off-link RESOLVE answered $n, want a refusal" || return
+	# 40 new next hops at once: a burst of 20 is served (EAGAIN: started), the rest -EBUSY
+	busy=$(awk '$1 == "burst" {for (i = 2; i <= NF; i++) if ($i == -16) n++} END {print n + 0}' <<<"$out")
+	[ "$busy" -ge 15 ] || fail "only $busy of 40 RESOLVE requests were rate limited" || return
+	[ "$(awk '$1 == "first" {print $2}' <<<"$out")" = -11 ] ||
+		fail "the first RESOLVE was not served" || return
+	[ "$(awk '$1 == "burst" {print $2}' <<<"$out")" = -11 ] ||
+		fail "the burst's first RESOLVE was not served" || return
+	# polling a next hop already charged is free
+	[ "$(awk '$1 == "repoll" {print $2}' <<<"$out")" = -11 ] ||
+		fail "re-polling a resolution in progress was refused" || return
+	neigh=$(t_x b ip -4 neigh show dev "$LAB_IFACE" | grep -cE '^198\.18\.0\.1[0-4][0-9] ')
+	[ "$neigh" -le 25 ] || fail "$neigh neighbour entries made for one client" || return
+	! t_x b ip -4 neigh show | grep -q '^198\.19\.9\.9 ' || fail "off-link address resolved" || return
+	kill -0 "$VIDPID" 2>/dev/null || fail "xdp-vid died" || return
+	out=$(_nb "$HELPER" "$LAB_IFACE" open 198.18.0.2 7721 0 0 0 0 2>&1) ||
+		fail "the daemon stopped serving: ${out//$'\n'/ }"
+}
+
+case_open_rate() {
+	local out limited
+	# 30 OPENs at once from one uid: policy refusals (-1) until the bucket is empty
+	out=$(_proto opens 2>&1) || fail "protocol client: ${out//$'\n'/ }" || return
+	t_log "${out//$'\n'/; }"
+	limited=$(awk '{for (i = 2; i <= NF; i++) if ($i == -11) n++} END {print n + 0}' <<<"$out")
+	[ "$limited" -ge 5 ] || fail "only $limited of 30 OPENs rate limited: $out" || return
+	[ "$(awk '{print $2}' <<<"$out")" = -1 ] || fail "the first OPEN was not decided by policy: $out"
+}
+
+case_conn_limit() {
+	local out ppid held rc
+	# the ready file is written as uid $UID1
+	mkdir -p "$T_TMP/flood" && chmod 0777 "$T_TMP/flood"
+	# uid $UID1 tries to take every connection slot the daemon has
+	t_x -T 20 b env XVI_RUN_DIR="$RUN" "${NOBODY[@]}" "$UPY" -c "$T_PROTO" "$RUN" conns 340 \
+		"$T_TMP/flood/ready" 3 >"$T_TMP/conns.out" 2>&1 &
+	ppid=$!
+	t_wait_file "$T_TMP/flood/ready" 100 ||
+		{ kill "$ppid"; fail "connection flood did not finish: $(cat "$T_TMP/conns.out")"; return; }
+	out=$(t_x -T 20 b env XVI_RUN_DIR="$RUN" "${USER2[@]}" "$HELPER" "$LAB_IFACE" open \
+		198.18.0.2 7730 0 0 0 0 2>&1) && rc=0 || rc=$?
+	wait "$ppid"
+	t_log "flood: $(cat "$T_TMP/conns.out")"
+	[ "$rc" = 0 ] || fail "uid $UID2 could not open while uid $UID1 flooded: ${out//$'\n'/ }" || return
+	held=$(awk '$1 == "held" {print $2}' "$T_TMP/conns.out")
+	[ -n "$held" ] && [ "$held" -le 16 ] || fail "uid $UID1 holds ${held:-?} connections (limit 16)"
+}
+
+case_many_groups() {
+	local groups out rc
+	groups=$(seq -s, 60001 60069)
+	# 70 supplementary groups (more than the old fixed buffer) including the denied one
+	out=$(t_x -T 20 b env XVI_RUN_DIR="$RUN" setpriv --reuid="$UID1" --regid=65534 \
+		--groups="$groups,$DENYGID" --inh-caps=-all "$HELPER" "$LAB_IFACE" open \
+		198.18.0.2 7600 0 0 0 0 2>&1) && rc=0 || rc=$?
+	[ "$rc" = 13 ] || fail "gid $DENYGID among 70 groups: exit $rc, want EPERM: ${out//$'\n'/ }" || return
+	[[ $out == *"denied by"* ]] || fail "no reason naming the rule: ${out//$'\n'/ }" || return
+	# control: the same 69 groups without the denied one
+	out=$(t_x -T 20 b env XVI_RUN_DIR="$RUN" setpriv --reuid="$UID1" --regid=65534 \
+		--groups="$groups" --inh-caps=-all "$HELPER" "$LAB_IFACE" open \
+		198.18.0.2 7601 0 0 0 0 2>&1) || fail "69 groups, none denied: ${out//$'\n'/ }"
+}
+
+case_decimal_uid() {
+	local out rc
+	# "deny uid:0$UID2 udp 7650": decimal, so it is uid $UID2's rule
+	out=$(t_x -T 20 b env XVI_RUN_DIR="$RUN" "${USER2[@]}" "$HELPER" "$LAB_IFACE" open \
+		198.18.0.2 7650 0 0 0 0 2>&1) && rc=0 || rc=$?
+	[ "$rc" = 13 ] || fail "uid:0$UID2 did not deny uid $UID2 (exit $rc): ${out//$'\n'/ }"
+}
+
+case_rundir() {
+	local out rc
+	mkdir -p "$T_TMP/run2" "$T_TMP/sticky" && chmod 0755 "$T_TMP/run2" && chmod 1777 "$T_TMP/sticky"
+	# a second daemon with another run directory: the lock is per interface
+	out=$(t_x -T 8 b env XVI_RUN_DIR="$T_TMP/run2" "$XVID" --policy "$T_TMP/policy" \
+		"$LAB_IFACE" 2>&1) && rc=0 || rc=$?
+	[ "$rc" = 1 ] && [[ $out == *"another xdp-vid"* ]] ||
+		fail "second daemon (other run dir): exit $rc: ${out//$'\n'/ }" || return
+	# a shared directory is refused and left alone (never chmod-ed)
+	out=$(t_x -T 8 b "$XVID" --run-dir "$T_TMP/sticky" --policy "$T_TMP/policy" \
+		"$LAB_IFACE" 2>&1) && rc=0 || rc=$?
+	[ "$(stat -c %a "$T_TMP/sticky")" = 1777 ] ||
+		fail "run dir mode changed to $(stat -c %a "$T_TMP/sticky")" || return
+	[ "$rc" = 1 ] && [[ $out == *"refusing"* ]] ||
+		fail "world-writable run dir: exit $rc: ${out//$'\n'/ }" || return
+	[ "$(stat -c %a "$RUN"/*.sock)" = 666 ] || fail "socket mode $(stat -c %a "$RUN"/*.sock)" || return
+	out=$(_nb "$HELPER" "$LAB_IFACE" open 198.18.0.2 7731 0 0 0 0 2>&1) ||
+		fail "the first daemon stopped serving: ${out//$'\n'/ }"
+}
+
+case_reattach() {
+	local tok="re-$RANDOM" err
+	err=$(t_xdpvi b detach "$LAB_IFACE" 2>&1) || fail "detach: $err" || return
+	err=$(t_xdpvi b attach "$LAB_IFACE" 2>&1) || fail "attach: $err" || return
+	_listen 7740 re "${NOBODY[@]}" || fail "listener did not come up: $(cat "$T_TMP/l-re.err")" || return
+	_note_ids
+	t_x -T 10 a "$PY" -c "$T_SEND" 7740 "$tok" 3
+	wait_pid_gone "$LPID" 60
+	grep -q "$tok" "$T_TMP/l-re.out" ||
+		fail "endpoint opened after detach+attach got nothing (stale maps?)" || return
+	grep -q "re-attached" "$T_TMP/vid.log" || fail "the daemon did not notice the new datapath"
+}
+
 case_no_leftovers() {
 	local after left
 	_stop_vid
@@ -487,6 +725,14 @@ CASES=(
 	spoof_tag	case_spoof_tag		"foreign raw source tag: dropped, counted, not on the wire"
 	kill9		case_kill9		"kill -9 frees the endpoint and its veth within 1 s, port reopens"
 	garbage		case_garbage		"garbage, truncated, oversized requests refused, daemon serves on"
+	port_kernel_held case_port_kernel_held	"a port a kernel socket holds is refused (EADDRINUSE), and vice versa"
+	resolve_limit	case_resolve_limit	"RESOLVE: off-link refused, bursts rate limited, daemon serves on"
+	open_rate	case_open_rate		"a burst of OPENs from one uid is rate limited"
+	conn_limit	case_conn_limit		"one uid flooding connections cannot lock another uid out"
+	many_groups	case_many_groups	"deny gid: applies to a client with 70 supplementary groups"
+	decimal_uid	case_decimal_uid	"policy numbers are decimal: uid:0N is uid N"
+	rundir		case_rundir		"one daemon per interface whatever the run dir; shared dirs refused"
+	reattach	case_reattach		"after detach + attach new endpoints use the live maps"
 	no_leftovers	case_no_leftovers	"maps, programs, links, veths, pins equal before and after"
 )
 

@@ -14,7 +14,9 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
+#include <ifaddrs.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -27,6 +29,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <arpa/inet.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <bpf/bpf.h>
@@ -35,6 +38,8 @@
 #include "broker.h"
 #include "ctl.h"
 #include "neigh.h"
+#include "reserve.h"
+#include "util.h"
 #include "xvi.h"
 #include "xvid.h"
 #include "xvi_client.skel.h"
@@ -47,12 +52,32 @@
 #define SO_PEERGROUPS 59
 #endif
 
-#define MAX_CONNS		(XVI_MAX_ENDPOINTS + 64)
+#define MAX_CONNS		XVID_MAX_CONNS
 #define OPEN_TIMEOUT_MS		5000	/* connect -> OPEN */
 #define READY_TIMEOUT_MS	10000	/* OPEN reply -> READY */
 #define TICK_MS			200	/* deadlines and owner checks */
+#define MAPS_CHECK_TICKS	5	/* datapath re-attached?  every second */
+/*
+ * RESOLVE makes the kernel create a neighbour entry and broadcast: a
+ * connection gets RESOLVE_BURST new resolutions, then RESOLVE_PER_SEC.
+ * Polling the same next hop again within RESOLVE_REPOLL_MS is free (the
+ * library polls every few ms while it waits).
+ */
+#define RESOLVE_BURST		20
+#define RESOLVE_PER_SEC		5
+#define RESOLVE_REPOLL_MS	1000
+/* OPEN costs a veth pair and two programs: per uid, policy opens-per-second,
+ * with a burst of OPEN_BURST_SECONDS worth. */
+#define OPEN_BURST_SECONDS	4
+#define UID_TABLE		64	/* uids with a recent OPEN */
 
 enum ep_state { ST_FREE = 0, ST_WAIT_OPEN, ST_WAIT_READY, ST_LIVE };
+
+/* Token bucket in milli-tokens; zero-initialised means full. */
+struct bucket {
+	long long milli;
+	long long last_ms;
+};
 
 struct xvid_ep {
 	enum ep_state state;
@@ -65,20 +90,37 @@ struct xvid_ep {
 	char host[IF_NAMESIZE], client[IF_NAMESIZE];
 	int host_ifx, client_ifx;
 	int xsk;			/* our copy until READY */
+	int resv;			/* UDP port reservation (reserve.h), or -1 */
 	struct xvi_client_bpf *cskel;
 	struct xvi_guard_bpf *gskel;
 	char tagstr[80];
+	struct bucket resolve_tb;
+	struct xvi_ip last_nh;		/* last next hop charged to resolve_tb */
+	long long last_nh_ms;
+};
+
+struct uid_state {
+	bool used;
+	uid_t uid;
+	struct bucket open_tb;
 };
 
 static struct {
 	const char *ifname;
 	struct xvi_iface ifc;
 	struct xvi_ctl *ctl;
+	struct xvi_ctl_opts copts;
+	__u32 maps_id;			/* id of the xvi_ep_stats map d.ctl holds */
 	struct xvid_policy policy;
 	int lfd;
+	int run_fd;			/* the checked run directory */
+	const char *sock_name;		/* in it */
 	char sock_path[108];
-	char lock_path[128];
+	int lock_fd, lock_dir;		/* flock held for the daemon's life */
+	char lock_name[IF_NAMESIZE + 32];
+	char lock_path[160];
 	struct xvid_ep eps[MAX_CONNS];
+	struct uid_state uids[UID_TABLE];
 	bool quiet_lib;
 } d;
 
@@ -117,14 +159,6 @@ static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, args);
 }
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void on_signal(int sig)
 {
 	stop = 1;
@@ -132,36 +166,26 @@ static void on_signal(int sig)
 
 /* ---- replies ------------------------------------------------------------ */
 
-static int reply(struct xvid_ep *e, __u16 op, int error, int fd, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static int reply(struct xvid_ep *e, __u16 op, int error, int fd, const char *fmt, ...)
+static void resp_init(struct xvi_broker_resp *r, __u16 op, int error)
 {
-	struct xvi_broker_resp r;
+	memset(r, 0, sizeof(*r));
+	r->magic = XVI_BROKER_MAGIC;
+	r->version = XVI_BROKER_VERSION;
+	r->op = op;
+	r->size = sizeof(*r);
+	r->error = error;
+}
+
+/* One reply on @conn, with @fd attached (SCM_RIGHTS) if >= 0. */
+static int send_resp(int conn, const struct xvi_broker_resp *r, int fd)
+{
 	union {
 		char buf[CMSG_SPACE(sizeof(int))];
 		struct cmsghdr align;
 	} cbuf;
-	struct iovec iov = { .iov_base = &r, .iov_len = sizeof(r) };
+	struct iovec iov = { .iov_base = (void *)r, .iov_len = sizeof(*r) };
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-	va_list ap;
 
-	memset(&r, 0, sizeof(r));
-	r.magic = XVI_BROKER_MAGIC;
-	r.version = XVI_BROKER_VERSION;
-	r.op = op;
-	r.size = sizeof(r);
-	r.error = error;
-	if (op == XVI_BROKER_OPEN && !error) {
-		r.slot = e->slot;
-		r.dev_ifindex = e->client_ifx;
-		snprintf(r.dev, sizeof(r.dev), "%s", e->client);
-	}
-	if (fmt) {
-		va_start(ap, fmt);
-		vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
-		va_end(ap);
-	}
 	if (fd >= 0) {
 		struct cmsghdr *cm;
 
@@ -175,12 +199,123 @@ static int reply(struct xvid_ep *e, __u16 op, int error, int fd, const char *fmt
 		memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
 	}
 	/* Never block on a client that does not read: it only loses its reply. */
-	if (sendmsg(e->conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(r))
+	if (sendmsg(conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(*r))
 		return -errno ?: -EIO;
 	return 0;
 }
 
+static int reply(struct xvid_ep *e, __u16 op, int error, int fd, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static int reply(struct xvid_ep *e, __u16 op, int error, int fd, const char *fmt, ...)
+{
+	struct xvi_broker_resp r;
+	va_list ap;
+
+	resp_init(&r, op, error);
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
+		va_end(ap);
+	}
+	if (op == XVI_BROKER_OPEN && !error) {
+		r.slot = e->slot;
+		r.dev_ifindex = e->client_ifx;
+		snprintf(r.dev, sizeof(r.dev), "%s", e->client);
+	}
+	return send_resp(e->conn, &r, fd);
+}
+
+/* A successful RESOLVE: the next hop's MAC. */
+static int reply_mac(struct xvid_ep *e, __u16 op, const __u8 mac[6])
+{
+	struct xvi_broker_resp r;
+
+	resp_init(&r, op, 0);
+	memcpy(r.mac, mac, 6);
+	return send_resp(e->conn, &r, -1);
+}
+
+/* Refuse a connection before it has a slot (its OPEN gets this answer). */
+static void refuse_conn(int conn, int error, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void refuse_conn(int conn, int error, const char *fmt, ...)
+{
+	struct xvi_broker_resp r;
+	va_list ap;
+
+	resp_init(&r, XVI_BROKER_OPEN, error);
+	va_start(ap, fmt);
+	vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
+	va_end(ap);
+	send_resp(conn, &r, -1);
+	close(conn);
+}
+
+/* ---- rate limits ---------------------------------------------------------- */
+
+static bool bucket_take(struct bucket *b, __u32 burst, __u32 per_sec, long long now)
+{
+	long long cap = (long long)burst * 1000;
+
+	if (!b->last_ms) {
+		b->milli = cap;
+		b->last_ms = now;
+	}
+	b->milli += (now - b->last_ms) * per_sec;	/* ms x tokens/s = milli-tokens */
+	if (b->milli > cap)
+		b->milli = cap;
+	b->last_ms = now;
+	if (b->milli < 1000)
+		return false;
+	b->milli -= 1000;
+	return true;
+}
+
+static bool bucket_full(const struct bucket *b, __u32 burst, __u32 per_sec, long long now)
+{
+	return !b->last_ms || b->milli + (now - b->last_ms) * per_sec >= (long long)burst * 1000;
+}
+
+/*
+ * Charge one OPEN to @uid.  The table holds uids that opened recently; an
+ * entry whose bucket has refilled carries no state and is reused.  false:
+ * over the rate (or 64 uids opening at full speed at once).
+ */
+static bool open_allowed(uid_t uid)
+{
+	__u32 rate = d.policy.opens_per_sec, burst = rate * OPEN_BURST_SECONDS;
+	struct uid_state *u = NULL;
+	long long now = xvi_now_ms();
+	int i;
+
+	for (i = 0; i < UID_TABLE && !u; i++)
+		if (d.uids[i].used && d.uids[i].uid == uid)
+			u = &d.uids[i];
+	for (i = 0; i < UID_TABLE && !u; i++)
+		if (!d.uids[i].used || bucket_full(&d.uids[i].open_tb, burst, rate, now))
+			u = &d.uids[i];
+	if (!u)
+		return false;
+	if (!u->used || u->uid != uid) {
+		memset(u, 0, sizeof(*u));
+		u->used = true;
+		u->uid = uid;
+	}
+	return bucket_take(&u->open_tb, burst, rate, now);
+}
+
 /* ---- endpoint set-up and tear-down ------------------------------------ */
+
+static void ep_reset(struct xvid_ep *e)
+{
+	memset(e, 0, sizeof(*e));
+	e->state = ST_FREE;
+	e->conn = -1;
+	e->xsk = -1;
+	e->resv = -1;
+}
 
 static void teardown(struct xvid_ep *e, const char *why)
 {
@@ -195,6 +330,9 @@ static void teardown(struct xvid_ep *e, const char *why)
 			log_warn("%s: releasing slot %u failed: %s\n", d.ifname, e->slot,
 				 strerror(-err));
 	}
+	/* The kernel may have the port back once the datapath stopped taking it. */
+	if (e->resv >= 0)
+		close(e->resv);
 	if (e->host_ifx > 0) {
 		err = xvid_link_del(e->host_ifx);
 		if (err && err != -ENODEV)
@@ -211,10 +349,8 @@ static void teardown(struct xvid_ep *e, const char *why)
 			 (int)e->id.pid, e->id.uid, e->tagstr, e->slot, why);
 	else
 		log_debug("connection of pid %d closed (%s)\n", (int)e->id.pid, why);
-	memset(e, 0, sizeof(*e));
-	e->state = ST_FREE;
-	e->conn = -1;
-	e->xsk = -1;
+	free(e->id.groups);
+	ep_reset(e);
 }
 
 static bool addr_on_iface(const struct xvi_tag *t)
@@ -326,6 +462,27 @@ static int setup(struct xvid_ep *e, const struct xvi_tag *tag, char *why, size_t
 		    d.eps[i].slot == e->slot)
 			teardown(&d.eps[i], "slot collected and reused");
 
+	/*
+	 * The port in the kernel's port space too, held until teardown: a
+	 * kernel socket that has it keeps it (the datapath would take its
+	 * datagrams), and no kernel socket can take it from the endpoint.
+	 * After the claim, so a tag another endpoint holds gets claim's message.
+	 */
+	if (tag->kind != XVI_TAG_RAW) {
+		err = xvi_udp_reserve(tag);
+		if (err < 0) {
+			if (err == -EADDRINUSE)
+				snprintf(why, len, "%s is in use on this host (a kernel socket or "
+					 "an endpoint on an overlapping address holds the port): "
+					 "close it or choose another port", e->tagstr);
+			else
+				snprintf(why, len, "cannot reserve %s in the kernel: %s",
+					 e->tagstr, strerror(-err));
+			return err;
+		}
+		e->resv = err;
+	}
+
 	err = xvid_veth_names(d.ifc.ifindex, e->slot, e->host, e->client);
 	if (!err)
 		err = xvid_veth_create(e->host, e->client, d.ifc.mtu, &e->host_ifx,
@@ -378,6 +535,83 @@ static int count_uid(uid_t uid)
 	return n;
 }
 
+/* Connections of @uid, pending or open. */
+static int count_conns(uid_t uid)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MAX_CONNS; i++)
+		if (d.eps[i].state != ST_FREE && d.eps[i].id.uid == uid)
+			n++;
+	return n;
+}
+
+static __u32 map_id(int fd)
+{
+	struct bpf_map_info info;
+	__u32 len = sizeof(info);
+
+	memset(&info, 0, sizeof(info));
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
+		return 0;
+	return info.id;
+}
+
+/* id of the pinned xvi_ep_stats of the interface, 0 if there is none. */
+static __u32 pinned_maps_id(void)
+{
+	char dir[256], path[300];
+	__u32 id;
+	int fd;
+
+	if (xvi_ctl__pin_dir(d.ifname, &d.copts, dir, sizeof(dir)))
+		return 0;
+	snprintf(path, sizeof(path), "%s/xvi_ep_stats", dir);
+	fd = bpf_obj_get(path);
+	if (fd < 0)
+		return 0;
+	id = map_id(fd);
+	close(fd);
+	return id;
+}
+
+/*
+ * `xdp-vi detach` + `attach` while the daemon runs replaces every map: the
+ * handle must follow, or new endpoints land in maps nobody reads.
+ * Endpoints made on the old maps are dead (their tags are not in the new
+ * table): revoke them.  Returns 0 when d.ctl is the live datapath's.
+ */
+static int check_datapath(struct xvid_ep *except)
+{
+	__u32 id = pinned_maps_id();
+	struct xvi_ctl *ctl;
+	int i, n = 0;
+
+	if (id && id == d.maps_id)
+		return 0;
+	for (i = 0; i < MAX_CONNS; i++)
+		if (&d.eps[i] != except && d.eps[i].state != ST_FREE && d.eps[i].claimed) {
+			teardown(&d.eps[i], "the datapath was detached or re-attached");
+			n++;
+		}
+	if (!id) {
+		if (d.maps_id)
+			log_warn("%s: the datapath was detached (%d endpoint(s) revoked): "
+				 "run 'xdp-vi attach %s'\n", d.ifname, n, d.ifname);
+		d.maps_id = 0;
+		return -ENOENT;
+	}
+	ctl = xvi_ctl__open(d.ifname, &d.copts);
+	if (!ctl)
+		return errno ? -errno : -ENOENT;
+	xvi_ctl__close(d.ctl);
+	d.ctl = ctl;
+	d.maps_id = map_id(xvi_ctl__ep_stats_fd(ctl));
+	log_info("%s: the datapath was re-attached: using its new maps (%d endpoint(s) of the "
+		 "old one revoked)\n", d.ifname, n);
+	return 0;
+}
+
 /* Returns false when the connection must be closed. */
 static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 {
@@ -405,6 +639,12 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 		      q->num_frames, q->frame_size, (unsigned long long)d.policy.max_segment);
 		return false;
 	}
+	if (!open_allowed(e->id.uid)) {
+		reply(e, q->op, -EAGAIN, -1, "uid %u opens endpoints faster than %u per second on "
+		      "%s (policy limit opens-per-second): retry later", e->id.uid,
+		      d.policy.opens_per_sec, d.ifname);
+		return false;
+	}
 	if (count_uid(e->id.uid) >= (int)d.policy.max_per_uid) {
 		reply(e, q->op, -EMFILE, -1, "uid %u already holds %u endpoints on %s "
 		      "(policy limit endpoints-per-uid)", e->id.uid, d.policy.max_per_uid,
@@ -414,6 +654,13 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 	if (q->tag.kind != XVI_TAG_UDP4 && q->tag.kind != XVI_TAG_UDP6 &&
 	    q->tag.kind != XVI_TAG_RAW) {
 		reply(e, q->op, -EINVAL, -1, "unknown tag kind %u", q->tag.kind);
+		return false;
+	}
+	err = check_datapath(e);
+	if (err) {
+		reply(e, q->op, err, -1, "the xdp-vi datapath of %s is not attached (%s): "
+		      "ask the administrator to run 'xdp-vi attach %s'", d.ifname, strerror(-err),
+		      d.ifname);
 		return false;
 	}
 	err = xvid_policy_check(&d.policy, &e->id, &q->tag, addr_on_iface(&q->tag), d.ifname,
@@ -434,7 +681,7 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 	log_info("%s: pid %d uid %u: %s on slot %u via %s/%s\n", d.ifname, (int)e->id.pid,
 		 e->id.uid, e->tagstr, e->slot, e->host, e->client);
 	e->state = ST_WAIT_READY;
-	e->deadline = now_ms() + READY_TIMEOUT_MS;
+	e->deadline = xvi_now_ms() + READY_TIMEOUT_MS;
 	return true;
 }
 
@@ -473,12 +720,68 @@ static bool handle_ready(struct xvid_ep *e, const struct xvi_broker_req *q)
 	return true;
 }
 
+static bool is_unicast(const struct xvi_ip *ip)
+{
+	static const __u8 zero[16];
+	static const __u8 loop6[16] = { [15] = 1 };
+	static const __u8 mapped[12] = { [10] = 0xff, [11] = 0xff };
+
+	if (ip->family == AF_INET)
+		return ip->a[0] && ip->a[0] != 127 && ip->a[0] < 224;
+	return ip->a[0] != 0xff && memcmp(ip->a, zero, 16) && memcmp(ip->a, loop6, 16) &&
+	       memcmp(ip->a, mapped, 12);
+}
+
+/*
+ * Is @ip on one of the interface's own subnets (and not its own address)?
+ * The route lookup alone cannot say: asked with an output interface, the
+ * kernel assumes any destination without a route is on-link.
+ */
+static bool on_link(const struct xvi_ip *ip)
+{
+	struct ifaddrs *ifa, *i;
+	bool found = false;
+	int alen = ip->family == AF_INET6 ? 16 : 4, k;
+
+	if (getifaddrs(&ifa))
+		return false;
+	for (i = ifa; i && !found; i = i->ifa_next) {
+		const __u8 *a, *m;
+
+		if (!i->ifa_addr || !i->ifa_netmask || i->ifa_addr->sa_family != ip->family ||
+		    strcmp(i->ifa_name, d.ifname))
+			continue;
+		if (ip->family == AF_INET) {
+			a = (const __u8 *)&((struct sockaddr_in *)i->ifa_addr)->sin_addr;
+			m = (const __u8 *)&((struct sockaddr_in *)i->ifa_netmask)->sin_addr;
+		} else {
+			a = (const __u8 *)&((struct sockaddr_in6 *)i->ifa_addr)->sin6_addr;
+			m = (const __u8 *)&((struct sockaddr_in6 *)i->ifa_netmask)->sin6_addr;
+		}
+		if (!memcmp(a, ip->a, alen))
+			break;		/* our own address: nothing to resolve */
+		for (k = 0; k < alen && !((a[k] ^ ip->a[k]) & m[k]); k++)
+			;
+		found = k == alen;
+	}
+	freeifaddrs(ifa);
+	return found;
+}
+
+/*
+ * Start resolution of the next hop for @q->addr, never blocking the loop.
+ * The daemon routes the address itself and resolves only the on-link next
+ * hop out of its interface, at a bounded rate: every new resolution is a
+ * neighbour entry and a broadcast made with root's rights.  Refusals keep
+ * the connection (the endpoint stays usable).
+ */
 static bool handle_resolve(struct xvid_ep *e, const struct xvi_broker_req *q)
 {
-	struct xvi_ip ip = { 0 };
-	__u8 mac[6];
+	struct xvi_ip ip = { 0 }, nh = { 0 };
+	char a[INET6_ADDRSTRLEN] = "?";
+	long long now = xvi_now_ms();
 	int err, alen = q->family == AF_INET6 ? 16 : 4;
-	struct xvi_broker_resp r;
+	__u8 mac[6];
 
 	if ((q->family != AF_INET && q->family != AF_INET6) ||
 	    !zero_bytes(q->addr + alen, 16 - alen) || !zero_bytes(&q->tag, sizeof(q->tag)) ||
@@ -488,22 +791,45 @@ static bool handle_resolve(struct xvid_ep *e, const struct xvi_broker_req *q)
 	}
 	ip.family = q->family;
 	memcpy(ip.a, q->addr, alen);
+	inet_ntop(ip.family, ip.a, a, sizeof(a));
+	if (!is_unicast(&ip)) {
+		reply(e, q->op, -EINVAL, -1, "%s is not a unicast address", a);
+		return true;
+	}
+	d.quiet_lib = true;
+	err = xvi_route__lookup(d.ifc.ifindex, &ip, &nh, NULL);
+	d.quiet_lib = false;
+	if (err) {
+		reply(e, q->op, err, -1, err == -EXDEV ?
+		      "%s is routed out of another interface, not %s" :
+		      "no route to %s out of %s", a, d.ifname);
+		return true;
+	}
+	if (!is_unicast(&nh) || !on_link(&nh)) {
+		reply(e, q->op, -ENETUNREACH, -1, "%s is not reachable through a neighbour on "
+		      "a subnet of %s", a, d.ifname);
+		return true;
+	}
+	/* Polling the same next hop is free; each new one costs a token. */
+	if (memcmp(&nh, &e->last_nh, sizeof(nh)) || now - e->last_nh_ms >= RESOLVE_REPOLL_MS) {
+		if (!bucket_take(&e->resolve_tb, RESOLVE_BURST, RESOLVE_PER_SEC, now)) {
+			reply(e, q->op, -EBUSY, -1, "too many resolutions on this endpoint "
+			      "(%d, then %d per second): retry later", RESOLVE_BURST,
+			      RESOLVE_PER_SEC);
+			return true;
+		}
+		e->last_nh = nh;
+		e->last_nh_ms = now;
+	}
 	/* Zero wait: start resolution if needed, never block the loop. */
 	d.quiet_lib = true;
-	err = xvi_neigh__resolve(d.ifc.ifindex, &ip, mac, 0);
+	err = xvi_neigh__resolve(d.ifc.ifindex, &nh, mac, 0);
 	d.quiet_lib = false;
 	if (err) {
 		reply(e, q->op, -EAGAIN, -1, NULL);
 		return true;
 	}
-	/* reply() has no MAC field: build this one here. */
-	memset(&r, 0, sizeof(r));
-	r.magic = XVI_BROKER_MAGIC;
-	r.version = XVI_BROKER_VERSION;
-	r.op = q->op;
-	r.size = sizeof(r);
-	memcpy(r.mac, mac, 6);
-	return send(e->conn, &r, sizeof(r), MSG_NOSIGNAL | MSG_DONTWAIT) == sizeof(r);
+	return !reply_mac(e, q->op, mac);
 }
 
 /* Read one message, once, into a fixed-size struct; then validate the copy. */
@@ -562,44 +888,115 @@ static void handle_msg(struct xvid_ep *e)
 		teardown(e, "request refused or out of order");
 }
 
+/*
+ * SO_PEERGROUPS, however many there are: with a fixed buffer a client in
+ * more groups than it holds got ERANGE, no groups, and slipped past every
+ * "deny group:" rule.  Fails closed.
+ */
+static int peer_groups(int fd, struct xvid_client_id *id)
+{
+	socklen_t len = 64 * sizeof(gid_t);
+	int tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		gid_t *g = malloc(len ? len : sizeof(gid_t));
+
+		if (!g)
+			return -ENOMEM;
+		if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
+			id->groups = g;
+			id->ngroups = len / sizeof(gid_t);
+			return 0;
+		}
+		free(g);
+		/* ERANGE: len now holds the size the kernel needs */
+		if (errno != ERANGE)
+			return -errno;
+	}
+	return -ERANGE;
+}
+
+/* At most one warning a second about refused connections: clients choose their rate. */
+static bool warn_ok(void)
+{
+	static long long last;
+	long long now = xvi_now_ms();
+
+	if (now - last < 1000)
+		return false;
+	last = now;
+	return true;
+}
+
 static void accept_one(void)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
 	struct xvid_ep *e = NULL;
-	int fd, i;
+	int fd, i, err;
 
 	fd = accept4(d.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	for (i = 0; i < MAX_CONNS && !e; i++)
-		if (d.eps[i].state == ST_FREE)
-			e = &d.eps[i];
-	if (!e || getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
-		if (!e)
-			log_warn("%d connections open: refusing another\n", MAX_CONNS);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
 		close(fd);
 		return;
 	}
-	memset(e, 0, sizeof(*e));
+	/* pid 0: the peer is in a pid namespace we cannot see; no owner to follow */
+	if (!cred.pid) {
+		if (warn_ok())
+			log_warn("refused a connection of uid %u from another pid namespace\n",
+				 cred.uid);
+		refuse_conn(fd, -EPERM, "xdp-vid cannot see your process (another pid namespace): "
+			    "run the client in the daemon's pid namespace");
+		return;
+	}
+	if (count_conns(cred.uid) >= (int)d.policy.max_conns_per_uid) {
+		if (warn_ok())
+			log_warn("uid %u has %u connections: refusing more (policy limit "
+				 "connections-per-uid)\n", cred.uid, d.policy.max_conns_per_uid);
+		refuse_conn(fd, -EMFILE, "uid %u already has %u connections to the broker of %s "
+			    "(policy limit connections-per-uid)", cred.uid,
+			    d.policy.max_conns_per_uid, d.ifname);
+		return;
+	}
+	for (i = 0; i < MAX_CONNS && !e; i++)
+		if (d.eps[i].state == ST_FREE)
+			e = &d.eps[i];
+	if (!e) {
+		if (warn_ok())
+			log_warn("%d connections open: refusing another\n", MAX_CONNS);
+		refuse_conn(fd, -EAGAIN, "the broker of %s serves %d connections: retry later",
+			    d.ifname, MAX_CONNS);
+		return;
+	}
+	ep_reset(e);
+	err = peer_groups(fd, &e->id);
+	if (err) {
+		log_warn("pid %d: cannot read the peer's groups (%s): refused\n", (int)cred.pid,
+			 strerror(-err));
+		refuse_conn(fd, -EPERM, "xdp-vid cannot read your groups (%s)", strerror(-err));
+		return;
+	}
 	e->conn = fd;
-	e->xsk = -1;
 	e->id.pid = cred.pid;
 	e->id.uid = cred.uid;
 	e->id.gid = cred.gid;
-	len = sizeof(e->id.groups);
-	if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, e->id.groups, &len))
-		e->id.ngroups = len / sizeof(gid_t);
 	e->state = ST_WAIT_OPEN;
-	e->deadline = now_ms() + OPEN_TIMEOUT_MS;
-	log_debug("connection from pid %d uid %u\n", (int)cred.pid, cred.uid);
+	e->deadline = xvi_now_ms() + OPEN_TIMEOUT_MS;
+	log_debug("connection from pid %d uid %u (%d groups)\n", (int)cred.pid, cred.uid,
+		  e->id.ngroups);
 }
 
 /* Deadlines, and clients that died without closing (the fd lives elsewhere). */
 static void tick(void)
 {
-	long long now = now_ms();
+	static unsigned int ticks;
+	long long now = xvi_now_ms();
 	int i;
+
+	if (++ticks % MAPS_CHECK_TICKS == 0)
+		check_datapath(NULL);
 
 	for (i = 0; i < MAX_CONNS; i++) {
 		struct xvid_ep *e = &d.eps[i];
@@ -632,42 +1029,159 @@ static void revoke_leftovers(void)
 	xvid_veth_sweep(d.ifc.ifindex);
 }
 
+/*
+ * A directory the daemon puts its socket or lock in: root's, and nobody
+ * else may write to it or, above it, rename it away (ancestors root-owned
+ * and not writable by others, or sticky).  Created (0755 or @mode) only if
+ * missing: an existing directory is never chmod-ed (--run-dir /tmp must not
+ * make /tmp 0755).  Returns the directory's fd or a negative errno.
+ */
+static int open_safe_dir(const char *dir, mode_t mode)
+{
+	char real[PATH_MAX], *p;
+	struct stat st;
+	mode_t old;
+	int fd, err;
+
+	if (lstat(dir, &st)) {
+		if (errno != ENOENT) {
+			err = -errno;
+			log_warn("%s: %s\n", dir, strerror(errno));
+			return err;
+		}
+		old = umask(022);
+		err = mkdir(dir, mode) && errno != EEXIST ? -errno : 0;
+		umask(old);
+		if (err) {
+			log_warn("cannot create %s: %s\n", dir, strerror(-err));
+			return err;
+		}
+	}
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		log_warn("%s: %s%s\n", dir, strerror(errno),
+			 errno == ELOOP ? " (a symbolic link: give the directory itself)" : "");
+		return err;
+	}
+	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
+		log_warn("refusing %s: it must be a directory of its own, owned by root and not "
+			 "writable by group or others (mode %04o, owner %u); give an unshared "
+			 "directory such as %s\n", dir, (unsigned)(st.st_mode & 07777),
+			 (unsigned)st.st_uid, XVI_BROKER_RUN_DIR);
+		close(fd);
+		return -EPERM;
+	}
+	if (!realpath(dir, real)) {
+		err = -errno;
+		close(fd);
+		return err;
+	}
+	/* every ancestor: root's, and not writable by others unless sticky */
+	while ((p = strrchr(real, '/'))) {
+		p[p == real] = '\0';
+		if (stat(real, &st) || st.st_uid != 0 ||
+		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
+			log_warn("refusing %s: its parent %s may be changed by others than root\n",
+				 dir, real);
+			close(fd);
+			return -EPERM;
+		}
+		if (p == real)
+			break;
+	}
+	return fd;
+}
+
+/*
+ * One daemon per interface and network namespace, whatever its run
+ * directory: two daemons would revoke each other's endpoints.  The lock
+ * lives in /run/xdp-vi/locks/<ifname>@<netns inode>.lock always.
+ */
+static int take_lock(void)
+{
+	char name[IF_NAMESIZE + 32];
+	struct stat st, now;
+	int dfd, fd, tries;
+
+	if (stat("/proc/self/ns/net", &st))
+		return -errno;
+	snprintf(name, sizeof(name), "%s@%llu.lock", d.ifname, (unsigned long long)st.st_ino);
+	snprintf(d.lock_path, sizeof(d.lock_path), "%s/locks/%s", XVI_BROKER_RUN_DIR, name);
+	fd = open_safe_dir(XVI_BROKER_RUN_DIR, 0755);
+	if (fd < 0)
+		return fd;
+	close(fd);
+	dfd = open_safe_dir(XVI_BROKER_RUN_DIR "/locks", 0700);
+	if (dfd < 0)
+		return dfd;
+	for (tries = 0; tries < 3; tries++) {
+		fd = openat(dfd, name, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+		if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB)) {
+			log_warn("%s: another xdp-vid serves this interface (%s is locked)\n",
+				 d.ifname, d.lock_path);
+			if (fd >= 0)
+				close(fd);
+			close(dfd);
+			return -EBUSY;
+		}
+		/* the previous holder unlinks it on exit: ours must still be the file */
+		if (!fstat(fd, &st) && !fstatat(dfd, name, &now, AT_SYMLINK_NOFOLLOW) &&
+		    st.st_ino == now.st_ino && st.st_dev == now.st_dev)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	if (fd < 0) {
+		close(dfd);
+		return -EBUSY;
+	}
+	d.lock_fd = fd;
+	d.lock_dir = dfd;
+	snprintf(d.lock_name, sizeof(d.lock_name), "%s", name);
+	return 0;
+}
+
 static int listen_socket(void)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	const char *dir = getenv("XVI_RUN_DIR");
-	int lock, err;
+	int err, n;
+	mode_t old;
 
 	if (!dir || !*dir)
 		dir = XVI_BROKER_RUN_DIR;
-	if (mkdir(dir, 0755) && errno != EEXIST) {
-		log_warn("cannot create %s: %s\n", dir, strerror(errno));
-		return -errno;
-	}
-	chmod(dir, 0755);
 	err = xvi_broker__path(d.ifname, d.sock_path, sizeof(d.sock_path));
 	if (err)
 		return err;
-	snprintf(d.lock_path, sizeof(d.lock_path), "%.100s.lock", d.sock_path);
-	lock = open(d.lock_path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-	if (lock < 0 || flock(lock, LOCK_EX | LOCK_NB)) {
-		log_warn("%s: another xdp-vid serves this interface (%s is locked)\n", d.ifname,
-			 d.lock_path);
-		return -EBUSY;
-	}
+	d.sock_name = strrchr(d.sock_path, '/') + 1;
+	d.run_fd = open_safe_dir(dir, 0755);
+	if (d.run_fd < 0)
+		return d.run_fd;
+	err = take_lock();
+	if (err)
+		return err;
 	/* the lock fd stays open (and locked) for the daemon's life */
-	unlink(d.sock_path);
+	unlinkat(d.run_fd, d.sock_name, 0);
 	d.lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (d.lfd < 0)
 		return -errno;
-	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", d.sock_path);
-	if (bind(d.lfd, (struct sockaddr *)&sun, sizeof(sun)) || listen(d.lfd, 64)) {
+	/* Through the checked directory's fd: the path may not be swapped meanwhile. */
+	n = snprintf(sun.sun_path, sizeof(sun.sun_path), "/proc/self/fd/%d/%s", d.run_fd,
+		     d.sock_name);
+	if (n < 0 || (size_t)n >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	/* Anyone may connect (mode 0666): SO_PEERCRED and the policy decide.
+	 * The mode comes from the umask at bind, never from a chmod by path. */
+	old = umask(0111);
+	err = bind(d.lfd, (struct sockaddr *)&sun, sizeof(sun)) ? -errno : 0;
+	umask(old);
+	if (!err && listen(d.lfd, 64))
 		err = -errno;
+	if (err) {
 		log_warn("cannot listen on %s: %s\n", d.sock_path, strerror(-err));
 		return err;
 	}
-	/* Anyone may connect: SO_PEERCRED and the policy decide. */
-	chmod(d.sock_path, 0666);
 	return 0;
 }
 
@@ -694,7 +1208,6 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct xvi_ctl_opts copts = { .sz = sizeof(copts) };
 	const char *policy = XVID_DEFAULT_POLICY;
 	bool explicit_policy = false;
 	struct sigaction sa = { .sa_handler = on_signal };
@@ -706,7 +1219,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'p': policy = optarg; explicit_policy = true; break;
 		case 'r': setenv("XVI_RUN_DIR", optarg, 1); break;
-		case 'b': copts.bpffs = optarg; break;
+		case 'b': d.copts.bpffs = optarg; break;
 		case 'v': xvid_verbose++; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
@@ -717,11 +1230,13 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	d.ifname = argv[optind];
+	d.copts.sz = sizeof(d.copts);
 	d.lfd = -1;
-	for (i = 0; i < MAX_CONNS; i++) {
-		d.eps[i].conn = -1;
-		d.eps[i].xsk = -1;
-	}
+	d.run_fd = -1;
+	d.lock_fd = -1;
+	d.lock_dir = -1;
+	for (i = 0; i < MAX_CONNS; i++)
+		ep_reset(&d.eps[i]);
 	xvi_set_print(print_libxvi);
 	libbpf_set_print(print_libbpf);
 	if (xvid_verbose == 0)
@@ -731,9 +1246,10 @@ int main(int argc, char **argv)
 		return 1;
 	if (xvi_iface__query(d.ifname, &d.ifc))
 		return 1;
-	d.ctl = xvi_ctl__open(d.ifname, &copts);
+	d.ctl = xvi_ctl__open(d.ifname, &d.copts);
 	if (!d.ctl)
 		return 1;
+	d.maps_id = map_id(xvi_ctl__ep_stats_fd(d.ctl));
 	err = listen_socket();
 	if (err)
 		return 1;
@@ -781,8 +1297,10 @@ int main(int argc, char **argv)
 	for (i = 0; i < MAX_CONNS; i++)
 		teardown(&d.eps[i], "xdp-vid is stopping");
 	close(d.lfd);
-	unlink(d.sock_path);
-	unlink(d.lock_path);
+	unlinkat(d.run_fd, d.sock_name, 0);
+	/* still locked: a newcomer that opened the old file sees it unlinked */
+	unlinkat(d.lock_dir, d.lock_name, 0);
+	close(d.lock_fd);
 	xvi_ctl__close(d.ctl);
 	log_info("%s: stopped\n", d.ifname);
 	return 0;

@@ -8,11 +8,14 @@
  *   allow|deny  WHO  udp PORT[-PORT] [addr iface|any|IP]
  *   allow|deny  WHO  raw TAG[-TAG]
  *   limit endpoints-per-uid N
+ *   limit connections-per-uid N
+ *   limit opens-per-second N
  *   limit segment-bytes N
  *
  *   WHO = *  |  uid:N  |  user:NAME  |  gid:N  |  group:NAME
- *   TAG = decimal or 0x hex;  addr defaults to iface (the interface's own
- *   addresses, or the wildcard that means all of them).
+ *   N, PORT = decimal ("uid:010" is uid 10, never octal);  TAG = decimal or
+ *   explicit 0x hex;  addr defaults to iface (the interface's own addresses,
+ *   or the wildcard that means all of them).
  *
  * Without a file the built-in default is one rule:
  *   allow * udp 1024-65535 addr iface
@@ -29,34 +32,57 @@
 #include "xvid.h"
 
 #define DEF_MAX_PER_UID		16
+#define DEF_CONNS_PER_UID	16
+#define DEF_OPENS_PER_SEC	5
+#define MAX_OPENS_PER_SEC	1000
 #define DEF_MAX_SEGMENT		(256ULL << 20)
 
 static const char *default_rule = "allow * udp 1024-65535 addr iface";
 
-static int parse_u32(const char *s, __u32 *out)
+/*
+ * Decimal only, unless @hex_ok and the number starts with an explicit 0x:
+ * an administrator writing uid:010 means uid 10, not 8 (strtoull base 0).
+ */
+static int parse_num(const char *s, __u32 *out, bool hex_ok)
 {
 	unsigned long long v;
+	int base = 10;
 	char *end;
 
-	if (!*s || *s == '-')
+	if (hex_ok && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
+		base = 16;
+		s += 2;
+	}
+	if (!isxdigit((unsigned char)*s))
 		return -EINVAL;
 	errno = 0;
-	v = strtoull(s, &end, 0);
+	v = strtoull(s, &end, base);
 	if (errno || *end || v > 0xffffffffULL)
 		return -EINVAL;
 	*out = v;
 	return 0;
 }
 
-static int parse_range(char *s, __u32 *lo, __u32 *hi)
+static int parse_u32(const char *s, __u32 *out)
+{
+	return parse_num(s, out, false);
+}
+
+/* PORT[-PORT] (decimal) or TAG[-TAG] (@hex_ok: decimal or 0x hex). */
+static int parse_range(char *s, __u32 *lo, __u32 *hi, bool hex_ok)
 {
 	char *dash = strchr(s, '-');
 
 	if (dash)
 		*dash++ = '\0';
-	if (parse_u32(s, lo) || parse_u32(dash ? dash : s, hi) || *lo > *hi)
+	if (parse_num(s, lo, hex_ok) || parse_num(dash ? dash : s, hi, hex_ok) || *lo > *hi)
 		return -EINVAL;
 	return 0;
+}
+
+static __u32 clamp_u32(__u32 v, __u32 lo, __u32 hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
 }
 
 static int parse_who(const char *s, struct xvid_rule *r)
@@ -111,8 +137,13 @@ static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 
 		if (n != 3 || parse_u32(tok[2], &v))
 			return -EINVAL;
+		/* clamped: the daemon compares these with int counts */
 		if (!strcmp(tok[1], "endpoints-per-uid"))
-			p->max_per_uid = v;
+			p->max_per_uid = clamp_u32(v, 0, XVI_MAX_ENDPOINTS);
+		else if (!strcmp(tok[1], "connections-per-uid"))
+			p->max_conns_per_uid = clamp_u32(v, 1, XVID_MAX_CONNS);
+		else if (!strcmp(tok[1], "opens-per-second"))
+			p->opens_per_sec = clamp_u32(v, 1, MAX_OPENS_PER_SEC);
 		else if (!strcmp(tok[1], "segment-bytes"))
 			p->max_segment = v;
 		else
@@ -128,7 +159,7 @@ static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 		return -EINVAL;
 	if (!strcmp(tok[2], "udp")) {
 		r->what = WHAT_UDP;
-		if (parse_range(tok[3], &r->lo, &r->hi) || r->hi > 65535 || !r->lo)
+		if (parse_range(tok[3], &r->lo, &r->hi, false) || r->hi > 65535 || !r->lo)
 			return -EINVAL;
 		r->addr = ADDR_IFACE;
 		if (n == 4)
@@ -149,7 +180,7 @@ static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 	}
 	if (!strcmp(tok[2], "raw")) {
 		r->what = WHAT_RAW;
-		if (n != 4 || parse_range(tok[3], &r->lo, &r->hi) || !r->lo)
+		if (n != 4 || parse_range(tok[3], &r->lo, &r->hi, true) || !r->lo)
 			return -EINVAL;
 		return 0;
 	}
@@ -176,6 +207,8 @@ int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path
 
 	memset(p, 0, sizeof(*p));
 	p->max_per_uid = DEF_MAX_PER_UID;
+	p->max_conns_per_uid = DEF_CONNS_PER_UID;
+	p->opens_per_sec = DEF_OPENS_PER_SEC;
 	p->max_segment = DEF_MAX_SEGMENT;
 	f = fopen(path, "re");
 	if (!f) {
@@ -221,8 +254,13 @@ int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path
 		p->rules[p->nrules++] = r;
 	}
 	fclose(f);
-	log_info("policy %s: %d rule(s), %u endpoints per uid, segments up to %llu bytes\n",
-		 path, p->nrules, p->max_per_uid, (unsigned long long)p->max_segment);
+	log_info("policy %s: %d rule(s), per uid %u endpoints, %u connections, %u opens/s; "
+		 "segments up to %llu bytes\n", path, p->nrules, p->max_per_uid,
+		 p->max_conns_per_uid, p->opens_per_sec, (unsigned long long)p->max_segment);
+	if (p->max_conns_per_uid < p->max_per_uid)
+		log_warn("%s: connections-per-uid %u is below endpoints-per-uid %u: a uid can "
+			 "hold only %u endpoints (one connection each)\n", path,
+			 p->max_conns_per_uid, p->max_per_uid, p->max_conns_per_uid);
 	return 0;
 }
 

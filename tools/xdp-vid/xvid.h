@@ -14,7 +14,8 @@
 
 #define XVID_DEFAULT_POLICY	"/etc/xdp-vi/policy"
 #define XVID_MAX_RULES		256
-#define XVID_MAX_GROUPS		64
+/* Connections the daemon serves at once (every endpoint has one). */
+#define XVID_MAX_CONNS		(XVI_MAX_ENDPOINTS + 64)
 
 /* ---- policy (policy.c) ---------------------------------------------------- */
 
@@ -40,6 +41,8 @@ struct xvid_policy {
 	int nrules;
 	struct xvid_rule rules[XVID_MAX_RULES];
 	__u32 max_per_uid;		/* endpoints one uid may hold */
+	__u32 max_conns_per_uid;	/* connections (pending + open) of one uid */
+	__u32 opens_per_sec;		/* OPEN rate per uid (burst: 4 s worth) */
 	__u64 max_segment;		/* bytes of segment a request may announce */
 };
 
@@ -48,7 +51,7 @@ struct xvid_client_id {
 	uid_t uid;
 	gid_t gid;
 	int ngroups;
-	gid_t groups[XVID_MAX_GROUPS];
+	gid_t *groups;			/* SO_PEERGROUPS, heap (any number) */
 };
 
 /* Load @path (NULL: the default path, built-in default if it is missing). */
