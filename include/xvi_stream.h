@@ -84,7 +84,7 @@ struct xvi_stream_ctx_opts {
 	__u32 flags;		/* enum xvi_stream_ctx_flags */
 	__u32 max_conns;	/* connections incl. half-open; default 1024 */
 	/* Flow control (SOVIA): window w in segments and its bytes. */
-	__u32 window;		/* w; default 32 */
+	__u32 window;		/* w; default 128 */
 	__u32 ack_threshold;	/* t: ACK after t segments; default 16 (< w) */
 	__u32 delack_us;	/* ACK timer; default 2000 */
 	__u32 mss;		/* payload per segment; default and max: link */
@@ -321,8 +321,10 @@ struct xvi_stream_info {
 	__u64 tlp_probes;	/* tail loss probes sent */
 	__u64 lost_retrans;	/* retransmissions found lost again (RACK) */
 	__u64 spurious_retrans;	/* retransmissions the peer did not need */
-	__u64 bytes_direct;	/* received bytes placed straight into a posted
-				 * MemNet buffer (no receive-ring copy) */
+	__u64 bytes_direct;	/* received bytes placed straight into the
+				 * application's buffer: recv() while nothing
+				 * waited in the ring, or a posted MemNet
+				 * buffer (no receive-ring copy) */
 	size_t :0;
 };
 

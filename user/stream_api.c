@@ -289,6 +289,8 @@ int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms)
 			ms = dms;
 	}
 	if (ms) {
+		/* Going to sleep: no reply will carry a held ACK soon. */
+		xvi_sctx__release_acks(ctx);
 		n = epoll_wait(ctx->api->epfd, &ev, 1, ms);
 		if (n < 0 && errno != EINTR)
 			return xvi_err(-errno);
@@ -560,6 +562,33 @@ int xvi_stream__reap(struct xvi_stream *s, __u64 *cookies, int max)
 	return k;
 }
 
+/*
+ * Direct receive: while nothing waits in the receive ring, the caller's
+ * buffer is posted to the engine for the progress this call makes, so
+ * in-order payload goes from the frame (UMEM) straight into it, as MemNet's
+ * posted buffers do: one copy instead of two.  Not while MemNet jobs own the
+ * stream's posted buffer.
+ */
+static bool recv_post(struct xvi_stream *s, void *buf, size_t len)
+{
+	if (!len || s->post || s->mn_jobs || !s->segs || xvi_srq__ready(&s->rq) ||
+	    s->rd_shut || s->orphan)
+		return false;
+	s->post = buf;
+	s->post_len = len > (1u << 30) ? (1u << 30) : (__u32)len;
+	s->post_done = 0;
+	return true;
+}
+
+static __u32 recv_unpost(struct xvi_stream *s)
+{
+	__u32 got = s->post_done;
+
+	s->post = NULL;
+	s->post_len = s->post_done = 0;
+	return got;
+}
+
 ssize_t xvi_stream__recv(struct xvi_stream *s, void *buf, size_t len, int flags)
 {
 	ssize_t r;
@@ -567,11 +596,32 @@ ssize_t xvi_stream__recv(struct xvi_stream *s, void *buf, size_t len, int flags)
 	if (!s || (!buf && len) || flags)
 		return xvi_err(-EINVAL);
 	for (;;) {
+		bool posted = recv_post(s, buf, len);
+		__u32 got = 0;
+
 		progress(s->ctx);
-		r = xvi_ss__recv(s, buf, len);
+		if (posted)
+			got = s->post_done;
+		r = -EAGAIN;
+		if (!got) {
+			r = xvi_ss__recv(s, buf, len);
+			if (r == -EAGAIN && blocking(s)) {
+				xvi_stream_ctx__wait(s->ctx, -1);
+				if (posted)
+					got = s->post_done;
+			}
+		}
+		if (posted)
+			recv_unpost(s);
+		if (got) {
+			/* Whatever the ring holds follows the placed bytes. */
+			ssize_t more = xvi_ss__recv(s, (__u8 *)buf + got, len - got);
+
+			r = got + (more > 0 ? more : 0);
+			break;
+		}
 		if (r != -EAGAIN || !blocking(s))
 			break;
-		xvi_stream_ctx__wait(s->ctx, -1);
 	}
 	return r < 0 ? xvi_err((int)r) : r;
 }

@@ -16,6 +16,13 @@
 #include "log.h"
 
 #define MIN_MSS		64
+/*
+ * Longest an interactive connection holds the ACK of a PRB data segment for
+ * the application's reply to carry (section 4 of PROTOCOL.md): half the
+ * peer's probe timeout floor (TLP_MIN_US), so a reply that comes later
+ * costs the peer a late ACK, never a needless probe.
+ */
+#define ACK_HOLD_US	100
 #define SYN_TRIES_RCVD	16	/* SYN|ACK sends before a half-open gives up */
 
 static inline __u64 now_us(struct xvi_stream_ctx *ctx)
@@ -338,6 +345,8 @@ static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 	ctx->stats.tx_segs++;
 	s->st_.segs_sent++;
 	s->ack_now = false;
+	s->ack_held = false;
+	s->ack_hold_at = 0;
 	s->delayed = 0;
 	s->delack_at = 0;
 	return true;
@@ -583,13 +592,17 @@ static void rack_detect(struct xvi_stream *s)
 }
 
 /* A segment was delivered (cumulatively or SACKed): RFC 8985 6.2 step 2. */
-static void rack_update(struct xvi_stream *s, const struct xvi_sseg *g)
+static void rack_update(struct xvi_stream *s, const struct xvi_sseg *g, __u32 tsecr)
 {
 	__u32 rtt = (__u32)(s->ctx->now - g->tx_us);
 
-	/* Delivered sooner than possible after its retransmission: the ACK
-	 * was for an earlier copy, and says nothing about the last one. */
-	if (g->ntx > 1 && rtt < s->min_rtt_us)
+	/* Delivered sooner than possible after its retransmission, or the
+	 * echo is older than it (RFC 8985 6.2 step 2): the ACK was for an
+	 * earlier copy, and says nothing about the last one.  Taking it
+	 * would call every segment sent before that retransmission lost,
+	 * after a spurious timeout all of the flight. */
+	if (g->ntx > 1 && (rtt < s->min_rtt_us ||
+			   (tsecr && (__s32)(tsecr - (__u32)g->tx_us) < 0)))
 		return;
 	if (sent_after(g->tx_us, seg_end(g), s->rack_xmit_us, s->rack_end)) {
 		s->rack_xmit_us = g->tx_us;
@@ -604,6 +617,11 @@ static bool send_new(struct xvi_stream *s, __u32 len, __u8 flags)
 	struct xvi_stream_ctx *ctx = s->ctx;
 	struct xvi_sseg *g;
 
+	/* An answer to data received within the delayed-ACK time: the
+	 * connection is interactive, its next PRB data segment's ACK can wait
+	 * for the reply (on_data). */
+	if (s->data_in_us && ctx->now - s->data_in_us <= ctx->delack_us)
+		s->interactive = true;
 	if (!xmit(s, flags, s->snd_nxt, len))
 		return false;
 	g = &s->segs[s->sh++ & (s->segs_cap - 1)];
@@ -611,6 +629,8 @@ static bool send_new(struct xvi_stream *s, __u32 len, __u8 flags)
 	if (s->st + 1 == s->sh || !s->una_since)
 		s->una_since = ctx->now;
 	s->snd_nxt += len;
+	if (s->snd_nxt - s->snd_una > s->max_flight)
+		s->max_flight = s->snd_nxt - s->snd_una;
 	s->st_.bytes_sent += len;
 	if (s->in_recovery)
 		s->prr_out += len;
@@ -687,8 +707,10 @@ static void output(struct xvi_stream *s)
 		len = avail < s->mss ? avail : s->mss;
 		if (len > wroom)
 			len = wroom;
-		if (len > croom)
+		if (len > croom) {
 			len = croom;
+			s->cwnd_lim = true;	/* RFC 7661: cwnd is what limits */
+		}
 		if (!len) {
 			/* Zero window with nothing in flight: probe it. */
 			if (!wroom && s->st == s->sh && !s->persist_at)
@@ -827,6 +849,53 @@ static void ref_done(void *arg, __u64 cookie, int region)
 
 static bool fail(struct xvi_stream *s, int err);
 
+/*
+ * The first ACK that advances after a retransmission timeout tells whether
+ * the timeout was needed (Eifel detection, RFC 3522, with timestamps): an
+ * echo older than the timeout was sent for an original transmission, so
+ * nothing was lost, the ACKs were only late (a receiver that was not
+ * scheduled for a few milliseconds on a busy host).  Then, as RFC 4015's
+ * response: the congestion state before the timeout comes back and the
+ * segments the timeout marked lost but not yet resent are not resent.
+ */
+static void rto_spurious(struct xvi_stream *s, __u32 tsecr)
+{
+	__u32 mask = s->segs_cap - 1;
+
+	s->rto_undo = false;
+	if (!tsecr || (__s32)(tsecr - s->rto_ts) >= 0)
+		return;
+	if (s->cc.cwnd < s->undo_cwnd)
+		s->cc.cwnd = s->undo_cwnd;
+	s->cc.ssthresh = s->undo_ssthresh;
+	for (__u32 i = s->st; i != s->sh; i++) {
+		struct xvi_sseg *g = &s->segs[i & mask];
+
+		if ((g->fl & (SEG_LOST | SEG_RETX)) == SEG_LOST)
+			g->fl &= ~SEG_LOST;
+	}
+	/* spurious_retrans counts it with the head segment (on_ack). */
+	s->tlp_out = false;
+}
+
+/*
+ * RFC 7661: grow cwnd only while the sender uses it.  A sender held back by
+ * the peer's window or by its application never fills cwnd, and growing it
+ * anyway (tens to hundreds of MB after a loss-free transfer) would let the
+ * whole of it burst out later.  In slow start cwnd may stay up to twice the
+ * largest flight of this or the last period (it doubles per round trip
+ * while the flight follows it); in congestion avoidance cwnd must have
+ * held data back in this or the last period.
+ */
+static bool cwnd_validated(const struct xvi_stream *s)
+{
+	__u32 flight = s->max_flight > s->max_flight_prev ? s->max_flight : s->max_flight_prev;
+
+	if (s->cwnd_lim || s->cwnd_lim_prev)
+		return true;
+	return s->cc.cwnd < s->cc.ssthresh && s->cc.cwnd < 2 * flight;
+}
+
 static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
@@ -844,6 +913,8 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 		bool head = true;
 
 		rtt_sample(s, h->tsecr);
+		if (s->rto_undo)
+			rto_spurious(s, h->tsecr);
 		s->snd_una = ack;
 		while (s->st != s->sh) {
 			struct xvi_sseg *g = &s->segs[s->st & mask];
@@ -866,7 +937,7 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 			head = false;
 			if (!(g->fl & SEG_SACKED)) {
 				delivered += g->len ? g->len : 1;
-				rack_update(s, g);
+				rack_update(s, g, h->tsecr);
 			}
 			s->st++;
 		}
@@ -885,8 +956,16 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 					s->reo_clean = 0;
 				}
 			}
-		} else {
+		} else if (cwnd_validated(s)) {
 			ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+		}
+		if (seq_ge(ack, s->cwnd_seq)) {
+			/* One flight acknowledged: start a new validation period. */
+			s->cwnd_seq = s->snd_nxt;
+			s->max_flight_prev = s->max_flight;
+			s->max_flight = s->snd_nxt - s->snd_una;
+			s->cwnd_lim_prev = s->cwnd_lim;
+			s->cwnd_lim = false;
 		}
 		restart_rto(s);
 		mark_dirty(s);
@@ -908,7 +987,7 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 			if (seq_ge(g->seq, a) && seq_le(g->seq + g->len, e)) {
 				g->fl |= SEG_SACKED;
 				delivered += g->len;
-				rack_update(s, g);
+				rack_update(s, g, h->tsecr);
 			}
 		}
 	}
@@ -995,6 +1074,12 @@ static bool on_rto(struct xvi_stream *s)
 	}
 	/* RFC 6298 (5.5): back off; (5.6) output() restarts the timer with
 	 * the retransmission of the oldest segment. */
+	if (!s->backoff && !s->rto_undo) {
+		s->rto_undo = true;
+		s->undo_cwnd = s->cc.cwnd;
+		s->undo_ssthresh = s->cc.ssthresh;
+		s->rto_ts = (__u32)ctx->now ? (__u32)ctx->now : 1;
+	}
 	s->backoff++;
 	s->st_.timeouts++;
 	flight = s->snd_nxt - s->snd_una;
@@ -1051,7 +1136,8 @@ static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
 		s->ka_at = s->persist_at = s->tlp_at = s->reo_at = 0;
 	}
 	if (st == XVI_SS_CLOSED) {
-		s->rto_at = s->delack_at = s->persist_at = s->ka_at = 0;
+		s->ack_held = false;
+		s->rto_at = s->delack_at = s->persist_at = s->ka_at = s->ack_hold_at = 0;
 		s->reo_at = s->tlp_at = 0;
 		s->close_at = 0;
 		dirty_remove(s);
@@ -1143,6 +1229,7 @@ static void established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
 	s->cc.mss = s->mss;
 	ctx->cc->init(&s->cc);
 	s->snd_una = s->snd_nxt = s->iss + 1;
+	s->cwnd_seq = s->snd_nxt;
 	s->snd_right = s->iss + 1 + wnd;
 	s->peer_wnd = wnd;
 	s->rto_at = 0;
@@ -1312,8 +1399,10 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 			else if (!s->delack_at)
 				s->delack_at = ctx->now + ctx->delack_us;
 		}
-		if (adv)
+		if (adv) {
 			s->st_.bytes_received += adv;
+			s->data_in_us = ctx->now;
+		}
 		if (s->orphan || s->rd_shut)
 			xvi_srq__read(&s->rq, NULL, ~0u);
 	}
@@ -1326,8 +1415,27 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 		s->eof = true;
 		s->ack_now = true;
 	}
-	if (h->flags & XVI_SF_PRB)
-		s->ack_now = true;
+	if (h->flags & XVI_SF_PRB) {
+		/*
+		 * Piggybacking: new in-order data with nothing else asking for
+		 * an ACK, on a connection whose application answers data with
+		 * data: the reply carries the ACK (one segment each way per
+		 * exchange instead of two), or the ACK leaves when the hold
+		 * ends (at most ACK_HOLD_US, or when the application sleeps).
+		 */
+		if (h->len && !s->ack_now && s->interactive && !s->orphan && !s->rd_shut &&
+		    can_send_data(s->state)) {
+			if (!s->ack_held) {
+				__u32 hold = ctx->delack_us < ACK_HOLD_US ? ctx->delack_us
+									   : ACK_HOLD_US;
+
+				s->ack_held = true;
+				s->ack_hold_at = ctx->now + hold;
+			}
+		} else {
+			s->ack_now = true;
+		}
+	}
 	if (s->ack_now)
 		mark_dirty(s);
 }
@@ -1452,6 +1560,7 @@ static __u64 conn_deadline(const struct xvi_stream *s)
 	__u64 d = dmin(s->rto_at, s->delack_at);
 
 	d = dmin(d, s->persist_at);
+	d = dmin(d, s->ack_hold_at);
 	d = dmin(d, s->reo_at);
 	d = dmin(d, s->tlp_at);
 	d = dmin(d, s->ka_at);
@@ -1486,6 +1595,15 @@ static bool conn_timers(struct xvi_stream *s)
 		s->ack_now = true;
 		mark_dirty(s);
 	}
+	if (s->ack_hold_at && s->ack_hold_at <= now) {
+		/* No reply in time: the ACK goes alone, and this connection's
+		 * ACKs stop waiting until it answers data with data again. */
+		s->ack_hold_at = 0;
+		s->ack_held = false;
+		s->interactive = false;
+		s->ack_now = true;
+		mark_dirty(s);
+	}
 	if (s->persist_at && s->persist_at <= now) {
 		s->persist_at = now + s->rto_us * 2;
 		xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
@@ -1510,6 +1628,22 @@ __u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx)
 	for (const struct xvi_stream *s = ctx->all; s; s = s->next)
 		d = dmin(d, conn_deadline(s));
 	return d;
+}
+
+void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx)
+{
+	bool any = false;
+
+	for (struct xvi_stream *s = ctx->all; s; s = s->next)
+		if (s->ack_held) {
+			s->ack_held = false;
+			s->ack_hold_at = 0;
+			s->ack_now = true;
+			mark_dirty(s);
+			any = true;
+		}
+	if (any)
+		xvi_sctx__run(ctx);
 }
 
 __u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx)
@@ -1576,7 +1710,12 @@ struct xvi_stream_ctx *xvi_sctx__new(const struct xvi_slink *link,
 		max_mss = 0xffff;
 	ctx->flags = OPTS_GET(opts, flags, 0);
 	ctx->max_conns = OPTS_GET(opts, max_conns, 0) ?: 1024;
-	ctx->window = OPTS_GET(opts, window, 0) ?: 32;
+	/*
+	 * 128 segments (about 180 KB at 1500 MTU): a window of 32 held only
+	 * 30 us of data at 12 Gbit/s, so every hiccup of the receiver's
+	 * scheduling stalled the sender (PROTOCOL.md section 10).
+	 */
+	ctx->window = OPTS_GET(opts, window, 0) ?: 128;
 	ctx->ack_thr = OPTS_GET(opts, ack_threshold, 0) ?: 16;
 	ctx->delack_us = OPTS_GET(opts, delack_us, 0) ?: 2000;
 	ctx->mss = OPTS_GET(opts, mss, 0) ?: max_mss;

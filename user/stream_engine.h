@@ -88,6 +88,16 @@ struct xvi_stream {
 	__u32 ts_recent;
 	__u32 last_ack_sent;		/* RFC 7323 Last.ACK.sent */
 	__u64 delack_at;
+	/*
+	 * ACK piggybacking (PROTOCOL.md section 4): an interactive connection
+	 * (it answered received data with data within the delayed-ACK time)
+	 * holds the ACK a PRB data segment asks for, so the application's
+	 * reply carries it; bounded by ack_hold_at.
+	 */
+	bool interactive;
+	bool ack_held;
+	__u64 ack_hold_at;
+	__u64 data_in_us;		/* last in-order data received */
 	/* send */
 	struct xvi_ssq sq;
 	__u32 iss;
@@ -106,6 +116,19 @@ struct xvi_stream {
 	__u32 reo_clean;		/* recoveries since the last spurious one */
 	/* PRR (RFC 6937) while in recovery */
 	__u32 prr_delivered, prr_out, recover_fs;
+	/*
+	 * Congestion window validation (RFC 7661): cwnd grows only while it
+	 * limits the sender.  Per period of one flight (until ack passes
+	 * cwnd_seq): the largest flight sent and whether cwnd held data back,
+	 * this period's and the last one's.
+	 */
+	__u32 cwnd_seq;
+	__u32 max_flight, max_flight_prev;
+	bool cwnd_lim, cwnd_lim_prev;
+	/* Spurious timeout response (Eifel, RFC 4015): the window before
+	 * the first timeout of an episode and the tsval clock at it */
+	bool rto_undo;
+	__u32 undo_cwnd, undo_ssthresh, rto_ts;
 	bool tlp_out;			/* a tail loss probe is unanswered */
 	struct xvi_sseg *segs;		/* in flight, oldest at sh */
 	__u32 segs_cap, sh, st;		/* head (next), tail (oldest) */
@@ -181,6 +204,8 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 void xvi_sctx__run(struct xvi_stream_ctx *ctx);
 /* Earliest due time over all connections, 0 if none. */
 __u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx);
+/* The application is about to sleep: held ACKs leave now (no reply soon). */
+void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx);
 /* Connections in a lingering close (orphans) still alive. */
 __u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx);
 

@@ -1000,3 +1000,139 @@ Test(stream_sim, rto_backs_off_exponentially_and_restarts)
 	cr_expect_leq(c->st_.timeouts, 5u);
 	sim_fini(&s);
 }
+
+/* ---- ACK piggybacking, window validation, spurious timeouts ---- */
+
+/* One request and one reply of @len bytes; the sides' segment counts. */
+static void exchange(struct sim *s, struct xvi_stream *c, struct xvi_stream *v, __u32 len)
+{
+	__u8 buf[256] = { 0 };
+
+	cr_assert_eq(xvi_ss__send(c, buf, len), (ssize_t)len);
+	cr_assert(RUN_UNTIL(s, 100000, xvi_srq__ready(&v->rq) >= len), "request not delivered");
+	cr_assert_eq(xvi_ss__recv(v, buf, sizeof(buf)), (ssize_t)len);
+	cr_assert_eq(xvi_ss__send(v, buf, len), (ssize_t)len);
+	cr_assert(RUN_UNTIL(s, 100000, xvi_srq__ready(&c->rq) >= len), "reply not delivered");
+	cr_assert_eq(xvi_ss__recv(c, buf, sizeof(buf)), (ssize_t)len);
+}
+
+Test(stream_sim, ping_pong_acks_ride_on_replies)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o);
+	struct xvi_stream *l, *c, *v;
+	__u64 c0, v0, probes0;
+	__u8 buf[64] = { 0 };
+	struct sim s;
+
+	sim_init(&s, 61, &o);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	c->flags |= XVI_STREAM_NODELAY;
+	v->flags |= XVI_STREAM_NODELAY;
+	for (int i = 0; i < 3; i++)
+		exchange(&s, c, v, 16);
+	c0 = c->st_.segs_sent;
+	v0 = v->st_.segs_sent;
+	for (int i = 0; i < 100; i++)
+		exchange(&s, c, v, 16);
+	/* Each request's ACK rides on its reply and each reply's on the next
+	 * request: one segment each way per exchange (plus at most the last
+	 * reply's ACK, which nothing carried). */
+	cr_expect_leq(c->st_.segs_sent - c0, 101u, "client sent %llu segments for 100 requests",
+		      (unsigned long long)(c->st_.segs_sent - c0));
+	cr_expect_eq(v->st_.segs_sent - v0, 100u, "server sent %llu segments for 100 replies",
+		     (unsigned long long)(v->st_.segs_sent - v0));
+	/* A request nobody answers is still acknowledged, within the hold and
+	 * before the client's tail loss probe would fire. */
+	probes0 = c->st_.tlp_probes;
+	cr_assert_eq(xvi_ss__send(c, buf, 16), 16);
+	cr_assert(RUN_UNTIL(&s, 100000, xvi_srq__ready(&v->rq) >= 16));
+	cr_assert_eq(xvi_ss__recv(v, buf, sizeof(buf)), 16);
+	cr_assert(RUN_UNTIL(&s, 1000, c->snd_una == c->snd_nxt), "unanswered request not acked");
+	cr_expect_eq(c->st_.tlp_probes, probes0);
+	cr_expect(!v->interactive, "a hold that ended without a reply keeps holding");
+	sim_fini(&s);
+}
+
+Test(stream_sim, cwnd_does_not_grow_when_the_peer_window_limits)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .window = 32);
+	struct xvi_stream *l, *c, *v;
+	__u8 *buf = calloc(1, 65536);
+	__u64 sent = 0, rcvd = 0;
+	struct sim s;
+
+	sim_init(&s, 67, &o);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	while (rcvd < (8u << 20)) {
+		ssize_t r;
+
+		if (sent < (8u << 20) && (r = xvi_ss__send(c, buf, 65536)) > 0)
+			sent += r;
+		while ((r = xvi_ss__recv(v, buf, 65536)) > 0)
+			rcvd += r;
+		if (!sim_step(&s))
+			s.now += 1000;
+	}
+	/* RFC 7661: slow start may reach twice the largest flight, which the
+	 * peer's window (32 segments) bounds; it used to grow by every byte
+	 * acknowledged, to megabytes. */
+	cr_expect_leq(c->cc.cwnd, 2 * 32 * c->mss + 2 * c->mss, "cwnd %u after 8 MiB",
+		      c->cc.cwnd);
+	cr_expect_eq(c->st_.segs_retrans, 0u);
+	sim_fini(&s);
+	free(buf);
+}
+
+struct late_acks {
+	bool on;
+	__u64 extra_us;
+};
+
+/* Node 1's segments (ACKs) arrive @extra_us late while on; nothing is lost. */
+static bool late_ack_filter(struct sim *s, int from, const void *buf, __u32 len)
+{
+	struct late_acks *d = s->fpriv;
+
+	if (from != 1 || !d->on)
+		return false;
+	enqueue(s, 0, buf, len, d->extra_us);
+	s->dropped--;	/* counted as dropped by the caller; it is not */
+	return true;
+}
+
+Test(stream_sim, spurious_timeout_is_undone)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o, .keepalive_idle_ms = 100000);
+	struct late_acks d = { .on = true, .extra_us = 12000 };
+	struct xvi_stream *l, *c, *v;
+	__u8 buf[16384] = { 0 };
+	__u32 cwnd0;
+	struct sim s;
+
+	sim_init(&s, 71, &o);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	cwnd0 = c->cc.cwnd;
+	s.filter = late_ack_filter;
+	s.fpriv = &d;
+	/* 12 segments in flight; every ACK comes 12 ms late, after the RTO
+	 * (at least 5 ms): the receiver was only slow, nothing was lost. */
+	cr_assert_eq(xvi_ss__send(c, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	cr_assert(RUN_UNTIL(&s, 20000, c->st_.timeouts >= 1), "no timeout");
+	/* The receiver's ACKs keep their order: the late ones come first. */
+	cr_assert(RUN_UNTIL(&s, 100000, c->snd_una == c->snd_nxt));
+	d.on = false;
+	cr_expect_eq(c->st_.timeouts, 1u);
+	cr_expect_geq(c->st_.spurious_retrans, 1u);
+	/* Eifel response: the window before the timeout is back (it was one
+	 * segment after it), and RACK did not take the late originals for lost. */
+	cr_expect_geq(c->cc.cwnd, cwnd0, "cwnd %u, was %u before the timeout", c->cc.cwnd,
+		      cwnd0);
+	cr_expect_eq(c->st_.fast_retrans, 0u);
+	cr_expect_leq(c->st_.segs_retrans, 2u, "retransmissions: %llu",
+		      (unsigned long long)c->st_.segs_retrans);
+	cr_expect_eq(xvi_srq__ready(&v->rq), sizeof(buf));
+	sim_fini(&s);
+}
