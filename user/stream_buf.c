@@ -292,6 +292,11 @@ void xvi_ssq__copy_out(const struct xvi_ssq *q, __u32 seq, void *dst, __u32 len)
 
 		if (seq_ge(seq, it->seq + it->len))
 			continue;
+		if (seq_lt(seq, it->seq)) {
+			/* Acknowledged and gone: never read before the queue. */
+			memset(d, 0, len);
+			return;
+		}
 		skip = seq - it->seq;
 		n = it->len - skip < len ? it->len - skip : len;
 		if (it->kind == XVI_SQI_COPY)

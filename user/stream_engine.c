@@ -941,6 +941,20 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 			}
 			s->st++;
 		}
+		/*
+		 * The peer may acknowledge any byte, also inside a segment:
+		 * trim the oldest one so a retransmission starts at snd_una,
+		 * where the send queue starts after xvi_ssq__ack (the bytes
+		 * before it are gone, by-reference memory maybe handed back).
+		 */
+		if (s->st != s->sh) {
+			struct xvi_sseg *g = &s->segs[s->st & mask];
+
+			if (g->len && seq_gt(ack, g->seq)) {
+				g->len -= ack - g->seq;
+				g->seq = ack;
+			}
+		}
 		xvi_ssq__ack(&s->sq, ack, ref_done, s);
 		s->dupacks = 0;
 		s->backoff = 0;
