@@ -480,6 +480,39 @@ static int write_config(const char *ifname, int fd)
 	return 0;
 }
 
+/*
+ * Common start of attach and detach: privileges, the bpffs (also for
+ * libxdp), the pin directory into @dir, and the lock that serialises
+ * attach/detach of every interface on this bpffs.  Returns the locked fd
+ * (close it to unlock) or a negative errno.
+ */
+static int ctl_begin(const char *ifname, const struct xvi_ctl_opts *opts,
+		     char *dir, size_t dir_len, const char **bpffs)
+{
+	int err, lock_fd;
+
+	err = check_caps(ifname);
+	if (err)
+		return err;
+	*bpffs = xvi_ctl__bpffs(opts);
+	err = check_bpffs(*bpffs);
+	if (err)
+		return err;
+	libxdp_use_bpffs(*bpffs);
+	err = xvi_ctl__pin_dir(ifname, opts, dir, dir_len);
+	if (err)
+		return err;
+	lock_fd = open(*bpffs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (lock_fd < 0)
+		return -errno;
+	err = lock_fd_ex(lock_fd);
+	if (err) {
+		close(lock_fd);
+		return err;
+	}
+	return lock_fd;
+}
+
 /* write_config through the pin: the datapath was attached earlier. */
 static int refresh_config(const char *ifname, const char *dir)
 {
@@ -616,26 +649,10 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 		pr_warn("%s: no such interface\n", ifname);
 		return xvi_err(-ENODEV);
 	}
-	err = check_caps(ifname);
-	if (err)
-		return xvi_err(err);
-	bpffs = xvi_ctl__bpffs(opts);
-	err = check_bpffs(bpffs);
-	if (err)
-		return xvi_err(err);
-	libxdp_use_bpffs(bpffs);
-	snprintf(top, sizeof(top), "%s/%s", bpffs, XVI_PIN_SUBDIR);
-	err = xvi_ctl__pin_dir(ifname, opts, dir, sizeof(dir));
-	if (err)
-		return err;
-
-	/* Serialise attach/detach of every interface on this bpffs. */
-	lock_fd = open(bpffs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	lock_fd = ctl_begin(ifname, opts, dir, sizeof(dir), &bpffs);
 	if (lock_fd < 0)
-		return xvi_err(-errno);
-	err = lock_fd_ex(lock_fd);
-	if (err)
-		goto out_close;
+		return xvi_err(lock_fd);
+	snprintf(top, sizeof(top), "%s/%s", bpffs, XVI_PIN_SUBDIR);
 
 	err = xdp_inspect(ifindex, &st, NULL, NULL);
 	if (err) {
@@ -703,7 +720,6 @@ fail:
 	remove_pins(bpffs, dir);
 out:
 	unlock_fd(lock_fd);
-out_close:
 	close(lock_fd);
 	return err ? xvi_err(err) : 0;
 }
@@ -722,24 +738,9 @@ int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 		return xvi_err(-EINVAL);
 	if (check_ifname(ifname))
 		return xvi_err(-EINVAL);
-	err = check_caps(ifname);
-	if (err)
-		return xvi_err(err);
-	bpffs = xvi_ctl__bpffs(opts);
-	err = check_bpffs(bpffs);
-	if (err)
-		return xvi_err(err);
-	libxdp_use_bpffs(bpffs);
-	err = xvi_ctl__pin_dir(ifname, opts, dir, sizeof(dir));
-	if (err)
-		return err;
-
-	lock_fd = open(bpffs, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	lock_fd = ctl_begin(ifname, opts, dir, sizeof(dir), &bpffs);
 	if (lock_fd < 0)
-		return xvi_err(-errno);
-	err = lock_fd_ex(lock_fd);
-	if (err)
-		goto out_close;
+		return xvi_err(lock_fd);
 
 	npins = pins_present(dir);
 	/* The interface may be gone (veth deleted) while its pins remain. */
@@ -785,7 +786,6 @@ int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 out:
 	xdp_multiprog__close(mp);
 	unlock_fd(lock_fd);
-out_close:
 	close(lock_fd);
 	return err ? xvi_err(err) : 0;
 }
