@@ -551,7 +551,7 @@ def main():
     w("## 3. Streams against kernel TCP")
     w("")
     w("xvi-perf `--stream` at both ends: libxvi streams (one stream context per endpoint, "
-      "defaults: window 128 segments, delayed ACK threshold 16) against kernel TCP "
+      "window 128 segments (`--window 128`; the library default is SOVIA's 32), delayed ACK threshold 16) against kernel TCP "
       "(`--stream --kernel`), the same program and loop; messages framed by sockperf's "
       "header.  Ping-pong: NODELAY / TCP_NODELAY, adaptive wait at both ends.  "
       "Bandwidth: one send() per message, small messages combined (Nagle-like) on both; "
