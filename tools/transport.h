@@ -414,6 +414,20 @@ static inline int xt_open_kernel(struct xt *t, const struct xt_cfg *cfg,
 	return 0;
 }
 
+/* A usage error: "PROG: message", a pointer to --help, and exit code 2. */
+__attribute__((format(printf, 2, 3)))
+static inline int xt_usage_err(const char *prog, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: ", prog);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nTry '%s --help'.\n", prog);
+	return 2;
+}
+
 /*
  * Open a transport bound to @local (its family decides IPv4 or IPv6).
  * Prints a message that names the problem and the fix on failure and

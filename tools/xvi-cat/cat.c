@@ -60,17 +60,7 @@ static void usage(FILE *f)
 "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-static int usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "xvi-cat: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'xvi-cat --help'.\n");
-	return 2;
-}
+#define usage_err(...) xt_usage_err("xvi-cat", __VA_ARGS__)
 
 static int write_all(int fd, const void *buf, size_t len)
 {

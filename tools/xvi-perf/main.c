@@ -131,17 +131,7 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-static int usage_err(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "xvi-perf: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry 'xvi-perf --help'.\n");
-	return 2;
-}
+#define usage_err(...) xt_usage_err("xvi-perf", __VA_ARGS__)
 
 int main(int argc, char **argv)
 {
