@@ -43,13 +43,7 @@ struct {
 	__type(value, __u32);
 } xvi_devs SEC(".maps");
 
-/* Per-slot counters.  Written by XDP, read (summed over CPUs) and zeroed on claim by ctl. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XVI_MAX_ENDPOINTS);
-	__type(key, __u32);
-	__type(value, struct xvi_ep_counters);
-} xvi_ep_stats SEC(".maps");
+#include "ep_stats.h"
 
 /* Interface-wide counters, one element.  Written by XDP, read by ctl (stats). */
 struct {

@@ -41,16 +41,11 @@ struct {
 } xvi_guard_out SEC(".maps");
 
 /*
- * Per-slot counters.  xdp-vid replaces this map by the datapath's pinned
- * xvi_ep_stats before load (same layout), so the guard's counters appear
- * next to the receive counters in `xdp-vi status`.  Written by XDP.
+ * xvi_ep_stats: xdp-vid replaces it by the datapath's pinned map before
+ * load, so the guard's counters appear next to the receive counters in
+ * `xdp-vi status`.
  */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, XVI_MAX_ENDPOINTS);
-	__type(key, __u32);
-	__type(value, struct xvi_ep_counters);
-} xvi_ep_stats SEC(".maps");
+#include "ep_stats.h"
 
 static __always_inline bool mac_eq(const __u8 *a, const __u8 *b)
 {
