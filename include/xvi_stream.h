@@ -85,7 +85,8 @@ struct xvi_stream_ctx_opts {
 	__u32 max_conns;	/* connections incl. half-open; default 1024 */
 	/* Flow control (SOVIA): window w in segments and its bytes. */
 	__u32 window;		/* w; default 32 (128 for bulk on fast links) */
-	__u32 ack_threshold;	/* t: ACK after t segments; default 16 (< w) */
+	__u32 ack_threshold;	/* t: ACK after t segments; default w/4 in
+				 * [16, 64], at most w (16 for w = 32) */
 	__u32 delack_us;	/* ACK timer; default 2000 */
 	__u32 mss;		/* payload per segment; default and max: link */
 	__u32 rcvbuf;		/* bytes; default w * mss (power of 2 up) */

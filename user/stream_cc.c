@@ -18,13 +18,22 @@ static void nr_on_ack(struct xvi_stream_cc *cc, __u32 acked, __u32 rtt_us,
 		      __u32 in_flight)
 {
 	if (cc->cwnd < cc->ssthresh) {
-		/* Slow start with appropriate byte counting, L = 2 (RFC 3465). */
-		cc->cwnd += acked < 2 * cc->mss ? acked : 2 * cc->mss;
+		/*
+		 * Slow start, appropriate byte counting (RFC 3465) with no L
+		 * limit, as Linux does: a receiver acknowledges every t-th
+		 * segment (and the engine's PRB asks for one ACK per flight
+		 * when cwnd is what limits), so each ACK covers many segments.
+		 * With L = 2 cwnd grew by 2 mss per round trip, not doubling.
+		 */
+		__u32 room = cc->ssthresh - cc->cwnd;
+
+		cc->cwnd += acked < room ? acked : room;
 		return;
 	}
-	/* Congestion avoidance: one mss per window acknowledged. */
+	/* Congestion avoidance: one mss per window acknowledged, stretch
+	 * ACKs included. */
 	cc->acked_acc += acked;
-	if (cc->acked_acc >= cc->cwnd) {
+	while (cc->acked_acc >= cc->cwnd) {
 		cc->acked_acc -= cc->cwnd;
 		cc->cwnd += cc->mss;
 	}

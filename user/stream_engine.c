@@ -887,13 +887,22 @@ static void rto_spurious(struct xvi_stream *s, __u32 tsecr)
  * while the flight follows it); in congestion avoidance cwnd must have
  * held data back in this or the last period.
  */
-static bool cwnd_validated(const struct xvi_stream *s)
+static void cwnd_grow(struct xvi_stream *s, __u32 acked)
 {
 	__u32 flight = s->max_flight > s->max_flight_prev ? s->max_flight : s->max_flight_prev;
+	__u32 before = s->cc.cwnd;
 
-	if (s->cwnd_lim || s->cwnd_lim_prev)
-		return true;
-	return s->cc.cwnd < s->cc.ssthresh && s->cc.cwnd < 2 * flight;
+	if (s->cwnd_lim || s->cwnd_lim_prev) {
+		s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+		return;
+	}
+	if (s->cc.cwnd >= s->cc.ssthresh || s->cc.cwnd >= 2 * flight)
+		return;
+	s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+	/* A stretch ACK may add many segments at once: still not past
+	 * twice the flight. */
+	if (s->cc.cwnd > 2 * flight)
+		s->cc.cwnd = before > 2 * flight ? before : 2 * flight;
 }
 
 static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
@@ -970,8 +979,8 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 					s->reo_clean = 0;
 				}
 			}
-		} else if (cwnd_validated(s)) {
-			ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+		} else {
+			cwnd_grow(s, acked);
 		}
 		if (seq_ge(ack, s->cwnd_seq)) {
 			/* One flight acknowledged: start a new validation period. */
@@ -1700,6 +1709,26 @@ void xvi_sctx__run(struct xvi_stream_ctx *ctx)
 
 /* ---- context ---------------------------------------------------------------- */
 
+/*
+ * SOVIA's t = 16 suits its w = 32.  A larger window lets the ACKs space out
+ * as well (t = w / 4, at most 64): every ACK frees t segments, so t is also
+ * the batch a window-limited sender hands the link per doorbell, and on a
+ * copy-mode AF_XDP link the per-batch cost (system call, NAPI run, wake-up
+ * of the receiving socket) is a good part of the sender's time.  PRB still
+ * asks for an ACK at once when the sender has to wait (window, cwnd, end
+ * of data), and the delayed-ACK timer bounds the rest.
+ */
+static __u32 default_ack_thr(__u32 window)
+{
+	__u32 t = window / 4;
+
+	if (t < 16)
+		t = 16;
+	if (t > 64)
+		t = 64;
+	return t < window ? t : window;
+}
+
 struct xvi_stream_ctx *xvi_sctx__new(const struct xvi_slink *link,
 				     const struct xvi_stream_ctx_opts *opts)
 {
@@ -1730,7 +1759,7 @@ struct xvi_stream_ctx *xvi_sctx__new(const struct xvi_slink *link,
 	 * scheduling hiccup stalls the sender (PROTOCOL.md section 10).
 	 */
 	ctx->window = OPTS_GET(opts, window, 0) ?: 32;
-	ctx->ack_thr = OPTS_GET(opts, ack_threshold, 0) ?: 16;
+	ctx->ack_thr = OPTS_GET(opts, ack_threshold, 0) ?: default_ack_thr(ctx->window);
 	ctx->delack_us = OPTS_GET(opts, delack_us, 0) ?: 2000;
 	ctx->mss = OPTS_GET(opts, mss, 0) ?: max_mss;
 	ctx->copy_thr = OPTS_GET(opts, copy_threshold, 0) ?: 2048;
