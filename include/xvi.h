@@ -122,6 +122,16 @@ enum xvi_open_path {
 enum xvi_endpoint_flags {
 	XVI_EP_HUGEPAGES = 1 << 0,	/* back the segment with huge pages */
 	XVI_EP_BUSY_POLL = 1 << 1,	/* SO_PREFER_BUSY_POLL + SO_BUSY_POLL_BUDGET */
+	/*
+	 * Datagrams may span several frames, up to the path MTU (AF_XDP
+	 * XDP_USE_SG, kernel >= 6.6).  Send buffers become runs of
+	 * consecutive frames (contiguous memory); received datagrams larger
+	 * than one frame arrive in pieces (XVI_MSG_MORE).  Direct endpoints
+	 * only; UDP checksums are then always computed in software (see
+	 * XVI_INFO_MULTI_BUFFER).  Open fails with EOPNOTSUPP where the
+	 * kernel, the driver or the open path cannot do it.
+	 */
+	XVI_EP_MULTI_BUFFER = 1 << 2,
 };
 
 struct xvi_endpoint_opts {
@@ -164,7 +174,8 @@ struct xvi_endpoint_opts {
  * a message that names the problem and the fix:
  *   ENODEV   no such interface;      ENOENT   datapath not attached;
  *   EADDRINUSE tag already taken;    EINVAL   bad options;
- *   EPERM    not privileged.
+ *   EPERM    not privileged;         EOPNOTSUPP  XVI_EP_MULTI_BUFFER where
+ *   the kernel (< 6.6), the driver or the protected path lacks it.
  */
 XVI_API struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 					const struct xvi_endpoint_opts *opts);
@@ -181,6 +192,14 @@ enum xvi_ep_info_flags {
 	 * computed by the library.
 	 */
 	XVI_INFO_TX_CSUM_OFFLOAD = 1 << 2,
+	/*
+	 * Bound with XDP_USE_SG (XVI_EP_MULTI_BUFFER): max_payload is what
+	 * the path MTU allows, not what one frame holds.  The kernel checks
+	 * the TX metadata room in front of every descriptor, which a send
+	 * buffer spanning frames cannot leave, so such an endpoint never has
+	 * XVI_INFO_TX_CSUM_OFFLOAD.
+	 */
+	XVI_INFO_MULTI_BUFFER = 1 << 3,
 };
 
 struct xvi_endpoint_info {
@@ -190,7 +209,12 @@ struct xvi_endpoint_info {
 	__u32 queue_id;
 	__u32 slot;
 	__u32 mtu;
-	__u32 max_payload;	/* largest datagram this endpoint can send */
+	/*
+	 * Largest datagram this endpoint can send: the path MTU minus the IP
+	 * and UDP (or raw) headers, capped by one frame's room, or with
+	 * XVI_INFO_MULTI_BUFFER by one send buffer (at most 16 frames).
+	 */
+	__u32 max_payload;
 	__u32 frame_size;
 	__u32 num_frames;
 	union xvi_sockaddr local; /* bound address (or raw MAC + tag) */
@@ -208,9 +232,37 @@ XVI_API int xvi_endpoint__fd(const struct xvi_endpoint *ep);
 enum xvi_msg_flags {
 	XVI_MSG_CSUM_VERIFIED = 1 << 0,	/* datapath verified the checksums */
 	XVI_MSG_CSUM_NONE = 1 << 1,	/* IPv4 UDP sent without checksum */
+	/*
+	 * Multi-buffer endpoints only: this is not the datagram's last piece,
+	 * it continues in the next xvi_msg.
+	 */
+	XVI_MSG_MORE = 1 << 2,
 };
 
-/* A received datagram, in place in the segment. */
+/*
+ * A received datagram, in place in the segment.
+ *
+ * On an XVI_EP_MULTI_BUFFER endpoint a datagram larger than one frame
+ * arrives as several xvi_msg, one per frame, in order: the first holds the
+ * payload bytes in the first frame (after the headers), the next ones their
+ * frame's bytes; all carry the same peer and checksum flags, all but the
+ * last carry XVI_MSG_MORE, and their lengths add up to exactly the payload
+ * length.  Each piece has its own frame and is released like any message.
+ * A datagram may straddle two recv_batch calls (the last piece of the first
+ * call has XVI_MSG_MORE; the next call continues it).  Iterate like this:
+ *
+ *	for (i = 0; i < n; i++) {
+ *		consume(msgs[i].data, msgs[i].len);
+ *		if (!(msgs[i].flags & XVI_MSG_MORE))
+ *			datagram_done(&msgs[i].peer);
+ *	}
+ *
+ * Pieces, not one contiguous buffer, because the kernel writes each piece at
+ * XDP_PACKET_HEADROOM in a frame of its own, wherever the free queue put
+ * it: joining them would cost a copy.  Sending is the other way round (a
+ * send buffer is contiguous) since the library chooses those frames.
+ * Without XVI_EP_MULTI_BUFFER XVI_MSG_MORE is never set.
+ */
 struct xvi_msg {
 	void *data;		/* payload */
 	__u32 len;		/* payload bytes */
@@ -241,7 +293,8 @@ XVI_API int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms);
  * Copying receive: wait up to @timeout_ms for one datagram, copy at most
  * @len bytes to @buf, fill @src if not NULL.  Returns the datagram length
  * (which may exceed @len: the rest is cut, as with MSG_TRUNC), -EAGAIN on
- * timeout, or a negative errno.
+ * timeout, or a negative errno.  On a multi-buffer endpoint the pieces of
+ * a datagram are gathered into @buf.
  */
 XVI_API ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf,
 				       size_t len, union xvi_sockaddr *src,
@@ -257,7 +310,15 @@ enum xvi_txbuf_flags {
 	XVI_TX_FRAME = 1 << 0,
 };
 
-/* A send buffer in the segment: write the payload at data, set len. */
+/*
+ * A send buffer in the segment: write the payload at data, set len.
+ *
+ * On an XVI_EP_MULTI_BUFFER endpoint a send buffer is a run of consecutive
+ * frames, so data..data+cap is still one contiguous area and cap holds at
+ * least max_payload bytes.  tx_send posts a datagram larger than one frame
+ * as a chain of descriptors (XDP_PKT_CONTD), whole or not at all, and
+ * counts it as one buffer.
+ */
 struct xvi_txbuf {
 	void *data;		/* payload (or frame, with XVI_TX_FRAME) */
 	__u32 cap;		/* bytes available at data */

@@ -48,7 +48,7 @@
 #define DEF_BUSY_POLL_BUDGET	64
 #define MAX_BUSY_POLL_BUDGET	1024
 #define BUSY_POLL_US		20	/* SO_BUSY_POLL: spin in the kernel per call */
-#define EP_KNOWN_FLAGS		(XVI_EP_HUGEPAGES | XVI_EP_BUSY_POLL)
+#define EP_KNOWN_FLAGS		(XVI_EP_HUGEPAGES | XVI_EP_BUSY_POLL | XVI_EP_MULTI_BUFFER)
 
 static bool is_pow2(__u32 v)
 {
@@ -209,7 +209,7 @@ int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 		return -EINVAL;
 	}
 	if (cfg->flags & ~EP_KNOWN_FLAGS) {
-		pr_warn("endpoint opts: unknown .flags 0x%x (XVI_EP_HUGEPAGES, XVI_EP_BUSY_POLL)\n",
+		pr_warn("endpoint opts: unknown .flags 0x%x (XVI_EP_HUGEPAGES, XVI_EP_BUSY_POLL, XVI_EP_MULTI_BUFFER)\n",
 			cfg->flags & ~EP_KNOWN_FLAGS);
 		return -EINVAL;
 	}
@@ -376,6 +376,19 @@ static void choose_tx_csum(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg
 
 	if (cfg->kind != XVI_EP_UDP)
 		return;
+	/*
+	 * The kernel wants tx_metadata_len bytes in front of every TX
+	 * descriptor of a UMEM registered with it (xp_aligned_validate_desc),
+	 * so a chain's continuation descriptors could not start at their
+	 * frame's first byte, and a send buffer could not be contiguous.
+	 */
+	if (cfg->flags & XVI_EP_MULTI_BUFFER) {
+		if (knob == TX_CSUM_SW_OFFLOAD)
+			pr_warn("%s: XVI_TX_CSUM=sw-offload: multi-buffer endpoints cannot carry TX metadata: checksums in software\n",
+				ep->ifname);
+		pr_debug("%s: TX checksums in software (multi-buffer)\n", ep->ifname);
+		return;
+	}
 	if (knob == TX_CSUM_SW) {
 		pr_debug("%s: TX checksums in software (XVI_TX_CSUM=sw)\n", ep->ifname);
 		return;
@@ -427,7 +440,8 @@ static int bind_socket_md(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 		.tx_size = cfg->tx_size,
 		.ifindex = ep->ifindex,
 		.queue_id = cfg->queue_id,
-		.bind_flags = mode | XDP_USE_NEED_WAKEUP,
+		.bind_flags = mode | XDP_USE_NEED_WAKEUP |
+			      (cfg->flags & XVI_EP_MULTI_BUFFER ? XDP_USE_SG : 0),
 		.umem_flags = ep->tx_umem_flags,
 		.tx_md_len = ep->tx_md_len,
 	};
@@ -444,6 +458,7 @@ static int bind_socket_md(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 	ep->fd = fd;
 	ep->bind_flags = mode;
 	ep->zerocopy = mode == XDP_ZEROCOPY;
+	ep->multi_buffer = cfg->flags & XVI_EP_MULTI_BUFFER;
 	ep->need_wakeup = true;
 	return 0;
 }
@@ -474,7 +489,8 @@ static int bind_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 		.tx_size = cfg->tx_size,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
 		.xdp_flags = 0,
-		.bind_flags = mode | XDP_USE_NEED_WAKEUP,
+		.bind_flags = mode | XDP_USE_NEED_WAKEUP |
+			      (cfg->flags & XVI_EP_MULTI_BUFFER ? XDP_USE_SG : 0),
 	};
 	int err;
 
@@ -500,6 +516,7 @@ static int bind_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 	}
 	ep->bind_flags = mode;
 	ep->zerocopy = mode == XDP_ZEROCOPY;
+	ep->multi_buffer = cfg->flags & XVI_EP_MULTI_BUFFER;
 	ep->need_wakeup = true;
 	ep->fd = xsk_socket__fd(ep->xsk);
 	return 0;
@@ -564,12 +581,18 @@ static int create_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 	err = bind_socket_retry(ep, cfg, XDP_COPY);
 	if (err)
 		bind_error(ep, cfg, err);
+	/* Kernels before 6.6 refuse the unknown bind flag with EINVAL. */
+	if ((cfg->flags & XVI_EP_MULTI_BUFFER) && err == -EINVAL)
+		err = -EOPNOTSUPP;
 	return err;
 }
 
 static void bind_error(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int err)
 {
-	if (err == -EBUSY)
+	if ((cfg->flags & XVI_EP_MULTI_BUFFER) && (err == -EINVAL || err == -EOPNOTSUPP))
+		pr_warn("%s: the kernel refused a multi-buffer bind (XDP_USE_SG) on queue %u: %s: XVI_EP_MULTI_BUFFER needs kernel 6.6+ and a driver (or copy mode) with AF_XDP multi-buffer support; drop XVI_EP_MULTI_BUFFER to send and receive one frame per datagram\n",
+			ep->ifname, cfg->queue_id, strerror(-err));
+	else if (err == -EBUSY)
 		pr_warn("%s: queue %u already has an AF_XDP socket with its own segment (one UMEM per queue): close it or use another queue\n",
 			ep->ifname, cfg->queue_id);
 	else if (err == -EPERM || err == -EACCES)
@@ -644,6 +667,14 @@ static __u32 max_payload(const struct xvi_ep_cfg *cfg, __u32 mtu)
 	else
 		hdr = XVI_IP4_HLEN + XVI_UDP_HLEN;
 	/*
+	 * Multi-buffer: the path MTU, bounded by one send buffer of at most
+	 * XVI_MB_MAX_DESC frames.  A receiving multi-buffer endpoint takes
+	 * any length in pieces; a single-buffer one could not take this
+	 * anyway.
+	 */
+	if (cfg->flags & XVI_EP_MULTI_BUFFER)
+		room = XVI_MB_MAX_DESC * cfg->frame_size - XVI_TX_HEADROOM;
+	/*
 	 * A peer endpoint with frames of this size must be able to receive
 	 * it: the kernel writes a received frame, Ethernet header included,
 	 * at XVI_RX_HEADROOM and drops one that does not fit the rest.
@@ -651,11 +682,22 @@ static __u32 max_payload(const struct xvi_ep_cfg *cfg, __u32 mtu)
 	 * datagrams no endpoint could receive.
 	 */
 	rx_room = cfg->frame_size - XVI_RX_HEADROOM - XVI_ETH_HLEN - hdr;
-	if (rx_room < room)
+	if (!(cfg->flags & XVI_EP_MULTI_BUFFER) && rx_room < room)
 		room = rx_room;
 	if (mtu <= hdr)
 		return 0;
 	return mtu - hdr < room ? mtu - hdr : room;
+}
+
+/*
+ * Frames per send buffer: enough for the headroom and max_payload, 1 unless
+ * the endpoint is multi-buffer (and even then at small MTUs).
+ */
+static __u32 tx_group(const struct xvi_endpoint *ep)
+{
+	if (!ep->multi_buffer)
+		return 1;
+	return (ep->tx_headroom + ep->max_payload + ep->frame_size - 1) / ep->frame_size;
 }
 
 static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
@@ -820,6 +862,16 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 		  (cfg.open_path == XVI_OPEN_AUTO && !privileged());
 	if (protect)
 		protected_defaults(opts, &cfg);
+	/*
+	 * Through xdp-vid a frame crosses a veth pair and the TX guard, which
+	 * would both have to carry multi-buffer frames: not done yet.
+	 */
+	if (protect && (cfg.flags & XVI_EP_MULTI_BUFFER)) {
+		pr_warn("%s: XVI_EP_MULTI_BUFFER is not supported through xdp-vid (protected endpoints) yet: open directly (CAP_NET_RAW, CAP_BPF) or drop the flag\n",
+			ifname);
+		err = -EOPNOTSUPP;
+		goto fail;
+	}
 
 	/* The control plane (neigh.c, ctl.c) names its own failures. */
 	err = xvi_iface__query(ifname, &ifc);
@@ -953,9 +1005,12 @@ fill:
 	for (i = 0; i < ep->rx_pool; i++)
 		*xsk_ring_prod__fill_addr(&ep->fill, idx + i) = (__u64)i * cfg.frame_size;
 	xsk_ring_prod__submit(&ep->fill, ep->rx_pool);
-	for (i = 0; i < ep->tx_pool; i++)
-		ep->free_frames[i] = (__u64)(cfg.num_frames - 1 - i) * cfg.frame_size;
-	ep->free_n = ep->tx_pool;
+	err = xvi_tx__init_pool(ep, tx_group(ep));
+	if (err) {
+		pr_warn("%s: the send pool (%u frames) cannot hold one %u-frame send buffer: raise num_frames\n",
+			ifname, ep->tx_pool, tx_group(ep));
+		goto fail;
+	}
 
 	if (ep->broker_fd >= 0)
 		err = xvi_broker__ready(ep->broker_fd);
@@ -963,9 +1018,10 @@ fill:
 		err = xvi_ctl__publish(ep->ctl, ep->slot, ep->fd, ep->bind_flags);
 	if (err)
 		goto fail;
-	pr_debug("%s: endpoint slot %u queue %u %s mode, %u frames of %u\n",
+	pr_debug("%s: endpoint slot %u queue %u %s mode, %u frames of %u, send buffers of %u frame(s)%s\n",
 		 ifname, ep->slot, ep->queue_id, ep->zerocopy ? "zero-copy" : "copy",
-		 ep->num_frames, ep->frame_size);
+		 ep->num_frames, ep->frame_size, ep->tx_group,
+		 ep->multi_buffer ? ", multi-buffer" : "");
 	return ep;
 
 fail:
@@ -999,7 +1055,8 @@ int xvi_endpoint__info(const struct xvi_endpoint *ep,
 	out.sz = sz;
 	out.flags = (ep->zerocopy ? XVI_INFO_ZEROCOPY : 0) |
 		    (ep->need_wakeup ? XVI_INFO_NEED_WAKEUP : 0) |
-		    (ep->tx_csum_md ? XVI_INFO_TX_CSUM_OFFLOAD : 0);
+		    (ep->tx_csum_md ? XVI_INFO_TX_CSUM_OFFLOAD : 0) |
+		    (ep->multi_buffer ? XVI_INFO_MULTI_BUFFER : 0);
 	out.ifindex = ep->ifindex;
 	out.queue_id = ep->queue_id;
 	out.slot = ep->slot;

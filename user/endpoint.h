@@ -24,6 +24,17 @@
  * checksums through TX metadata puts its payload at XVI_TX_HEADROOM_MD: the
  * kernel wants the struct xsk_tx_metadata right in front of the frame, in the
  * same chunk, for every descriptor.
+ *
+ * Multi-buffer endpoints (XVI_EP_MULTI_BUFFER, bound with XDP_USE_SG): the
+ * send pool is cut into groups of tx_group consecutive frames, each group
+ * one send buffer (contiguous, headroom at the start of its first frame),
+ * and the free stack holds group bases.  A datagram is posted as one
+ * descriptor per frame it touches, all but the last with XDP_PKT_CONTD;
+ * the completion ring returns every descriptor's address and only the one
+ * in a group's first frame frees the group.  Received datagrams come as one
+ * RX descriptor per frame (the kernel splits them by the receive room,
+ * frame_size - XDP_PACKET_HEADROOM, and copies the metadata in front of the
+ * first only); rx.c hands them out as pieces (XVI_MSG_MORE).
  */
 #ifndef XVI_ENDPOINT_H
 #define XVI_ENDPOINT_H
@@ -43,6 +54,22 @@
 #define XVI_RX_HEADROOM		256	/* XDP_PACKET_HEADROOM, kernel ABI */
 #define XVI_FILL_BATCH		64	/* refill the fill ring this many at a time */
 #define XVI_RX_MAX_BATCH	256	/* descriptors taken per recv_batch peek */
+/*
+ * Descriptors per multi-buffer datagram.  Copy mode builds one skb per
+ * datagram, the first descriptor in its linear part and each further one in
+ * a page fragment, and drops the datagram when that would pass MAX_SKB_FRAGS
+ * (17) fragments (xsk_build_skb, -EOVERFLOW), cancelling its completions so
+ * its frames never come back.  16 stays below that everywhere.
+ */
+#define XVI_MB_MAX_DESC		16
+
+/* The uapi headers on the build machines predate multi-buffer (6.6). */
+#ifndef XDP_USE_SG
+#define XDP_USE_SG		(1 << 4)	/* sxdp_flags */
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD		(1 << 0)	/* xdp_desc.options: more follows */
+#endif
 
 struct xvi_ctl;
 struct xvi_xsk_maps;
@@ -58,12 +85,22 @@ struct xvi_endpoint {
 	int fd;
 	bool need_wakeup;		/* bound with XDP_USE_NEED_WAKEUP */
 	bool zerocopy;
+	bool multi_buffer;		/* bound with XDP_USE_SG */
 	bool busy_poll;			/* SO_PREFER_BUSY_POLL set: drive NAPI by syscalls */
 	enum xvi_ep_kind kind;
 	int family;			/* AF_INET, AF_INET6 or AF_PACKET (raw) */
 	__u64 sw_bad_csum;		/* dropped by the software fallback */
 	__u64 sw_malformed;
 	__u64 sw_parsed;		/* frames that arrived without metadata */
+	/*
+	 * Multi-buffer receive: inside a descriptor chain (the last one had
+	 * XDP_PKT_CONTD), the payload bytes still to hand out (0: the rest of
+	 * the chain is dropped or padding), and what every piece repeats.
+	 */
+	bool rx_chain;
+	__u32 rx_left;
+	__u32 rx_mflags;
+	union xvi_sockaddr rx_peer;
 
 	/* ---- send fast path ---- */
 	struct xsk_ring_prod tx;
@@ -72,6 +109,17 @@ struct xvi_endpoint {
 	__u32 free_n;
 	__u32 in_flight;		/* posted, not completed */
 	__u32 max_payload;
+	/*
+	 * Send pool geometry: send buffers are groups of tx_group frames
+	 * (1 unless multi-buffer) from tx_pool_off up to tx_pool_end, each
+	 * tx_buf_cap bytes after the headroom.
+	 */
+	__u32 tx_group;
+	__u32 tx_group_bytes;		/* tx_group * frame_size */
+	__u32 tx_buf_cap;
+	__u32 tx_bufs;			/* groups in the pool: the free stack's bound */
+	__u64 tx_pool_off;		/* segment offset of the first send frame */
+	__u64 tx_pool_end;		/* end of the last whole group */
 	__u16 ip_id;
 	__u16 local_port;		/* host order */
 	__u32 tag;			/* raw tag, host order */
@@ -147,9 +195,37 @@ struct xvi_ep_cfg {
 int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 		      struct xvi_ep_cfg *cfg);
 
-/* rx.c / tx.c internals used by endpoint.c. */
+/* rx.c / tx.c internals used by endpoint.c (and the unit tests). */
 void xvi_rx__flush_stash(struct xvi_endpoint *ep);
 int xvi_tx__reap(struct xvi_endpoint *ep);
+
+/*
+ * Cut the send pool (frames [rx_pool, num_frames)) into groups of @group
+ * frames and put every group on the free stack; sets the tx_* geometry
+ * fields from frame_size, tx_headroom, rx_pool and tx_pool.  -EINVAL if not
+ * even one group fits or @group is 0 or above XVI_MB_MAX_DESC.
+ */
+int xvi_tx__init_pool(struct xvi_endpoint *ep, __u32 group);
+
+/*
+ * One RX descriptor of a multi-buffer chain (or the descriptor after one):
+ * fills @m with its piece of the datagram and returns 1, or gives the frame
+ * back and returns 0 (head without usable metadata, or bytes past the
+ * payload).  recv_batch routes a descriptor here when it has XDP_PKT_CONTD
+ * or ep->rx_chain is set.
+ */
+int xvi_rx__piece(struct xvi_endpoint *ep, __u64 addr, __u32 len, __u32 options,
+		  struct xvi_msg *m);
+
+/*
+ * Split the @len bytes at segment offset @addr (contiguous across frames)
+ * into one descriptor per frame they touch: the first from @addr to the end
+ * of its frame, then whole frames, the last partial.  Every descriptor but
+ * the last gets XDP_PKT_CONTD; @first_opts (XDP_TX_METADATA) goes on the
+ * first only.  Returns the number written to @d, or -EMSGSIZE above @max.
+ */
+int xvi_tx__chain(__u32 frame_size, __u64 addr, __u32 len, __u32 first_opts,
+		  struct xdp_desc *d, __u32 max);
 int xvi_ep__resolve(void *ctx, const struct xvi_ip *dst, __u8 mac[6],
 		    struct xvi_ip *src);
 

@@ -157,6 +157,82 @@ static inline bool rx_one(struct xvi_endpoint *ep, __u64 addr, __u32 len,
 	return rx_slow(ep, f, len, m);
 }
 
+/*
+ * The first descriptor of a multi-buffer chain: trust its metadata as
+ * rx_one does, except that the payload runs on past this frame.  No
+ * software fallback: verifying the checksum of a datagram in pieces is the
+ * datapath's job (bpf/csum.h), and without its metadata the datagram is
+ * dropped.  Sets up ep->rx_left/rx_peer/rx_mflags for the pieces to come.
+ */
+static bool rx_head(struct xvi_endpoint *ep, __u64 addr, __u32 len, struct xvi_msg *m)
+{
+	const struct xvi_rx_meta *meta = meta_of(ep, addr);
+	const __u8 *f = (const __u8 *)ep->area + addr;
+	__u32 want = ep->kind == XVI_EP_RAW ? XVI_RX_RAW :
+		     ep->family == AF_INET6 ? XVI_RX_IPV6 : 0;
+	__u32 mf = meta->flags, first;
+	__u32 l3_need = want == XVI_RX_RAW ? XVI_RAW_HDR_LEN :
+			want == XVI_RX_IPV6 ? XVI_IP6_HLEN : XVI_IP4_HLEN;
+
+	if (meta->magic != XVI_RX_META_MAGIC || meta->slot != ep->slot ||
+	    (mf & (XVI_RX_RAW | XVI_RX_IPV6)) != want ||
+	    !(mf & (XVI_RX_CSUM_VERIFIED | XVI_RX_CSUM_NONE | XVI_RX_RAW)) ||
+	    meta->payload_off > len || (__u32)meta->l4_off + XVI_UDP_HLEN > len ||
+	    (__u32)meta->l3_off + l3_need > len) {
+		ep->sw_malformed++;
+		pr_debug("%s: dropped a multi-buffer datagram without usable metadata\n",
+			 ep->ifname);
+		return false;
+	}
+	first = len - meta->payload_off;
+	if (first > meta->payload_len)
+		first = meta->payload_len;
+	m->data = (void *)(f + meta->payload_off);
+	m->len = first;
+	ep->rx_mflags = ((mf & XVI_RX_CSUM_VERIFIED) ? XVI_MSG_CSUM_VERIFIED : 0) |
+			((mf & XVI_RX_CSUM_NONE) ? XVI_MSG_CSUM_NONE : 0);
+	set_peer(ep, f, mf, meta->l3_off, meta->l4_off, &ep->rx_peer);
+	ep->rx_left = meta->payload_len - first;
+	return true;
+}
+
+int xvi_rx__piece(struct xvi_endpoint *ep, __u64 addr, __u32 len, __u32 options,
+		  struct xvi_msg *m)
+{
+	bool contd = options & XDP_PKT_CONTD, head = !ep->rx_chain, ok;
+
+	ep->rx_chain = contd;
+	m->frame = addr;
+	if (head) {
+		ok = rx_head(ep, addr, len, m);
+		if (!ok)
+			ep->rx_left = 0;	/* the rest of the chain goes back too */
+	} else {
+		/*
+		 * Nothing left: the head was dropped, or these are bytes past
+		 * the payload (Ethernet padding).
+		 */
+		ok = ep->rx_left != 0;
+		m->data = (char *)ep->area + addr;
+		m->len = len < ep->rx_left ? len : ep->rx_left;
+		ep->rx_left -= ok ? m->len : 0;
+	}
+	if (!ok) {
+		give_back(ep, addr);
+		return 0;
+	}
+	/* A chain that ends before the payload does ends the datagram too. */
+	if (!contd && ep->rx_left) {
+		ep->sw_malformed++;
+		pr_debug("%s: multi-buffer datagram %u bytes short\n", ep->ifname,
+			 ep->rx_left);
+		ep->rx_left = 0;
+	}
+	m->flags = ep->rx_mflags | (ep->rx_left ? XVI_MSG_MORE : 0);
+	m->peer = ep->rx_peer;
+	return 1;
+}
+
 int xvi_endpoint__recv_batch(struct xvi_endpoint *ep, struct xvi_msg *msgs,
 			     int max)
 {
@@ -174,7 +250,10 @@ int xvi_endpoint__recv_batch(struct xvi_endpoint *ep, struct xvi_msg *msgs,
 	for (i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&ep->rx, idx + i);
 
-		if (likely(rx_one(ep, d->addr, d->len, &msgs[got])))
+		/* Only a multi-buffer endpoint ever sees XDP_PKT_CONTD. */
+		if (unlikely((d->options & XDP_PKT_CONTD) | ep->rx_chain))
+			got += xvi_rx__piece(ep, d->addr, d->len, d->options, &msgs[got]);
+		else if (likely(rx_one(ep, d->addr, d->len, &msgs[got])))
 			got++;
 		else
 			give_back(ep, d->addr);
@@ -285,6 +364,7 @@ ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf, size_t len,
 			       union xvi_sockaddr *src, int timeout_ms)
 {
 	__u64 until = 0, now;
+	size_t total = 0;
 	struct xvi_msg m;
 	int r, left = timeout_ms;
 
@@ -296,9 +376,24 @@ ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf, size_t len,
 		r = xvi_endpoint__recv_batch(ep, &m, 1);
 		if (r < 0)
 			return r;
-		if (r == 1)
-			break;
-		/* Empty, or the frame was dropped by verification: wait again. */
+		if (r == 1) {
+			/* Pieces of a multi-buffer datagram are gathered here. */
+			if (total < len)
+				memcpy((char *)buf + total, m.data,
+				       m.len < len - total ? m.len : len - total);
+			total += m.len;
+			if (src)
+				*src = m.peer;
+			xvi_endpoint__release(ep, &m, 1);
+			if (!(m.flags & XVI_MSG_MORE))
+				break;
+			continue;
+		}
+		/*
+		 * Empty, or the frame was dropped by verification: wait again.
+		 * (The kernel publishes a datagram's pieces together, so this
+		 * does not happen between two of them.)
+		 */
 		if (timeout_ms > 0) {
 			now = xvi_now_us();
 			if (now >= until)
@@ -311,9 +406,5 @@ ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf, size_t len,
 		if (r == 0)
 			return xvi_err(-EAGAIN);
 	}
-	memcpy(buf, m.data, m.len < len ? m.len : len);
-	if (src)
-		*src = m.peer;
-	xvi_endpoint__release(ep, &m, 1);
-	return m.len;
+	return total;
 }

@@ -31,23 +31,101 @@
 /* sendto(): how long a full send queue may stay full before -EAGAIN */
 #define SENDTO_WAIT_US		10000
 
+/*
+ * Multi-buffer completions: the kernel returns the address of every
+ * descriptor of a chain.  Only the one in a group's first frame (the first
+ * descriptor, which starts at the headers) frees the group; the others,
+ * whole frames further on, are counted and passed over.  Returns the
+ * datagrams completed.
+ */
+static __u32 reap_groups(struct xvi_endpoint *ep, __u32 idx, __u32 n)
+{
+	__u64 span = ep->tx_pool_end - ep->tx_pool_off;
+	__u32 i, done = 0;
+
+	for (i = 0; i < n; i++) {
+		__u64 rel = *xsk_ring_cons__comp_addr(&ep->comp, idx + i) - ep->tx_pool_off;
+		__u64 in = rel % ep->tx_group_bytes;
+
+		/* Underflow wraps to a huge rel: outside the pool, like any stray. */
+		if (rel >= span || in >= ep->frame_size)
+			continue;
+		done++;
+		if (likely(ep->free_n < ep->tx_bufs))
+			ep->free_frames[ep->free_n++] = ep->tx_pool_off + rel - in;
+	}
+	return done;
+}
+
 int xvi_tx__reap(struct xvi_endpoint *ep)
 {
-	__u32 n, idx, i;
+	__u32 n, idx, i, done;
 
 	n = xsk_ring_cons__peek(&ep->comp, REAP_BATCH, &idx);
 	if (!n)
 		return 0;
-	for (i = 0; i < n; i++) {
-		__u64 addr = *xsk_ring_cons__comp_addr(&ep->comp, idx + i);
+	if (unlikely(ep->tx_group > 1)) {
+		done = reap_groups(ep, idx, n);
+	} else {
+		for (i = 0; i < n; i++) {
+			__u64 addr = *xsk_ring_cons__comp_addr(&ep->comp, idx + i);
 
-		/* Never trust the ring to push beyond the pool we own. */
-		if (likely(ep->free_n < ep->tx_pool))
-			ep->free_frames[ep->free_n++] = addr & ep->frame_mask;
+			/* Never trust the ring to push beyond the pool we own. */
+			if (likely(ep->free_n < ep->tx_bufs))
+				ep->free_frames[ep->free_n++] = addr & ep->frame_mask;
+		}
+		done = n;
 	}
 	xsk_ring_cons__release(&ep->comp, n);
-	ep->in_flight -= n < ep->in_flight ? n : ep->in_flight;
+	ep->in_flight -= done < ep->in_flight ? done : ep->in_flight;
 	return n;
+}
+
+int xvi_tx__init_pool(struct xvi_endpoint *ep, __u32 group)
+{
+	__u32 i;
+
+	if (!group || group > XVI_MB_MAX_DESC || ep->tx_pool < group)
+		return -EINVAL;
+	ep->tx_group = group;
+	ep->tx_group_bytes = group * ep->frame_size;
+	ep->tx_buf_cap = ep->tx_group_bytes - ep->tx_headroom;
+	ep->tx_bufs = ep->tx_pool / group;
+	ep->tx_pool_off = (__u64)ep->rx_pool * ep->frame_size;
+	ep->tx_pool_end = ep->tx_pool_off + (__u64)ep->tx_bufs * ep->tx_group_bytes;
+	/* Lowest group on top: the first sends walk the pool upwards. */
+	for (i = 0; i < ep->tx_bufs; i++)
+		ep->free_frames[i] = ep->tx_pool_off +
+				     (__u64)(ep->tx_bufs - 1 - i) * ep->tx_group_bytes;
+	ep->free_n = ep->tx_bufs;
+	return 0;
+}
+
+int xvi_tx__chain(__u32 frame_size, __u64 addr, __u32 len, __u32 first_opts,
+		  struct xdp_desc *d, __u32 max)
+{
+	__u32 room = frame_size - (__u32)(addr & (frame_size - 1)), n = 0;
+
+	do {
+		__u32 l = len < room ? len : room;
+
+		if (n == max)
+			return -EMSGSIZE;
+		d[n].addr = addr;
+		d[n].len = l;
+		d[n].options = (n ? 0 : first_opts) | (len > l ? XDP_PKT_CONTD : 0);
+		n++;
+		addr += l;
+		len -= l;
+		room = frame_size;
+	} while (len);
+	return n;
+}
+
+/* Descriptors xvi_tx__chain makes of @len bytes at @addr. */
+static inline __u32 chain_len(__u32 frame_size, __u64 addr, __u32 len)
+{
+	return ((addr & (frame_size - 1)) + len + frame_size - 1) / frame_size;
 }
 
 static inline __u32 tx_pending(const struct xvi_endpoint *ep)
@@ -99,15 +177,26 @@ static int tx_kick(struct xvi_endpoint *ep)
  */
 static inline bool in_send_pool(const struct xvi_endpoint *ep, __u64 off)
 {
-	return off >= (__u64)ep->rx_pool * ep->frame_size && off < ep->area_size;
+	return off >= ep->tx_pool_off && off < ep->tx_pool_end;
+}
+
+/* Offset of @off (in the send pool) inside its send buffer. */
+static inline __u32 buf_off(const struct xvi_endpoint *ep, __u64 off)
+{
+	if (likely(ep->tx_group == 1))
+		return off & (ep->frame_size - 1);
+	return (__u32)((off - ep->tx_pool_off) % ep->tx_group_bytes);
 }
 
 static int not_send_frame(const struct xvi_endpoint *ep, __u64 off)
 {
-	if (off < ep->area_size)
+	if (off < ep->tx_pool_off)
 		pr_warn("%s: send buffer at segment offset %llu is a receive frame (frame %llu < %u): copy received data into a buffer from xvi_endpoint__tx_alloc() instead of sending it in place\n",
 			ep->ifname, (unsigned long long)off,
 			(unsigned long long)(off / ep->frame_size), ep->rx_pool);
+	else if (off < ep->area_size)
+		pr_warn("%s: send buffer at segment offset %llu is past the last %u-frame send buffer: use buffers from xvi_endpoint__tx_alloc()\n",
+			ep->ifname, (unsigned long long)off, ep->tx_group);
 	else
 		pr_warn("%s: send buffer %p is outside the endpoint's segment: use buffers from xvi_endpoint__tx_alloc()\n",
 			ep->ifname, xvi_ep__ptr(ep, off));
@@ -132,7 +221,7 @@ int xvi_endpoint__tx_alloc(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int 
 		__u64 addr = ep->free_frames[--ep->free_n];
 
 		bufs[i].data = xvi_ep__ptr(ep, addr + ep->tx_headroom);
-		bufs[i].cap = ep->frame_size - ep->tx_headroom;
+		bufs[i].cap = ep->tx_buf_cap;
 		bufs[i].len = 0;
 		bufs[i].flags = 0;
 		bufs[i].dst = NULL;
@@ -147,10 +236,16 @@ void xvi_endpoint__tx_free(struct xvi_endpoint *ep, const struct xvi_txbuf *bufs
 
 	if (!ep || !bufs)
 		return;
-	for (i = 0; i < n && ep->free_n < ep->tx_pool; i++) {
+	for (i = 0; i < n && ep->free_n < ep->tx_bufs; i++) {
 		/* Only send frames: a receive frame here would be owned twice. */
 		if (unlikely(!in_send_pool(ep, bufs[i].frame))) {
 			not_send_frame(ep, bufs[i].frame);
+			continue;
+		}
+		/* A multi-buffer send buffer is a group: only its base names it. */
+		if (unlikely(ep->tx_group > 1 && buf_off(ep, bufs[i].frame))) {
+			pr_warn("%s: tx_free: segment offset %llu is not the start of a send buffer: give back the .frame tx_alloc() set\n",
+				ep->ifname, (unsigned long long)bufs[i].frame);
 			continue;
 		}
 		ep->free_frames[ep->free_n++] = bufs[i].frame & ep->frame_mask;
@@ -178,8 +273,8 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 		    struct xdp_desc *d)
 {
 	__u64 off = (__u64)((char *)data - (char *)ep->area);
-	__u32 in_frame = off & (ep->frame_size - 1);
 	const struct xvi_dst_entry *e;
+	__u32 in_buf;
 	struct xvi_frame_spec s;
 	struct xvi_ip dip;
 	int hlen, err;
@@ -193,7 +288,8 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 	/* The buffer must be one of ours, with the header room in front. */
 	if (unlikely(!in_send_pool(ep, off)))
 		return not_send_frame(ep, off);
-	if (unlikely(in_frame < ep->tx_headroom || in_frame + len > ep->frame_size))
+	in_buf = buf_off(ep, off);
+	if (unlikely(in_buf < ep->tx_headroom || in_buf + len > ep->tx_group_bytes))
 		return -EINVAL;
 
 	memset(&s, 0, sizeof(s));
@@ -250,12 +346,13 @@ static int tx_frame(struct xvi_endpoint *ep, const struct xvi_txbuf *b,
 		    struct xdp_desc *d)
 {
 	__u64 off = (__u64)((char *)b->data - (char *)ep->area);
-	__u32 in_frame = off & (ep->frame_size - 1);
+	__u32 in_buf;
 
 	if (unlikely(!in_send_pool(ep, off)))
 		return not_send_frame(ep, off);
+	in_buf = buf_off(ep, off);
 	/* With TX metadata the kernel wants its room in front of every frame. */
-	if (unlikely(in_frame + b->len > ep->frame_size || in_frame < ep->tx_md_len ||
+	if (unlikely(in_buf + b->len > ep->tx_group_bytes || in_buf < ep->tx_md_len ||
 		     b->len < XVI_ETH_HLEN))
 		return -EINVAL;
 	if (unlikely(b->len > ep->mtu + XVI_ETH_HLEN + XVI_VLAN_HLEN))
@@ -280,13 +377,116 @@ static __u32 tx_reserve(struct xvi_endpoint *ep, __u32 n, __u32 *idx)
 	return n ? xsk_ring_prod__reserve(&ep->tx, n, idx) : 0;
 }
 
-static int tx_post(struct xvi_endpoint *ep, __u32 n)
+/* Reserve exactly @n TX descriptors (a whole chain) or none. */
+static __u32 tx_reserve_all(struct xvi_endpoint *ep, __u32 n, __u32 *idx)
+{
+	if (xsk_prod_nb_free(&ep->tx, n) < n) {
+		tx_kick(ep);
+		if (xsk_prod_nb_free(&ep->tx, n) < n)
+			return 0;
+	}
+	return xsk_ring_prod__reserve(&ep->tx, n, idx);
+}
+
+/* Post @ndesc reserved descriptors holding @ndgram datagrams. */
+static int tx_post(struct xvi_endpoint *ep, __u32 ndesc, __u32 ndgram)
 {
 	/* Release: descriptors and frame bytes before the producer index. */
-	xsk_ring_prod__submit(&ep->tx, n);
-	ep->in_flight += n;
-	ep->tx_frames += n;
+	xsk_ring_prod__submit(&ep->tx, ndesc);
+	ep->in_flight += ndgram;
+	ep->tx_frames += ndgram;
 	return tx_kick(ep);
+}
+
+/* Header bytes tx_build puts in front of a payload (never a VLAN tag). */
+static inline __u32 tx_hlen(const struct xvi_endpoint *ep)
+{
+	if (ep->kind == XVI_EP_RAW)
+		return XVI_ETH_HLEN + XVI_RAW_HDR_LEN;
+	return XVI_ETH_HLEN + XVI_UDP_HLEN +
+	       (ep->family == AF_INET6 ? XVI_IP6_HLEN : XVI_IP4_HLEN);
+}
+
+/*
+ * Descriptors buffer @b will take: a bound, clamped so that a buffer too
+ * long for any chain still reaches tx_build/tx_frame, which name its error.
+ */
+static __u32 buf_chain_len(const struct xvi_endpoint *ep, const struct xvi_txbuf *b)
+{
+	__u64 off = (__u64)((char *)b->data - (char *)ep->area);
+	__u32 n;
+
+	if (b->flags & XVI_TX_FRAME)
+		n = chain_len(ep->frame_size, off, b->len ? b->len : 1);
+	else
+		n = chain_len(ep->frame_size, off - tx_hlen(ep), tx_hlen(ep) + b->len);
+	return n > XVI_MB_MAX_DESC ? 1 : n;
+}
+
+/* Write the chain for the datagram tx_build/tx_frame described in @head. */
+static int tx_put_chain(struct xvi_endpoint *ep, const struct xdp_desc *head,
+			__u32 idx, __u32 n)
+{
+	struct xdp_desc chain[XVI_MB_MAX_DESC];
+	int i, got;
+
+	got = xvi_tx__chain(ep->frame_size, head->addr, head->len, head->options, chain,
+			    XVI_MB_MAX_DESC);
+	if (unlikely(got != (int)n))
+		return got < 0 ? got : -EINVAL;
+	for (i = 0; i < got; i++)
+		*xsk_ring_prod__tx_desc(&ep->tx, idx + i) = chain[i];
+	return 0;
+}
+
+/*
+ * tx_send on a multi-buffer endpoint: each buffer becomes a chain of
+ * descriptors, reserved whole before its headers are built, so that a
+ * chain is posted whole or not at all.
+ */
+static int tx_send_mb(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
+{
+	struct xdp_desc head;
+	__u32 nd, idx;
+	__u64 now = 0;
+	int i, err = 0;
+
+	for (i = 0; i < n; i++) {
+		struct xvi_txbuf *b = &bufs[i];
+
+		nd = buf_chain_len(ep, b);
+		if (!tx_reserve_all(ep, nd, &idx)) {
+			err = -EAGAIN;
+			break;
+		}
+		if (b->flags & XVI_TX_FRAME)
+			err = tx_frame(ep, b, &head);
+		else
+			err = tx_build(ep, b->data, b->len, 0, false, b->dst, &now, &head);
+		if (!err)
+			err = tx_put_chain(ep, &head, idx, nd);
+		if (unlikely(err)) {
+			ep->tx.cached_prod -= nd;
+			break;
+		}
+		/*
+		 * Published chain by chain: when the ring fills up, the kick in
+		 * tx_reserve_all must find only posted descriptors, none merely
+		 * reserved, or it would wait for ones the kernel cannot see.
+		 */
+		xsk_ring_prod__submit(&ep->tx, nd);
+	}
+	if (i) {
+		int kerr;
+
+		ep->in_flight += i;
+		ep->tx_frames += i;
+		kerr = tx_kick(ep);
+		if (kerr)
+			pr_debug("%s: send doorbell failed: %s\n", ep->ifname, strerror(-kerr));
+		return i;
+	}
+	return xvi_err(err ? err : -EAGAIN);
 }
 
 int xvi_endpoint__tx_send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
@@ -299,6 +499,8 @@ int xvi_endpoint__tx_send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n
 		return xvi_err(-EINVAL);
 	if (!n)
 		return 0;
+	if (unlikely(ep->tx_group > 1))
+		return tx_send_mb(ep, bufs, n);
 	r = tx_reserve(ep, n, &idx);
 	for (i = 0; i < r; i++) {
 		struct xdp_desc *d = xsk_ring_prod__tx_desc(&ep->tx, idx + i);
@@ -314,7 +516,7 @@ int xvi_endpoint__tx_send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n
 	/* Hand back the reserved descriptors of the failed tail. */
 	ep->tx.cached_prod -= r - i;
 	if (i) {
-		int kerr = tx_post(ep, i);
+		int kerr = tx_post(ep, i, i);
 
 		/* Posted is posted: the next kick retries; report the count. */
 		if (kerr)
@@ -328,20 +530,24 @@ ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t le
 			     const union xvi_sockaddr *dst)
 {
 	__u64 addr, psum = 0, now = 0, until = 0;
-	struct xdp_desc *d;
+	struct xdp_desc *d, head;
+	__u32 idx, nd = 1;
 	void *data;
-	__u32 idx;
 	int err;
 
 	if (unlikely(!ep || (!buf && len)))
 		return xvi_err(-EINVAL);
 	if (unlikely(len > ep->max_payload))
 		return xvi_err(-EMSGSIZE);
-	/* A free frame and a descriptor, waiting a bounded time for both. */
+	/* Multi-buffer: the descriptors its frames need (groups start frame-aligned). */
+	if (unlikely(ep->tx_group > 1))
+		nd = chain_len(ep->frame_size, ep->tx_headroom - tx_hlen(ep),
+			       tx_hlen(ep) + (__u32)len);
+	/* A free buffer and its descriptors, waiting a bounded time for both. */
 	for (;;) {
 		if (!ep->free_n)
 			xvi_tx__reap(ep);
-		if (ep->free_n && tx_reserve(ep, 1, &idx))
+		if (ep->free_n && tx_reserve_all(ep, nd, &idx))
 			break;
 		if (!until)
 			until = xvi_now_us() + SENDTO_WAIT_US;
@@ -358,14 +564,16 @@ ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t le
 		memcpy(data, buf, len);
 	else
 		psum = xvi_csum_copy(data, buf, len, 0);
-	d = xsk_ring_prod__tx_desc(&ep->tx, idx);
+	d = nd == 1 ? xsk_ring_prod__tx_desc(&ep->tx, idx) : &head;
 	err = tx_build(ep, data, len, psum, true, dst, &now, d);
+	if (!err && nd > 1)
+		err = tx_put_chain(ep, &head, idx, nd);
 	if (unlikely(err)) {
-		ep->tx.cached_prod--;
+		ep->tx.cached_prod -= nd;
 		ep->free_frames[ep->free_n++] = addr;
 		return xvi_err(err);
 	}
-	err = tx_post(ep, 1);
+	err = tx_post(ep, nd, 1);
 	if (err)
 		pr_debug("%s: send doorbell failed: %s\n", ep->ifname, strerror(-err));
 	return len;

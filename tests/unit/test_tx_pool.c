@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <criterion/criterion.h>
 #include "endpoint.h"
+#include "fake_ep.h"
 
 #define FRAME		2048
 #define NFRAMES		8
@@ -32,54 +33,19 @@ static struct {
 static void setup(void)
 {
 	struct xvi_endpoint *ep;
-	__u32 i;
 
 	memset(&f, 0, sizeof(f));
-	ep = calloc(1, sizeof(*ep));
-	cr_assert_not_null(ep);
-	ep->fd = -1;
-	ep->broker_fd = -1;
-	ep->kind = XVI_EP_RAW;
-	ep->family = AF_PACKET;
-	ep->tag = 0x42;
-	ep->frame_size = FRAME;
-	ep->frame_mask = ~(__u64)(FRAME - 1);
-	ep->num_frames = NFRAMES;
-	ep->rx_pool = RX_POOL;
-	ep->tx_pool = NFRAMES - RX_POOL;
-	ep->area_size = (size_t)NFRAMES * FRAME;
-	ep->area = calloc(1, ep->area_size);
-	ep->free_frames = calloc(ep->tx_pool, sizeof(__u64));
-	cr_assert(ep->area && ep->free_frames);
-	for (i = 0; i < ep->tx_pool; i++)
-		ep->free_frames[i] = (__u64)(NFRAMES - 1 - i) * FRAME;
-	ep->free_n = ep->tx_pool;
-	ep->mtu = 1500;
-	ep->max_payload = 1500 - XVI_RAW_HDR_LEN;
-	ep->tx_headroom = XVI_TX_HEADROOM;
-	snprintf(ep->ifname, sizeof(ep->ifname), "fake0");
+	ep = fake_raw_ep(FRAME, NFRAMES, RX_POOL, 1500);
+	cr_assert_eq(xvi_tx__init_pool(ep, 1), 0);
 
-	ep->tx.mask = RING - 1;
-	ep->tx.size = RING;
-	ep->tx.cached_cons = RING;
-	ep->tx.producer = &f.tx_prod;
-	ep->tx.consumer = &f.tx_cons;
-	ep->tx.flags = &f.tx_flags;
-	ep->tx.ring = f.tx_ring;
-	ep->comp.mask = RING - 1;
-	ep->comp.size = RING;
-	ep->comp.producer = &f.comp_prod;
-	ep->comp.consumer = &f.comp_cons;
-	ep->comp.flags = &f.comp_flags;
-	ep->comp.ring = f.comp_ring;
+	fake_ring_prod(&ep->tx, RING, &f.tx_prod, &f.tx_cons, &f.tx_flags, f.tx_ring);
+	fake_ring_cons(&ep->comp, RING, &f.comp_prod, &f.comp_cons, &f.comp_flags, f.comp_ring);
 	f.ep = ep;
 }
 
 static void teardown(void)
 {
-	free(f.ep->area);
-	free(f.ep->free_frames);
-	free(f.ep);
+	fake_ep_free(f.ep);
 }
 
 /* Segment offset -> buffer: a raw frame (XVI_TX_FRAME) or a payload to frame. */
