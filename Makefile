@@ -50,11 +50,14 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN  := $(B)/tests/unit-tests
 XDP_SRCS  := $(wildcard tests/xdp/*.c)
 XDP_BIN   := $(B)/tests/xdp-fixtures
+# Drivers the lab suites run (tests/lab/NAME.c -> $(B)/tests/NAME).
+LAB_SRCS  := $(wildcard tests/lab/*.c)
+LAB_BINS  := $(patsubst tests/lab/%.c,$(B)/tests/%,$(LAB_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all deps test demo bench install clean check-tools
-all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(FUZZ_BINS)
+all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(LAB_BINS) $(FUZZ_BINS)
 
 # ---- BPF datapath ----------------------------------------------------------
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(B)/bpf
@@ -89,11 +92,14 @@ $(B)/bin/%: $$(wildcard tools/%/*.c) $$(wildcard tools/%/*.h) $(B)/lib/libxvi.a 
 	$(CC) $(CFLAGS) -Itools/$* -o $@ $(wildcard tools/$*/*.c) $(B)/lib/libxvi.a $(LDLIBS)
 
 # ---- tests -----------------------------------------------------------------
-$(UNIT_BIN): $(UNIT_SRCS) $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/tests
+$(UNIT_BIN): $(UNIT_SRCS) $(wildcard tests/unit/*.h) $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/tests
 	$(if $(UNIT_SRCS),$(CC) $(CFLAGS) -o $@ $(UNIT_SRCS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
 
 $(XDP_BIN): $(XDP_SRCS) $(wildcard tests/xdp/*.h) $(BPF_SKELS) $(B)/lib/libxvi.a | $(B)/tests
 	$(if $(XDP_SRCS),$(CC) $(CFLAGS) -Itests/xdp -o $@ $(XDP_SRCS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
+
+$(B)/tests/%: tests/lab/%.c $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/tests
+	$(CC) $(CFLAGS) -o $@ $< $(B)/lib/libxvi.a $(LDLIBS)
 
 # ---- fuzzing: libFuzzer targets (clang, ASan + UBSan) -----------------------
 # Each target links the library code it reaches, rebuilt with the sanitizers.
