@@ -20,6 +20,7 @@
 #include "stream_engine.h"
 #include "opts.h"
 #include "log.h"
+#include "util.h"
 
 #define RX_BATCH	64
 #define TXQ		64
@@ -39,6 +40,19 @@ struct xvi_sapi {
 	union xvi_sockaddr dst[TXQ];
 	int nq;
 	struct xvi_msg msgs[RX_BATCH];
+	/*
+	 * Multi-buffer endpoints deliver a datagram larger than a frame as
+	 * pieces (XVI_MSG_MORE); the engine takes a datagram in one piece, so
+	 * they are gathered here.  A datagram may be split across receive
+	 * batches: the partial one stays in gather between pumps.
+	 */
+	__u8 *gather;			/* max_payload bytes, or NULL */
+	__u32 gather_cap;
+	__u32 glen;			/* bytes gathered of the current datagram */
+	__u32 gflags;
+	bool gactive;			/* inside a datagram's pieces */
+	bool gdrop;			/* too long: drop the rest of its pieces */
+	union xvi_sockaddr gpeer;
 };
 
 static __u64 mono_us(void)
@@ -151,7 +165,37 @@ static void ep_timer_arm(void *priv, __u64 at)
 		a->tfd_at = at;
 }
 
-/* Receive one batch into the engine, then run it.  Returns datagrams. */
+/* One piece of a multi-buffer datagram: append, hand over when complete. */
+static void gather_piece(struct xvi_stream_ctx *ctx, const struct xvi_msg *m)
+{
+	struct xvi_sapi *a = ctx->api;
+	bool last = !(m->flags & XVI_MSG_MORE);
+
+	if (!a->gactive) {
+		a->gactive = true;
+		a->gpeer = m->peer;
+		a->gflags = m->flags;
+	}
+	if (!a->gdrop && (!a->gather || m->len > a->gather_cap - a->glen)) {
+		/* Larger than the endpoint's max_payload: cannot be ours. */
+		ctx->stats.rx_malformed++;
+		a->gdrop = true;
+	}
+	if (!a->gdrop) {
+		memcpy(a->gather + a->glen, m->data, m->len);
+		a->glen += m->len;
+	}
+	if (!last)
+		return;
+	if (!a->gdrop)
+		xvi_sctx__input(ctx, &a->gpeer, a->gather, a->glen,
+				a->gflags & XVI_MSG_CSUM_VERIFIED);
+	a->glen = 0;
+	a->gactive = false;
+	a->gdrop = false;
+}
+
+/* Receive one batch into the engine, then run it.  Returns pieces taken. */
 static int pump(struct xvi_stream_ctx *ctx)
 {
 	struct xvi_sapi *a = ctx->api;
@@ -160,9 +204,15 @@ static int pump(struct xvi_stream_ctx *ctx)
 	n = xvi_endpoint__recv_batch(a->ep, a->msgs, RX_BATCH);
 	if (n < 0)
 		return n;
-	for (i = 0; i < n; i++)
-		xvi_sctx__input(ctx, &a->msgs[i].peer, a->msgs[i].data, a->msgs[i].len,
-				a->msgs[i].flags & XVI_MSG_CSUM_VERIFIED);
+	for (i = 0; i < n; i++) {
+		const struct xvi_msg *m = &a->msgs[i];
+
+		if (likely(!(m->flags & XVI_MSG_MORE) && !a->gactive))
+			xvi_sctx__input(ctx, &m->peer, m->data, m->len,
+					m->flags & XVI_MSG_CSUM_VERIFIED);
+		else
+			gather_piece(ctx, m);
+	}
 	if (n)
 		xvi_endpoint__release(a->ep, a->msgs, n);
 	if (a->tfd_at && a->tfd_at <= mono_us()) {
@@ -203,6 +253,15 @@ struct xvi_stream_ctx *xvi_stream_ctx__new(struct xvi_endpoint *ep,
 		return NULL;
 	}
 	a->ep = ep;
+	if (info.flags & XVI_INFO_MULTI_BUFFER) {
+		a->gather_cap = info.max_payload;
+		a->gather = malloc(a->gather_cap);
+		if (!a->gather) {
+			free(a);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
 	a->epfd = epoll_create1(EPOLL_CLOEXEC);
 	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (a->epfd < 0 || a->tfd < 0 ||
@@ -234,6 +293,7 @@ fail:
 		close(a->epfd);
 	if (a->tfd >= 0)
 		close(a->tfd);
+	free(a->gather);
 	free(a);
 	errno = -err;
 	return NULL;
@@ -327,6 +387,7 @@ void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx)
 			xvi_endpoint__tx_free(ctx->api->ep, ctx->api->spare, ctx->api->nspare);
 		if (ctx->api->nq)
 			xvi_endpoint__tx_free(ctx->api->ep, ctx->api->q, ctx->api->nq);
+		free(ctx->api->gather);
 		free(ctx->api);
 	}
 	xvi_sctx__free(ctx);
