@@ -73,6 +73,20 @@ struct xt {
 	int fd;			/* kernel socket or the endpoint's AF_XDP fd */
 	__u32 max_payload;
 	struct xvi_endpoint *ep;
+	/*
+	 * Multi-buffer endpoints (XVI_EP_MULTI_BUFFER): a datagram larger
+	 * than a frame arrives as pieces (XVI_MSG_MORE); xt_recv hands out
+	 * whole datagrams, so those are gathered into a ring of slots, one
+	 * per datagram a call can return plus the one a call may leave
+	 * unfinished.  One-piece datagrams stay zero-copy.
+	 */
+	bool mb;
+	struct xvi_msg *pieces;		/* XT_BATCH */
+	struct xvi_msg *copied;		/* pieces already gathered: give back */
+	char *gather;			/* (XT_BATCH + 1) slots of max_payload */
+	struct xvi_msg partial;		/* the datagram being gathered */
+	bool pactive;
+	__u32 pslot;
 	/* kernel path only */
 	char *rxpool;
 	char *txpool;
@@ -332,6 +346,9 @@ static inline void xt_close(struct xt *t)
 	} else if (t->fd >= 0) {
 		close(t->fd);
 	}
+	free(t->pieces);
+	free(t->copied);
+	free(t->gather);
 	free(t->rxpool);
 	free(t->txpool);
 	free(t->mm);
@@ -488,10 +505,71 @@ static inline int xt_open(struct xt *t, const struct xt_cfg *cfg,
 	}
 	t->max_payload = info.max_payload;
 	t->fd = xvi_endpoint__fd(t->ep);
+	if (info.flags & XVI_INFO_MULTI_BUFFER) {
+		t->mb = true;
+		t->pieces = calloc(XT_BATCH, sizeof(*t->pieces));
+		t->copied = calloc(XT_BATCH, sizeof(*t->copied));
+		t->gather = malloc((size_t)(XT_BATCH + 1) * t->max_payload);
+		if (!t->pieces || !t->copied || !t->gather) {
+			fprintf(stderr, "%s: out of memory\n", cfg->prog);
+			xt_close(t);
+			return -ENOMEM;
+		}
+	}
 	return 0;
 }
 
 /* ---- receive ------------------------------------------------------------ */
+
+/* xvi_msg.frame of a gathered datagram: nothing to give back for it. */
+#define XT_GATHERED	UINT64_MAX
+
+/*
+ * Multi-buffer receive: at most @max pieces, so at most @max datagrams.
+ * Gathered pieces go back to the endpoint at once; one-piece datagrams are
+ * released by xt_release like any message.
+ */
+static inline int xt_recv_mb(struct xt *t, struct xvi_msg *msgs, int max)
+{
+	int n, i, out = 0, ncopied = 0;
+
+	if (max > XT_BATCH)
+		max = XT_BATCH;
+	n = xvi_endpoint__recv_batch(t->ep, t->pieces, max);
+	if (n <= 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		const struct xvi_msg *p = &t->pieces[i];
+		char *slot;
+
+		if (!t->pactive && !(p->flags & XVI_MSG_MORE)) {
+			msgs[out++] = *p;
+			continue;
+		}
+		if (!t->pactive) {
+			t->pactive = true;
+			t->partial = *p;
+			t->partial.len = 0;
+			t->partial.frame = XT_GATHERED;
+		}
+		slot = t->gather + (size_t)t->pslot * t->max_payload;
+		if (p->len <= t->max_payload - t->partial.len) {
+			memcpy(slot + t->partial.len, p->data, p->len);
+			t->partial.len += p->len;
+		}
+		t->copied[ncopied++] = *p;
+		if (p->flags & XVI_MSG_MORE)
+			continue;
+		t->partial.data = slot;
+		t->partial.flags &= ~(__u32)XVI_MSG_MORE;
+		msgs[out++] = t->partial;
+		t->pactive = false;
+		t->pslot = (t->pslot + 1) % (XT_BATCH + 1);
+	}
+	if (ncopied)
+		xvi_endpoint__release(t->ep, t->copied, ncopied);
+	return out;
+}
 
 /* Take up to @max datagrams without blocking: count, 0, or -errno. */
 static inline int xt_recv(struct xt *t, struct xvi_msg *msgs, int max)
@@ -499,7 +577,8 @@ static inline int xt_recv(struct xt *t, struct xvi_msg *msgs, int max)
 	int i, n;
 
 	if (!t->kernel)
-		return xvi_endpoint__recv_batch(t->ep, msgs, max);
+		return t->mb ? xt_recv_mb(t, msgs, max) :
+			       xvi_endpoint__recv_batch(t->ep, msgs, max);
 
 	if (max > XT_BATCH)
 		max = XT_BATCH;
@@ -542,8 +621,19 @@ static inline int xt_recv(struct xt *t, struct xvi_msg *msgs, int max)
 
 static inline void xt_release(struct xt *t, const struct xvi_msg *msgs, int n)
 {
-	if (!t->kernel && n > 0)
+	int i, k = 0;
+
+	if (t->kernel || n <= 0)
+		return;
+	if (!t->mb) {
 		xvi_endpoint__release(t->ep, msgs, n);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		if (msgs[i].frame != XT_GATHERED)
+			t->copied[k++] = msgs[i];
+	if (k)
+		xvi_endpoint__release(t->ep, t->copied, k);
 }
 
 static inline int xt_poll(int fd, int timeout_ms)

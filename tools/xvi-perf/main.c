@@ -70,6 +70,8 @@ static void usage(FILE *f)
 "                       one pass) or memcpy (memcpy, then a checksum pass)\n"
 "  endpoint tuning (xvi only; benchmarks):\n"
 "      --hugepages      back the segment with huge pages (XVI_EP_HUGEPAGES)\n"
+"      --multi-buffer   datagrams and stream segments up to the MTU, across\n"
+"                       several frames (XVI_EP_MULTI_BUFFER, XDP_USE_SG)\n"
 "      --busy-poll[=B]  preferred busy polling, budget B (XVI_EP_BUSY_POLL)\n"
 "      --ring N         size of all four rings (power of 2)\n"
 "      --frames N       segment size in frames (power of 2)\n"
@@ -94,6 +96,7 @@ enum {
 	OPT_BATCH,
 	OPT_SEND,
 	OPT_HUGE,
+	OPT_MULTI_BUFFER,
 	OPT_BUSY_POLL,
 	OPT_RING,
 	OPT_FRAMES,
@@ -115,6 +118,7 @@ static const struct option long_opts[] = {
 	{ "batch",	required_argument, NULL, OPT_BATCH },
 	{ "send",	required_argument, NULL, OPT_SEND },
 	{ "hugepages",	no_argument,	   NULL, OPT_HUGE },
+	{ "multi-buffer", no_argument,	   NULL, OPT_MULTI_BUFFER },
 	{ "busy-poll",	optional_argument, NULL, OPT_BUSY_POLL },
 	{ "ring",	required_argument, NULL, OPT_RING },
 	{ "frames",	required_argument, NULL, OPT_FRAMES },
@@ -229,6 +233,9 @@ int main(int argc, char **argv)
 			break;
 		case OPT_HUGE:
 			cfg.xt.ep_flags |= XVI_EP_HUGEPAGES;
+			break;
+		case OPT_MULTI_BUFFER:
+			cfg.xt.ep_flags |= XVI_EP_MULTI_BUFFER;
 			break;
 		case OPT_BUSY_POLL:
 			cfg.xt.ep_flags |= XVI_EP_BUSY_POLL;
