@@ -41,6 +41,8 @@ static void usage(FILE *f)
 "                   --kernel)\n"
 "      --kernel     use kernel sockets instead (TCP in stream mode, UDP with -u)\n"
 "      --queue Q    interface queue to bind (default 0)\n"
+"      --multi-buffer  datagrams and stream segments up to the MTU, across\n"
+"                   several frames (XVI_EP_MULTI_BUFFER)\n"
 "  -w SEC           stream: fail (exit 1) after SEC seconds without progress,\n"
 "                   connecting and accepting included.  UDP: exit 0 after SEC\n"
 "                   seconds without datagrams once one arrived, exit 1 if none\n"
@@ -258,13 +260,14 @@ static int run_sender(const struct cat_cfg *cfg)
 	return rc;
 }
 
-enum { OPT_IFACE = 256, OPT_KERNEL, OPT_QUEUE, OPT_CONNS };
+enum { OPT_IFACE = 256, OPT_KERNEL, OPT_QUEUE, OPT_CONNS, OPT_MULTI_BUFFER };
 
 static const struct option long_opts[] = {
 	{ "iface",	required_argument, NULL, OPT_IFACE },
 	{ "kernel",	no_argument,	   NULL, OPT_KERNEL },
 	{ "queue",	required_argument, NULL, OPT_QUEUE },
 	{ "conns",	required_argument, NULL, OPT_CONNS },
+	{ "multi-buffer", no_argument,	   NULL, OPT_MULTI_BUFFER },
 	{ "udp",	no_argument,	   NULL, 'u' },
 	{ "listen",	no_argument,	   NULL, 'l' },
 	{ "verbose",	no_argument,	   NULL, 'v' },
@@ -314,6 +317,9 @@ int main(int argc, char **argv)
 			if (xt_parse_ulong(optarg, 0, 65535, &v))
 				return usage_err("--queue %s: give a queue number", optarg);
 			cfg.xt.queue = (__u32)v;
+			break;
+		case OPT_MULTI_BUFFER:
+			cfg.xt.ep_flags |= XVI_EP_MULTI_BUFFER;
 			break;
 		case OPT_CONNS:
 			if (xt_parse_ulong(optarg, 1, 1000, &cfg.conns))
