@@ -69,6 +69,45 @@ t_x() {
 	lab_exec --name "$T_LAB" -T "$tmo" "$node" -- "$@"
 }
 
+# Ports for t_stream_xfer, one per transfer.
+T_XFER_PORT=${T_XFER_PORT:-7100}
+
+# t_stream_xfer LAB FILE SECONDS [extra xvi-cat args]: an xvi-cat stream
+# listener on b writes to $T_TMP/out, a sender on a reads FILE; both must
+# exit 0 within SECONDS and the copy must be byte-exact.  Sets XFER_MS.
+t_stream_xfer() {
+	local lab=$1 in=$2 tmo=$3 rl rs t0 port=$((T_XFER_PORT++))
+	shift 3
+	rm -f "$T_TMP/out"
+	lab_exec --name "$lab" -T "$tmo" b -- "$XVICAT" -v --iface "$LAB_IFACE" -w 10 "$@" \
+		-l "$port" >"$T_TMP/out" 2>"$T_TMP/l.err" &
+	local lpid=$!
+	t_wait_endpoint_port_in "$lab" b "$port" || { kill "$lpid" 2>/dev/null; wait "$lpid"
+		fail "listener on b:$port never came up: $(tail -2 "$T_TMP/l.err")"; return 1; }
+	t0=$(date +%s%3N)
+	lab_exec --name "$lab" -T "$tmo" a -- "$XVICAT" -v --iface "$LAB_IFACE" -w 10 "$@" \
+		198.18.0.2 "$port" <"$in" 2>"$T_TMP/s.err" && rs=0 || rs=$?
+	wait "$lpid" && rl=0 || rl=$?
+	XFER_MS=$(($(date +%s%3N) - t0))
+	cat "$T_TMP/s.err" "$T_TMP/l.err" | sed 's/^/# /' >&2
+	[ "$rs" = 0 ] || { fail "sender exit $rs: $(tail -1 "$T_TMP/s.err")"; return 1; }
+	[ "$rl" = 0 ] || { fail "listener exit $rl: $(tail -1 "$T_TMP/l.err")"; return 1; }
+	local want got
+	want=$(sha256sum <"$in" | cut -d' ' -f1)
+	got=$(sha256sum <"$T_TMP/out" | cut -d' ' -f1)
+	[ "$want" = "$got" ] || { fail "copy differs: sha256 $got, want $want ($(stat -c %s \
+		"$T_TMP/out") of $(stat -c %s "$in") bytes)"; return 1; }
+}
+
+# Like t_wait_endpoint_port, for any lab.
+t_wait_endpoint_port_in() {
+	local save=$T_LAB rc
+	T_LAB=$1
+	t_wait_endpoint_port "$2" "$3" && rc=0 || rc=1
+	T_LAB=$save
+	return $rc
+}
+
 t_need() {
 	local b
 	for b; do

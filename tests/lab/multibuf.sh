@@ -18,7 +18,7 @@ MTU=9000
 
 t_setup() {
 	t_need "$XDPVI" || return 1
-	t_need "$MBTOOL" || return 1
+	t_need "$MBTOOL" "$XVICAT" || return 1
 	t_lab_up mb || return 1
 	t_x a ip link set "$LAB_IFACE" mtu $MTU && t_x b ip link set "$LAB_IFACE" mtu $MTU ||
 		{ fail "cannot set MTU $MTU on the lab's veth"; return 1; }
@@ -182,6 +182,13 @@ case_xvi_to_xvi() {
 	cmp -s "$in" "$out" || fail "payload bytes differ: $(cmp "$in" "$out" 2>&1)"
 }
 
+# Streams over multi-buffer endpoints: 8896-byte segments in five frames.
+case_stream_mb() {
+	head -c $((16 << 20)) /dev/urandom >"$T_TMP/s16"
+	t_stream_xfer "$T_LAB" "$T_TMP/s16" 60 --multi-buffer || return 1
+	t_log "16 MiB byte-exact over multi-buffer streams in ${XFER_MS} ms"
+}
+
 # shellcheck disable=SC2034 # read by t_main
 CASES=(
 	info_mb		case_info_mb		"XVI_EP_MULTI_BUFFER: XVI_INFO_MULTI_BUFFER, max_payload 8972 (v4) / 8952 (v6) at MTU 9000"
@@ -194,6 +201,7 @@ CASES=(
 	udp4_out_sendto	case_udp4_out_sendto	"multi-buffer endpoint (b) sendto -> kernel UDP (a): 8972, 1000, 4000"
 	udp6_out	case_udp6_out		"multi-buffer endpoint (b) -> kernel UDP6 (a): 2 x 8952 bytes"
 	xvi_to_xvi	case_xvi_to_xvi		"multi-buffer endpoint (a) -> multi-buffer endpoint (b), up to 8972 bytes"
+	stream_mb	case_stream_mb		"xvi-cat stream, both ends multi-buffer at MTU 9000: 16 MiB byte-exact"
 )
 
 t_main "$@"

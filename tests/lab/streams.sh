@@ -12,7 +12,7 @@
 . "$(dirname "$0")/_tap.sh"
 
 XVIRELAY=$T_BIN/xvi-relay
-PORT=7100
+PORT=7300	# t_stream_xfer takes 7100 and up
 # Dead-peer bound of the library defaults: keepalive idle 2 s + 6 x 0.5 s.
 KA_BOUND=5
 
@@ -52,56 +52,19 @@ _impair() {
 	err=$(lab_impair --name "$LAB3" "$1" 2>&1) || { fail "lab_impair '$1': $err"; return 1; }
 }
 
-_ms() { date +%s%3N; }
-
-# _xfer LAB FILE SECONDS [extra xvi-cat args]: listener on b writes to
-# $T_TMP/out, sender on a reads FILE; both must exit 0 within SECONDS and
-# the copy must be byte-exact.  Sets XFER_MS.
-_xfer() {
-	local lab=$1 in=$2 tmo=$3 rl rs t0 port=$((PORT++))
-	shift 3
-	rm -f "$T_TMP/out"
-	lab_exec --name "$lab" -T "$tmo" b -- "$XVICAT" -v --iface "$LAB_IFACE" -w 10 "$@" \
-		-l "$port" >"$T_TMP/out" 2>"$T_TMP/l.err" &
-	local lpid=$!
-	t_wait_endpoint_port_in "$lab" b "$port" || { kill "$lpid" 2>/dev/null; wait "$lpid"
-		fail "listener on b:$port never came up: $(tail -2 "$T_TMP/l.err")"; return 1; }
-	t0=$(_ms)
-	lab_exec --name "$lab" -T "$tmo" a -- "$XVICAT" -v --iface "$LAB_IFACE" -w 10 "$@" \
-		198.18.0.2 "$port" <"$in" 2>"$T_TMP/s.err" && rs=0 || rs=$?
-	wait "$lpid" && rl=0 || rl=$?
-	XFER_MS=$(($(_ms) - t0))
-	cat "$T_TMP/s.err" "$T_TMP/l.err" | sed 's/^/# /' >&2
-	[ "$rs" = 0 ] || { fail "sender exit $rs: $(tail -1 "$T_TMP/s.err")"; return 1; }
-	[ "$rl" = 0 ] || { fail "listener exit $rl: $(tail -1 "$T_TMP/l.err")"; return 1; }
-	local want got
-	want=$(sha256sum <"$in" | cut -d' ' -f1)
-	got=$(sha256sum <"$T_TMP/out" | cut -d' ' -f1)
-	[ "$want" = "$got" ] || { fail "copy differs: sha256 $got, want $want ($(stat -c %s \
-		"$T_TMP/out") of $(stat -c %s "$in") bytes)"; return 1; }
-}
-
-# Like t_wait_endpoint_port, for any lab.
-t_wait_endpoint_port_in() {
-	local save=$T_LAB rc
-	T_LAB=$1
-	t_wait_endpoint_port "$2" "$3" && rc=0 || rc=1
-	T_LAB=$save
-	return $rc
-}
 
 _mkfile() { [ -s "$T_TMP/in$1" ] || head -c "$(($1 << 20))" /dev/urandom >"$T_TMP/in$1"; }
 
 case_clean2() {
 	_mkfile 16
-	_xfer "$LAB2" "$T_TMP/in16" 30 || return 1
+	t_stream_xfer "$LAB2" "$T_TMP/in16" 30 || return 1
 	t_log "2 nodes: 16 MiB byte-exact in ${XFER_MS} ms"
 }
 
 case_lossy64() {
 	_mkfile 64
 	_impair "loss=5%,reorder=1%,dup=0.5%,corrupt=0.1%,seed=42" || return 1
-	_xfer "$LAB3" "$T_TMP/in64" 90 || return 1
+	t_stream_xfer "$LAB3" "$T_TMP/in64" 90 || return 1
 	t_log "relay loss=5% reorder=1% dup=0.5% corrupt=0.1%: 64 MiB byte-exact in ${XFER_MS} ms"
 	lab_relay_stats --name "$LAB3" | grep -E '^ab\.(drop_loss|duplicated|corrupted|reordered) ' |
 		paste -sd' ' | sed 's/^/# relay: /' >&2
@@ -136,7 +99,7 @@ case_blackhole() {
 	# 60 Mbit/s makes 16 MiB take > 2 s, so it crosses at least one
 	# blackhole whatever the phase it starts in.
 	_impair "blackhole=3s/2s,rate=60mbit,seed=9" || return 1
-	_xfer "$LAB3" "$T_TMP/in16" 90 || return 1
+	t_stream_xfer "$LAB3" "$T_TMP/in16" 90 || return 1
 	bh=$(lab_relay_stats --name "$LAB3" | sed -n 's/^ab\.drop_blackhole //p')
 	[ "${bh:-0}" -gt 0 ] || { fail "the relay never dropped in a blackhole (test broken)"
 		return 1; }
