@@ -338,6 +338,9 @@ def main():
     j_raw = bw(jumbo, "xvi-raw", "3798")
     j_stream = bw(jumbo, "xvi-stream", "65536")
     j_tcp = bw(jumbo, "kernel-tcp", "65536")
+    mb_raw = bw(jumbo, "xvi-raw-mb", "8972")
+    mb_stream = bw(jumbo, "xvi-stream-mb", "65536")
+    mb_tcp = bw(jumbo, "kernel-tcp-mb", "65536")
     goals = [
         ("UDP 64 B message rate vs kernel sendto/recvfrom", ">= 4x",
          ratio(rd("xvi", "64"), rd("kernel-sendto", "64")), 4.0, True),
@@ -361,6 +364,10 @@ def main():
          "(3798 B)", ">= 0.9x", ratio(j_stream, j_raw), 0.9, True),
         ("Stream bandwidth, jumbo (MTU 9000) vs kernel TCP", ">= 1.0x",
          ratio(j_stream, j_tcp), 1.0, True),
+        ("Stream bandwidth, multi-buffer (MTU 9000, 2048-byte frames) vs raw xvi "
+         "multi-buffer datagrams (8972 B)", ">= 0.9x", ratio(mb_stream, mb_raw), 0.9, True),
+        ("Stream bandwidth, multi-buffer (MTU 9000) vs kernel TCP", ">= 1.0x",
+         ratio(mb_stream, mb_tcp), 1.0, True),
         ("Stream CPU per byte (machine, %s B sends) vs kernel TCP" % bsz, "<= 0.5x",
          ratio(bw(sbw, "xvi-stream", bsz, "cpu_ns_per_byte_machine"),
                bw(sbw, "kernel-tcp", bsz, "cpu_ns_per_byte_machine")), 0.5, False),
@@ -621,16 +628,21 @@ def main():
     bwrow(9000, jumbo, "xvi-raw", "3798")
     bwrow(9000, jumbo, "xvi-stream", "65536")
     bwrow(9000, jumbo, "kernel-tcp", "65536")
+    bwrow(9000, jumbo, "xvi-raw-mb", "8972")
+    bwrow(9000, jumbo, "xvi-stream-mb", "65536")
+    bwrow(9000, jumbo, "kernel-tcp-mb", "65536")
     w("| 1500 | 128 K | kernel TCP, iperf3, 1 stream | %s | - | - | - | - |" % (
         fmt_bps(tcp) if tcp else "n/a"))
     w("")
-    w("Jumbo rows: MTU 9000 on both veth ends; xvi endpoints use 4096-byte frames, the "
-      "largest libxvi supports, and without multi-buffer AF_XDP (XDP_USE_SG, not "
-      "implemented) a received frame must fit one frame after the 256-byte XDP headroom: "
-      "the largest xvi datagram is 3798 bytes whatever the MTU, so xvi streams run "
-      "3722-byte segments while kernel TCP uses the full 9000.  Kernel TCP over veth "
-      "moves 64 KB GSO segments unsegmented anyway, so its bandwidth is a memory-copy "
-      "figure, not a per-packet one.")
+    w("Jumbo rows: MTU 9000 on both veth ends.  `xvi-raw`/`xvi-stream`: one frame per "
+      "datagram, 4096-byte frames (the largest libxvi supports); a received frame must "
+      "fit one frame after the 256-byte XDP headroom, so the largest datagram is 3798 "
+      "bytes and streams run 3722-byte segments.  `-mb` rows: multi-buffer endpoints "
+      "(XVI_EP_MULTI_BUFFER, AF_XDP XDP_USE_SG) with 2048-byte frames: a datagram spans "
+      "up to five frames, up to the MTU (8972 bytes), alternated with their own kernel "
+      "TCP rounds (`kernel-tcp-mb`).  Kernel TCP over veth moves 64 KB GSO segments "
+      "unsegmented anyway, so its bandwidth is a memory-copy figure, not a per-packet "
+      "one.")
     w("")
     if unavailable.get("stream"):
         w("Not measured: %s." % unavailable["stream"])
