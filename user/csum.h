@@ -19,6 +19,13 @@
 #include <linux/types.h>
 #include "neigh.h"
 
+/*
+ * Which vector loop sums long buffers on x86-64: -1 picks at the first
+ * call (AVX2 if the CPU has it), 0 forces SSE2, 1 AVX2.  For the unit
+ * tests, which check both against a reference.
+ */
+extern int xvi_csum_avx2;
+
 /* Partial sum of @len bytes at @buf (odd @len pads the last byte with 0). */
 __u64 xvi_csum_partial(const void *buf, size_t len, __u64 sum);
 

@@ -68,23 +68,45 @@ Test(csum, ip4_header_known_vector)
 	cr_expect(xvi_csum_ok(xvi_csum_partial(h, 20, 0)), "header with its checksum must verify");
 }
 
+/* The vector loops to check: SSE2 always on x86-64, AVX2 where the CPU has it. */
+static int vector_modes(int modes[2])
+{
+	int n = 0;
+
+	modes[n++] = 0;
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("avx2"))
+		modes[n++] = 1;
+#endif
+	return n;
+}
+
+static __u16 ones(__u16 v)
+{
+	/* 0x0000 and 0xffff are the same number in ones complement. */
+	return v == 0xffff ? 0 : v;
+}
+
 Test(csum, partial_matches_reference_all_lengths)
 {
-	static __u8 buf[1600];
-	size_t len;
+	static __u8 buf[9100];
+	int modes[2], nm = vector_modes(modes);
+	size_t len, off;
 
 	fill_random(buf, sizeof(buf), 1);
-	for (len = 0; len <= sizeof(buf); len += (len < 80 ? 1 : 37)) {
-		__u16 got = wire(xvi_csum_fold(xvi_csum_partial(buf, len, 0)));
-		__u16 want = ref_fold(ref_sum(buf, len, 0));
+	for (int m = 0; m < nm; m++) {
+		xvi_csum_avx2 = modes[m];
+		for (off = 0; off < 3; off++) {
+			for (len = 0; len + off <= sizeof(buf); len += (len < 300 ? 1 : 97)) {
+				__u16 got = wire(xvi_csum_fold(xvi_csum_partial(buf + off, len, 0)));
+				__u16 want = ref_fold(ref_sum(buf + off, len, 0));
 
-		/* 0x0000 and 0xffff are the same number in ones complement. */
-		if (want == 0xffff)
-			want = 0;
-		if (got == 0xffff)
-			got = 0;
-		cr_expect_eq(got, want, "len %zu: got %#x want %#x", len, got, want);
+				cr_expect_eq(ones(got), ones(want), "avx2=%d off %zu len %zu: got %#x want %#x",
+					     modes[m], off, len, got, want);
+			}
+		}
 	}
+	xvi_csum_avx2 = -1;
 }
 
 Test(csum, partial_sums_chain_at_even_offsets)
@@ -102,27 +124,35 @@ Test(csum, partial_sums_chain_at_even_offsets)
 
 Test(csum, fused_copy_equals_separate)
 {
-	static __u8 src[1600], dst[1700];
+	static __u8 src[9100], dst[9200];
+	int modes[2], nm = vector_modes(modes);
 	size_t len, so, doff;
 
 	fill_random(src, sizeof(src), 3);
-	for (so = 0; so < 4; so++) {
-		for (doff = 0; doff < 3; doff++) {
-			for (len = 0; len + so <= 1500; len += (len < 40 ? 1 : 53)) {
-				__u64 fused, sep;
+	for (int m = 0; m < nm; m++) {
+		xvi_csum_avx2 = modes[m];
+		for (so = 0; so < 4; so++) {
+			for (doff = 0; doff < 3; doff++) {
+				for (len = 0; len + so <= sizeof(src); len += (len < 300 ? 1 : 211)) {
+					__u64 fused;
+					__u16 got, want;
 
-				memset(dst, 0xaa, sizeof(dst));
-				fused = xvi_csum_copy(dst + doff, src + so, len, 7);
-				sep = xvi_csum_partial(src + so, len, 7);
-				cr_assert_eq(xvi_csum_fold(fused), xvi_csum_fold(sep),
-					     "len %zu src+%zu dst+%zu", len, so, doff);
-				cr_assert(!memcmp(dst + doff, src + so, len),
-					  "copy differs at len %zu", len);
-				cr_assert_eq(dst[doff + len], 0xaa,
-					     "wrote past the end at len %zu", len);
+					memset(dst, 0xaa, len + doff + 1);
+					fused = xvi_csum_copy(dst + doff, src + so, len, 0);
+					got = wire(xvi_csum_fold(fused));
+					want = ref_fold(ref_sum(src + so, len, 0));
+					cr_assert_eq(ones(got), ones(want),
+						     "avx2=%d len %zu src+%zu dst+%zu: %#x, want %#x",
+						     modes[m], len, so, doff, got, want);
+					cr_assert(!memcmp(dst + doff, src + so, len),
+						  "copy differs at len %zu", len);
+					cr_assert_eq(dst[doff + len], 0xaa,
+						     "wrote past the end at len %zu", len);
+				}
 			}
 		}
 	}
+	xvi_csum_avx2 = -1;
 }
 
 Test(csum, fold_extremes)
