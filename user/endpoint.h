@@ -195,6 +195,15 @@ struct xvi_ep_cfg {
 int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 		      struct xvi_ep_cfg *cfg);
 
+/*
+ * xvi_endpoint__tx_send() for a caller that already has each payload's
+ * partial checksum (csum.h) from writing it: @sums[i] for bufs[i], or
+ * XVI_TX_NO_SUM to have it computed; @sums NULL computes them all.  The
+ * stream link copies and sums in one pass.
+ */
+#define XVI_TX_NO_SUM	(~0ULL)
+int xvi_tx__send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, const __u64 *sums, int n);
+
 /* rx.c / tx.c internals used by endpoint.c (and the unit tests). */
 void xvi_rx__flush_stash(struct xvi_endpoint *ep);
 int xvi_tx__reap(struct xvi_endpoint *ep);

@@ -18,6 +18,7 @@
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include "stream_engine.h"
+#include "endpoint.h"
 #include "opts.h"
 #include "log.h"
 #include "util.h"
@@ -37,6 +38,7 @@ struct xvi_sapi {
 	struct xvi_txbuf cur;		/* handed to the engine */
 	bool have_cur;
 	struct xvi_txbuf q[TXQ];	/* filled, waiting for the doorbell */
+	__u64 sums[TXQ];		/* their payload sums, or XVI_TX_NO_SUM */
 	union xvi_sockaddr dst[TXQ];
 	int nq;
 	struct xvi_msg msgs[RX_BATCH];
@@ -71,7 +73,7 @@ static void ep_flush(void *priv)
 	int off = 0, tries = 0;
 
 	while (off < a->nq) {
-		int r = xvi_endpoint__tx_send(a->ep, a->q + off, a->nq - off);
+		int r = xvi_tx__send(a->ep, a->q + off, a->sums + off, a->nq - off);
 
 		if (r > 0) {
 			off += r;
@@ -95,6 +97,7 @@ static void ep_flush(void *priv)
 	if (off) {
 		memmove(a->q, a->q + off, (a->nq - off) * sizeof(a->q[0]));
 		memmove(a->dst, a->dst + off, (a->nq - off) * sizeof(a->dst[0]));
+		memmove(a->sums, a->sums + off, (a->nq - off) * sizeof(a->sums[0]));
 		a->nq -= off;
 		for (int i = 0; i < a->nq; i++)
 			a->q[i].dst = &a->dst[i];
@@ -126,7 +129,8 @@ static void *ep_tx_get(void *priv, __u32 *cap)
 	return a->cur.data;
 }
 
-static void ep_tx_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer)
+static void ep_tx_put_sum(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer,
+			  __u64 sum)
 {
 	struct xvi_sapi *a = priv;
 	struct xvi_txbuf *b = &a->q[a->nq];
@@ -139,7 +143,13 @@ static void ep_tx_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr
 	b->len = len;
 	a->dst[a->nq] = *peer;
 	b->dst = &a->dst[a->nq];
+	a->sums[a->nq] = sum;
 	a->nq++;
+}
+
+static void ep_tx_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer)
+{
+	ep_tx_put_sum(priv, buf, len, peer, XVI_TX_NO_SUM);
 }
 
 static __u64 ep_now(void *priv)
@@ -274,6 +284,9 @@ struct xvi_stream_ctx *xvi_stream_ctx__new(struct xvi_endpoint *ep,
 	}
 	link.tx_get = ep_tx_get;
 	link.tx_put = ep_tx_put;
+	/* Software UDP checksums: the engine sums while it copies. */
+	if (info.local.sa.sa_family != AF_PACKET && !(info.flags & XVI_INFO_TX_CSUM_OFFLOAD))
+		link.tx_put_sum = ep_tx_put_sum;
 	link.tx_flush = ep_flush;
 	link.now_us = ep_now;
 	link.timer_arm = ep_timer_arm;

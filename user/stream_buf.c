@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "stream_buf.h"
+#include "csum.h"
 
 static __u32 pow2_up(__u32 v)
 {
@@ -48,14 +49,50 @@ static void ring_write(__u8 *ring, __u32 size, __u32 off, const void *src, __u32
 	memcpy(ring, (const __u8 *)src + first, len - first);
 }
 
-static void ring_read(const __u8 *ring, __u32 size, __u32 off, void *dst, __u32 len)
+/* A copy that also sums what it copies (NULL: a plain copy). */
+struct copy_sum {
+	__u64 sum;
+	__u32 off;		/* bytes summed so far */
+};
+
+/*
+ * Copy one piece and add its partial sum to @st: a piece that starts at an
+ * odd offset of the summed bytes pairs its bytes the other way round, so
+ * its folded sum is byte-swapped (RFC 1071, 2.(B)).
+ */
+static void piece_out(struct copy_sum *st, void *dst, const void *src, __u32 n)
+{
+	__u64 s;
+	__u16 f;
+
+	if (!st) {
+		memcpy(dst, src, n);
+		return;
+	}
+	s = xvi_csum_copy(dst, src, n, 0);
+	if (st->off & 1) {
+		f = xvi_csum_fold(s);
+		s = (__u16)(f >> 8 | f << 8);
+	}
+	st->sum += s;
+	st->off += n;
+}
+
+static void ring_read_sum(const __u8 *ring, __u32 size, __u32 off, void *dst, __u32 len,
+			  struct copy_sum *st)
 {
 	__u32 first;
 
 	off &= size - 1;
 	first = size - off < len ? size - off : len;
-	memcpy(dst, ring + off, first);
-	memcpy((__u8 *)dst + first, ring, len - first);
+	piece_out(st, dst, ring + off, first);
+	if (len > first)
+		piece_out(st, (__u8 *)dst + first, ring, len - first);
+}
+
+static void ring_read(const __u8 *ring, __u32 size, __u32 off, void *dst, __u32 len)
+{
+	ring_read_sum(ring, size, off, dst, len, NULL);
 }
 
 /* Is [s, e) entirely covered by what the queue already holds? */
@@ -280,7 +317,8 @@ int xvi_ssq__push_ref(struct xvi_ssq *q, const void *ptr, __u32 len, int region,
 	return 0;
 }
 
-void xvi_ssq__copy_out(const struct xvi_ssq *q, __u32 seq, void *dst, __u32 len)
+static void copy_out(const struct xvi_ssq *q, __u32 seq, void *dst, __u32 len,
+		     struct copy_sum *st)
 {
 	__u8 *d = dst;
 	__u32 i = q->it;
@@ -300,13 +338,26 @@ void xvi_ssq__copy_out(const struct xvi_ssq *q, __u32 seq, void *dst, __u32 len)
 		skip = seq - it->seq;
 		n = it->len - skip < len ? it->len - skip : len;
 		if (it->kind == XVI_SQI_COPY)
-			ring_read(q->ring, q->ring_size, it->off + skip, d, n);
+			ring_read_sum(q->ring, q->ring_size, it->off + skip, d, n, st);
 		else
-			memcpy(d, it->ptr + skip, n);
+			piece_out(st, d, it->ptr + skip, n);
 		d += n;
 		seq += n;
 		len -= n;
 	}
+}
+
+void xvi_ssq__copy_out(const struct xvi_ssq *q, __u32 seq, void *dst, __u32 len)
+{
+	copy_out(q, seq, dst, len, NULL);
+}
+
+__u64 xvi_ssq__copy_out_sum(const struct xvi_ssq *q, __u32 seq, void *dst, __u32 len)
+{
+	struct copy_sum st = { 0, 0 };
+
+	copy_out(q, seq, dst, len, &st);
+	return st.sum;
 }
 
 void xvi_ssq__ack(struct xvi_ssq *q, __u32 ack,

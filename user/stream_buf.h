@@ -91,6 +91,12 @@ int xvi_ssq__push_ref(struct xvi_ssq *q, const void *ptr, __u32 len, int region,
 /* Copy @len bytes starting at sequence @seq (must be queued) to @dst. */
 void xvi_ssq__copy_out(const struct xvi_ssq *q, __u32 seq, void *dst, __u32 len);
 /*
+ * The same copy, returning the partial Internet checksum (csum.h) of the
+ * @len bytes as if they started at an even offset: the copy and the UDP
+ * checksum's pass over the payload in one.
+ */
+__u64 xvi_ssq__copy_out_sum(const struct xvi_ssq *q, __u32 seq, void *dst, __u32 len);
+/*
  * Drop bytes before @ack.  Completed references are reported through @done
  * (cookie, region) if not NULL.
  */

@@ -12,6 +12,7 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include "stream_engine.h"
+#include "csum.h"
 #include "opts.h"
 #include "log.h"
 
@@ -337,11 +338,27 @@ static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 	hl = xvi_shdr__encode(&h, buf);
 	if (hl + len > cap)	/* mss is below the link MTU: cannot happen */
 		len = 0;
-	if (len)
-		xvi_ssq__copy_out(&s->sq, seq, buf + hl, len);
-	if (need_crc(ctx))
-		xvi_shdr__seal(buf, hl + len);
-	ctx->link.tx_put(ctx->link.priv, buf, hl + len, &s->peer);
+	if (ctx->link.tx_put_sum && !need_crc(ctx)) {
+		/* One pass over the payload: copy and checksum. */
+		__u64 sum = xvi_csum_partial(buf, hl, 0), psum;
+		__u16 f;
+
+		if (len) {
+			psum = xvi_ssq__copy_out_sum(&s->sq, seq, buf + hl, len);
+			if (hl & 1) {	/* payload at an odd offset: see stream_buf.c */
+				f = xvi_csum_fold(psum);
+				psum = (__u16)(f >> 8 | f << 8);
+			}
+			sum += psum;
+		}
+		ctx->link.tx_put_sum(ctx->link.priv, buf, hl + len, &s->peer, sum);
+	} else {
+		if (len)
+			xvi_ssq__copy_out(&s->sq, seq, buf + hl, len);
+		if (need_crc(ctx))
+			xvi_shdr__seal(buf, hl + len);
+		ctx->link.tx_put(ctx->link.priv, buf, hl + len, &s->peer);
+	}
 	ctx->stats.tx_segs++;
 	s->st_.segs_sent++;
 	s->ack_now = false;

@@ -24,6 +24,14 @@ struct xvi_slink {
 	void *(*tx_get)(void *priv, __u32 *cap);
 	/* Queue @buf (from tx_get) with @len bytes to @peer; owns it now. */
 	void (*tx_put)(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer);
+	/*
+	 * Optional, for a link that checksums in software: like tx_put, with
+	 * the partial Internet checksum (csum.h) of the @len bytes at @buf,
+	 * which the engine computes while it writes them.  Used for data
+	 * segments instead of tx_put when set.
+	 */
+	void (*tx_put_sum)(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer,
+			   __u64 sum);
 	/* Push queued datagrams out (one doorbell per batch). */
 	void (*tx_flush)(void *priv);
 	__u64 (*now_us)(void *priv);

@@ -444,7 +444,8 @@ static int tx_put_chain(struct xvi_endpoint *ep, const struct xdp_desc *head,
  * descriptors, reserved whole before its headers are built, so that a
  * chain is posted whole or not at all.
  */
-static int tx_send_mb(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
+static int tx_send_mb(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, const __u64 *sums,
+		      int n)
 {
 	struct xdp_desc head;
 	__u32 nd, idx;
@@ -462,7 +463,8 @@ static int tx_send_mb(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
 		if (b->flags & XVI_TX_FRAME)
 			err = tx_frame(ep, b, &head);
 		else
-			err = tx_build(ep, b->data, b->len, 0, false, b->dst, &now, &head);
+			err = tx_build(ep, b->data, b->len, sums ? sums[i] : 0,
+				       sums && sums[i] != XVI_TX_NO_SUM, b->dst, &now, &head);
 		if (!err)
 			err = tx_put_chain(ep, &head, idx, nd);
 		if (unlikely(err)) {
@@ -491,6 +493,11 @@ static int tx_send_mb(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
 
 int xvi_endpoint__tx_send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n)
 {
+	return xvi_tx__send(ep, bufs, NULL, n);
+}
+
+int xvi_tx__send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, const __u64 *sums, int n)
+{
 	__u32 r, idx, i;
 	__u64 now = 0;
 	int err = 0;
@@ -500,7 +507,7 @@ int xvi_endpoint__tx_send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n
 	if (!n)
 		return 0;
 	if (unlikely(ep->tx_group > 1))
-		return tx_send_mb(ep, bufs, n);
+		return tx_send_mb(ep, bufs, sums, n);
 	r = tx_reserve(ep, n, &idx);
 	for (i = 0; i < r; i++) {
 		struct xdp_desc *d = xsk_ring_prod__tx_desc(&ep->tx, idx + i);
@@ -509,7 +516,8 @@ int xvi_endpoint__tx_send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int n
 		if (b->flags & XVI_TX_FRAME)
 			err = tx_frame(ep, b, d);
 		else
-			err = tx_build(ep, b->data, b->len, 0, false, b->dst, &now, d);
+			err = tx_build(ep, b->data, b->len, sums ? sums[i] : 0,
+				       sums && sums[i] != XVI_TX_NO_SUM, b->dst, &now, d);
 		if (unlikely(err))
 			break;
 	}

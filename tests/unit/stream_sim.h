@@ -15,6 +15,7 @@
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include "stream_engine.h"
+#include "csum.h"
 
 #define MAXPKT		1600
 
@@ -51,6 +52,13 @@ struct sim {
 	struct pkt *q;
 	int nq, cap;
 	__u64 delivered, dropped, serial;
+	/*
+	 * sim_init_summed(): the link checksums like UDP (delivered as
+	 * verified, no CRC) and takes the engine's payload sums, each checked
+	 * against the bytes it came with.
+	 */
+	bool checksummed;
+	__u64 summed_segs;
 };
 
 static inline __u32 srnd(struct sim *s)
@@ -118,6 +126,17 @@ static inline void l_put(void *priv, void *buf, __u32 len, const union xvi_socka
 	}
 }
 
+static inline void l_put_sum(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer,
+			     __u64 sum)
+{
+	struct node *n = priv;
+
+	cr_assert_eq(xvi_csum_fold(sum), xvi_csum_fold(xvi_csum_partial(buf, len, 0)),
+		     "engine's sum of a %u-byte segment is wrong", len);
+	n->sim->summed_segs++;
+	l_put(priv, buf, len, peer);
+}
+
 static inline void l_flush(void *priv) {}
 
 static inline __u64 l_now(void *priv)
@@ -130,9 +149,11 @@ static inline void l_arm(void *priv, __u64 at)
 	((struct node *)priv)->timer = at;
 }
 
-static inline void sim_init(struct sim *s, __u64 seed, const struct xvi_stream_ctx_opts *o)
+static inline void sim_init_as(struct sim *s, __u64 seed, const struct xvi_stream_ctx_opts *o,
+			       bool checksummed)
 {
 	memset(s, 0, sizeof(*s));
+	s->checksummed = checksummed;
 	s->rng = seed * 0x9E3779B97F4A7C15ULL + 1;
 	s->now = 1000000;
 	s->delay_us = 50;
@@ -141,7 +162,8 @@ static inline void sim_init(struct sim *s, __u64 seed, const struct xvi_stream_c
 		struct xvi_slink link = {
 			.tx_get = l_get, .tx_put = l_put, .tx_flush = l_flush,
 			.now_us = l_now, .timer_arm = l_arm, .priv = n,
-			.mtu = 1472, .checksummed = false, .seed = seed * 2 + i + 1,
+			.mtu = 1472, .checksummed = checksummed, .seed = seed * 2 + i + 1,
+			.tx_put_sum = checksummed ? l_put_sum : NULL,
 		};
 
 		n->sim = s;
@@ -152,6 +174,16 @@ static inline void sim_init(struct sim *s, __u64 seed, const struct xvi_stream_c
 		n->ctx = xvi_sctx__new(&link, o);
 		cr_assert(n->ctx, "engine: %s", strerror(errno));
 	}
+}
+
+static inline void sim_init(struct sim *s, __u64 seed, const struct xvi_stream_ctx_opts *o)
+{
+	sim_init_as(s, seed, o, false);
+}
+
+static inline void sim_init_summed(struct sim *s, __u64 seed, const struct xvi_stream_ctx_opts *o)
+{
+	sim_init_as(s, seed, o, true);
 }
 
 static inline void sim_set_iss(struct sim *s, __u32 iss)
@@ -196,7 +228,7 @@ static inline bool sim_step(struct sim *s)
 		if (n->dead)
 			return true;
 		s->delivered++;
-		xvi_sctx__input(n->ctx, &s->n[1 - p.to].addr, p.data, p.len, false);
+		xvi_sctx__input(n->ctx, &s->n[1 - p.to].addr, p.data, p.len, s->checksummed);
 		xvi_sctx__run(n->ctx);
 	} else {
 		struct node *n = &s->n[bt];
