@@ -744,8 +744,12 @@ def main():
     w("")
     if prog_run["match"] or prog_run["pass"]:
         w("The datapath program itself, run by BPF_PROG_RUN on one 64 B UDP frame "
-          "(`bpftool prog run ... repeat 2000000`, no device, no copy): the ceiling of "
-          "xvi_demux on one core of this machine.")
+          "addressed to node b's MAC (`bpftool prog run ... repeat 2000000`, no device, no "
+          "copy): the ceiling of xvi_demux on one core of this machine.  The frame to an "
+          "endpoint goes through the whole path (parse, tag lookup, IPv4 and UDP checksum "
+          "verification, metadata, counters); the XSKMAP redirect cannot complete outside "
+          "a receive queue, so the program falls back to PASS at its end (the endpoint's "
+          "drop_meta counter counts these runs).")
         w("")
         w("| frame | XDP action | ns per frame | ceiling, M frames/s per core |")
         w("|---|---|---|---|")
