@@ -25,9 +25,16 @@ static void nr_on_ack(struct xvi_stream_cc *cc, __u32 acked, __u32 rtt_us,
 		 * when cwnd is what limits), so each ACK covers many segments.
 		 * With L = 2 cwnd grew by 2 mss per round trip, not doubling.
 		 */
-		__u32 room = cc->ssthresh - cc->cwnd;
+		__u32 room = cc->ssthresh - cc->cwnd, inc = acked < room ? acked : room;
 
-		cc->cwnd += acked < room ? acked : room;
+		/*
+		 * At most doubling per ACK: an ACK may cover more than the
+		 * window (after a timeout, the retransmitted head completes a
+		 * flight that was SACKed before cwnd fell to one segment), and
+		 * crediting all of it would send a burst of up to ssthresh
+		 * into the path that just timed out (RFC 3465, 2.3).
+		 */
+		cc->cwnd += inc < cc->cwnd ? inc : cc->cwnd;
 		return;
 	}
 	/* Congestion avoidance: one mss per window acknowledged, stretch

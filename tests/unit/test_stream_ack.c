@@ -113,3 +113,28 @@ Test(stream_ack, slow_start_doubles_with_stretch_acks)
 	cr_expect_eq(c->st_.segs_retrans, 0u);
 	sim_fini(&s);
 }
+
+/*
+ * After a timeout cwnd is one segment; the ACK for the retransmitted head
+ * may cover a whole flight SACKed before.  Slow start credits at most the
+ * window per ACK (it doubles), never the flight: no burst of ssthresh.
+ */
+Test(stream_ack, slow_start_after_timeout_at_most_doubles)
+{
+	const struct xvi_stream_cc_ops *ops = xvi_stream_cc_newreno();
+	struct xvi_stream_cc cc = { .mss = 1400 };
+
+	ops->init(&cc);
+	ops->on_event(&cc, XVI_CC_TIMEOUT, 128 * 1400);
+	cr_assert_eq(cc.cwnd, 1400u);
+	cr_assert_eq(cc.ssthresh, 64u * 1400);
+	ops->on_ack(&cc, 128 * 1400, 100, 0);
+	cr_expect_eq(cc.cwnd, 2u * 1400, "one ACK took cwnd from 1 to %u segments",
+		     cc.cwnd / 1400);
+	ops->on_ack(&cc, 2 * 1400, 100, 0);
+	cr_expect_eq(cc.cwnd, 4u * 1400);
+	/* ... and never past ssthresh */
+	for (int i = 0; i < 10; i++)
+		ops->on_ack(&cc, cc.cwnd, 100, 0);
+	cr_expect_geq(cc.cwnd, 64u * 1400);
+}
