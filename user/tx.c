@@ -261,6 +261,15 @@ static inline void ip_from_sa(const union xvi_sockaddr *sa, struct xvi_ip *ip)
 		memcpy(ip->a, &sa->in6.sin6_addr, 16);
 }
 
+/* Header bytes tx_build puts in front of a payload (never a VLAN tag). */
+static inline __u32 tx_hlen(const struct xvi_endpoint *ep)
+{
+	if (ep->kind == XVI_EP_RAW)
+		return XVI_ETH_HLEN + XVI_RAW_HDR_LEN;
+	return XVI_ETH_HLEN + XVI_UDP_HLEN +
+	       (ep->family == AF_INET6 ? XVI_IP6_HLEN : XVI_IP4_HLEN);
+}
+
 /*
  * Headers for one datagram whose @len payload bytes already sit at @data
  * in a send frame; fills the descriptor.  @psum is the payload's partial
@@ -290,6 +299,12 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 		return not_send_frame(ep, off);
 	in_buf = buf_off(ep, off);
 	if (unlikely(in_buf < ep->tx_headroom || in_buf + len > ep->tx_group_bytes))
+		return -EINVAL;
+	/*
+	 * A chain must start in its group's first frame: only that frame's
+	 * completion gives the group back (reap_groups).
+	 */
+	if (unlikely(ep->tx_group > 1 && in_buf - tx_hlen(ep) >= ep->frame_size))
 		return -EINVAL;
 
 	memset(&s, 0, sizeof(s));
@@ -355,6 +370,9 @@ static int tx_frame(struct xvi_endpoint *ep, const struct xvi_txbuf *b,
 	if (unlikely(in_buf + b->len > ep->tx_group_bytes || in_buf < ep->tx_md_len ||
 		     b->len < XVI_ETH_HLEN))
 		return -EINVAL;
+	/* As in tx_build: the chain starts in the group's first frame. */
+	if (unlikely(in_buf >= ep->frame_size))
+		return -EINVAL;
 	if (unlikely(b->len > ep->mtu + XVI_ETH_HLEN + XVI_VLAN_HLEN))
 		return -EMSGSIZE;
 	d->addr = off;
@@ -398,14 +416,6 @@ static int tx_post(struct xvi_endpoint *ep, __u32 ndesc, __u32 ndgram)
 	return tx_kick(ep);
 }
 
-/* Header bytes tx_build puts in front of a payload (never a VLAN tag). */
-static inline __u32 tx_hlen(const struct xvi_endpoint *ep)
-{
-	if (ep->kind == XVI_EP_RAW)
-		return XVI_ETH_HLEN + XVI_RAW_HDR_LEN;
-	return XVI_ETH_HLEN + XVI_UDP_HLEN +
-	       (ep->family == AF_INET6 ? XVI_IP6_HLEN : XVI_IP4_HLEN);
-}
 
 /*
  * Descriptors buffer @b will take: a bound, clamped so that a buffer too

@@ -305,10 +305,20 @@ Test(mb_send, bounds_are_the_group, .init = setup, .fini = teardown)
 	/* Running past the group's end into the next group. */
 	b.len = b.cap + 1;
 	cr_expect_lt(xvi_endpoint__tx_send(f.ep, &b, 1), 0);
-	/* A payload moved forward inside its group is fine. */
-	b.data = (char *)b.data + FRAME;
+	/* A payload moved forward inside its first frame is fine. */
+	b.data = (char *)b.data + 64;
 	b.len = 100;
 	cr_expect_eq(xvi_endpoint__tx_send(f.ep, &b, 1), 1);
+	/*
+	 * One whose headers would start in a later frame is not: only a
+	 * completion in the group's first frame gives the group back.
+	 */
+	cr_assert_eq(xvi_endpoint__tx_alloc(f.ep, &b, 1), 1);
+	b.dst = &dst;
+	b.data = (char *)b.data + FRAME;
+	b.len = 100;
+	cr_expect_eq(xvi_endpoint__tx_send(f.ep, &b, 1), -EINVAL);
+	xvi_endpoint__tx_free(f.ep, &b, 1);
 	/* A receive frame is not. */
 	b.data = (char *)f.ep->area + 2 * FRAME + XVI_TX_HEADROOM;
 	cr_expect_eq(xvi_endpoint__tx_send(f.ep, &b, 1), -EINVAL);
