@@ -86,6 +86,7 @@ struct xt {
 	char *gather;			/* (XT_BATCH + 1) slots of max_payload */
 	struct xvi_msg partial;		/* the datagram being gathered */
 	bool pactive;
+	bool pdrop;			/* it outgrew max_payload: dropped whole */
 	__u32 pslot;
 	/* kernel path only */
 	char *rxpool;
@@ -548,22 +549,28 @@ static inline int xt_recv_mb(struct xt *t, struct xvi_msg *msgs, int max)
 		}
 		if (!t->pactive) {
 			t->pactive = true;
+			t->pdrop = false;
 			t->partial = *p;
 			t->partial.len = 0;
 			t->partial.frame = XT_GATHERED;
 		}
 		slot = t->gather + (size_t)t->pslot * t->max_payload;
-		if (p->len <= t->max_payload - t->partial.len) {
+		/* Longer than any datagram this endpoint takes: not ours, drop it. */
+		if (p->len > t->max_payload - t->partial.len)
+			t->pdrop = true;
+		if (!t->pdrop) {
 			memcpy(slot + t->partial.len, p->data, p->len);
 			t->partial.len += p->len;
 		}
 		t->copied[ncopied++] = *p;
 		if (p->flags & XVI_MSG_MORE)
 			continue;
+		t->pactive = false;
+		if (t->pdrop)
+			continue;
 		t->partial.data = slot;
 		t->partial.flags &= ~(__u32)XVI_MSG_MORE;
 		msgs[out++] = t->partial;
-		t->pactive = false;
 		t->pslot = (t->pslot + 1) % (XT_BATCH + 1);
 	}
 	if (ncopied)
