@@ -377,7 +377,8 @@ struct xvi_endpoint_stats {
 	__u64 rx_invalid;
 	__u64 tx_invalid;
 	__u64 tx_ring_empty;
-	__u64 tx_frames;	/* library: frames posted */
+	__u64 tx_frames;	/* library: datagrams posted (a multi-buffer
+				 * datagram is one, whatever its frames) */
 	__u64 tx_kicks;		/* library: sendto() doorbells */
 	size_t :0;
 };

@@ -114,9 +114,14 @@ int xvi_csum_avx2 = -1;
 
 static __u64 bulk(const unsigned char **src, unsigned char **dst, size_t *len)
 {
-	if (xvi_csum_avx2 < 0)
-		xvi_csum_avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-	return xvi_csum_avx2 ? bulk_avx2(src, dst, len) : bulk_sse2(src, dst, len);
+	/* Relaxed: threads that race here all store the same answer. */
+	int avx2 = __atomic_load_n(&xvi_csum_avx2, __ATOMIC_RELAXED);
+
+	if (avx2 < 0) {
+		avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
+		__atomic_store_n(&xvi_csum_avx2, avx2, __ATOMIC_RELAXED);
+	}
+	return avx2 ? bulk_avx2(src, dst, len) : bulk_sse2(src, dst, len);
 }
 #else
 int xvi_csum_avx2 = 0;
