@@ -50,14 +50,17 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN  := $(B)/tests/unit-tests
 XDP_SRCS  := $(wildcard tests/xdp/*.c)
 XDP_BIN   := $(B)/tests/xdp-fixtures
-# Drivers the lab suites run (tests/lab/NAME.c -> $(B)/tests/NAME).
+# Drivers the lab suites and the bench run (tests/{lab,bench}/NAME.c ->
+# $(B)/tests/NAME).
 LAB_SRCS  := $(wildcard tests/lab/*.c)
 LAB_BINS  := $(patsubst tests/lab/%.c,$(B)/tests/%,$(LAB_SRCS))
+BENCH_SRCS := $(wildcard tests/bench/*.c)
+BENCH_BINS := $(patsubst tests/bench/%.c,$(B)/tests/%,$(BENCH_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all deps test demo bench install clean check-tools
-all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(LAB_BINS) $(FUZZ_BINS)
+all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(LAB_BINS) $(BENCH_BINS) $(FUZZ_BINS)
 
 # ---- BPF datapath ----------------------------------------------------------
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(B)/bpf
@@ -100,6 +103,9 @@ $(XDP_BIN): $(XDP_SRCS) $(wildcard tests/xdp/*.h) $(BPF_SKELS) $(B)/lib/libxvi.a
 
 $(B)/tests/%: tests/lab/%.c $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/tests
 	$(CC) $(CFLAGS) -o $@ $< $(B)/lib/libxvi.a $(LDLIBS)
+
+$(B)/tests/%: tests/bench/%.c | $(B)/tests
+	$(CC) $(CFLAGS) -pthread -o $@ $<
 
 # ---- fuzzing: libFuzzer targets (clang, ASan + UBSan) -----------------------
 # Each target links the library code it reaches, rebuilt with the sanitizers.
