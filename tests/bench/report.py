@@ -254,6 +254,9 @@ def placement_goal(res, all_rounds, goal):
     worst = max(r for _, r, _ in per)
     text = "; ".join("%s: %.2fx (%d pair%s)" % (pl, r, n, "" if n == 1 else "s")
                      for pl, r, n in per)
+    # A placement the run never paired is not judged: say so in the row.
+    text += "".join("; %s: no pair in this run" % pl for pl in ("near", "far")
+                    if pl not in res)
     if all_rounds is not None:
         text += "; all rounds: %.2fx" % all_rounds
     return worst, text
@@ -530,8 +533,9 @@ def main():
       "at %d ns; a round whose placement changed is left out), the xvi round is paired "
       "with the kernel round of the same repetition when both ran in the same "
       "placement, and a goal is met only if it is met in every placement that has "
-      "pairs (the worst decides); the ratio over all rounds is shown as well."
-      % (HEADLINE_WAIT, C2C_SPLIT_NS))
+      "pairs (the worst decides); the ratio over all rounds is shown as well.  A "
+      "placement the run never paired is named in the row and not judged: a verdict "
+      "from one placement only holds for that placement." % (HEADLINE_WAIT, C2C_SPLIT_NS))
     w("")
 
     # rate
