@@ -324,9 +324,12 @@ def series_of(res, variant, key, scale=1.0):
     return pts
 
 
-def machine_info():
+def machine_info(raw):
+    # The run's date is when its records were written, so a report made
+    # again from the same raw.jsonl keeps it.
     info = {"kernel": platform.release(), "cpus": os.cpu_count(),
-            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
+            "date": time.strftime("%Y-%m-%d %H:%M:%S %Z",
+                                  time.localtime(os.path.getmtime(raw)))}
     try:
         with open("/proc/cpuinfo") as f:
             for line in f:
@@ -450,7 +453,7 @@ def main():
         for sz in bw_sizes]
 
     results = {
-        "machine": machine_info(), "seconds_per_run": a.secs, "rounds": a.reps,
+        "machine": machine_info(a.raw), "seconds_per_run": a.secs, "rounds": a.reps,
         "rate": rate, "latency": lat, "optimisations": opt,
         "optimisations_latency": opt_lat, "ring_segment": ring, "scaling": scale,
         "xdp_bench_drop": {"rx_rate": xdp, "errors": xdp_err},
@@ -675,7 +678,7 @@ def main():
     w("## 3. Streams against kernel TCP")
     w("")
     w("xvi-perf `--stream` at both ends: libxvi streams (one stream context per endpoint, "
-      "window 128 segments (`--window 128`; the library default is SOVIA's 32), delayed ACK threshold 16) against kernel TCP "
+      "window 128 segments (`--window 128`; the library default is SOVIA's 32), delayed ACK threshold w/4 = 32) against kernel TCP "
       "(`--stream --kernel`), the same program and loop; messages framed by sockperf's "
       "header.  Ping-pong: NODELAY / TCP_NODELAY, adaptive wait at both ends.  "
       "Bandwidth: one send() per message, small messages combined (Nagle-like) on both; "
