@@ -124,34 +124,48 @@ static bool rx_slow(struct xvi_endpoint *ep, const __u8 *f, __u32 len,
 	return true;
 }
 
-static inline bool rx_one(struct xvi_endpoint *ep, __u64 addr, __u32 len,
-			  struct xvi_msg *m)
+/*
+ * Trust the metadata only if it is ours, its offsets lie inside the frame,
+ * the frame kind fits the endpoint, and the checksums were checked (or
+ * there are none).  @chain: the first frame of a multi-buffer datagram,
+ * whose payload runs on into the next frames, so only its start must lie
+ * in this one.
+ */
+static inline bool meta_ok(const struct xvi_endpoint *ep, const struct xvi_rx_meta *meta,
+			   __u32 len, bool chain)
 {
-	const struct xvi_rx_meta *meta = meta_of(ep, addr);
-	const __u8 *f = (const __u8 *)ep->area + addr;
 	__u32 want = ep->kind == XVI_EP_RAW ? XVI_RX_RAW :
 		     ep->family == AF_INET6 ? XVI_RX_IPV6 : 0;
 	__u32 mf = meta->flags;
 	__u32 l3_need = want == XVI_RX_RAW ? XVI_RAW_HDR_LEN :
 			want == XVI_RX_IPV6 ? XVI_IP6_HLEN : XVI_IP4_HLEN;
 
+	return meta->magic == XVI_RX_META_MAGIC && meta->slot == ep->slot &&
+	       (mf & (XVI_RX_RAW | XVI_RX_IPV6)) == want &&
+	       (mf & (XVI_RX_CSUM_VERIFIED | XVI_RX_CSUM_NONE | XVI_RX_RAW)) &&
+	       (__u32)meta->payload_off + (chain ? 0 : meta->payload_len) <= len &&
+	       (__u32)meta->l4_off + XVI_UDP_HLEN <= len &&
+	       (__u32)meta->l3_off + l3_need <= len;
+}
+
+static inline __u32 msg_flags(__u32 mf)
+{
+	return ((mf & XVI_RX_CSUM_VERIFIED) ? XVI_MSG_CSUM_VERIFIED : 0) |
+	       ((mf & XVI_RX_CSUM_NONE) ? XVI_MSG_CSUM_NONE : 0);
+}
+
+static inline bool rx_one(struct xvi_endpoint *ep, __u64 addr, __u32 len,
+			  struct xvi_msg *m)
+{
+	const struct xvi_rx_meta *meta = meta_of(ep, addr);
+	const __u8 *f = (const __u8 *)ep->area + addr;
+
 	m->frame = addr;
-	/*
-	 * Trust the metadata only if it is ours, its offsets lie inside the
-	 * frame, the frame kind fits the endpoint, and the checksums were
-	 * checked (or there are none).
-	 */
-	if (likely(meta->magic == XVI_RX_META_MAGIC && meta->slot == ep->slot &&
-		   (mf & (XVI_RX_RAW | XVI_RX_IPV6)) == want &&
-		   (mf & (XVI_RX_CSUM_VERIFIED | XVI_RX_CSUM_NONE | XVI_RX_RAW)) &&
-		   (__u32)meta->payload_off + meta->payload_len <= len &&
-		   (__u32)meta->l4_off + XVI_UDP_HLEN <= len &&
-		   (__u32)meta->l3_off + l3_need <= len)) {
+	if (likely(meta_ok(ep, meta, len, false))) {
 		m->data = (void *)(f + meta->payload_off);
 		m->len = meta->payload_len;
-		m->flags = ((mf & XVI_RX_CSUM_VERIFIED) ? XVI_MSG_CSUM_VERIFIED : 0) |
-			   ((mf & XVI_RX_CSUM_NONE) ? XVI_MSG_CSUM_NONE : 0);
-		set_peer(ep, f, mf, meta->l3_off, meta->l4_off, &m->peer);
+		m->flags = msg_flags(meta->flags);
+		set_peer(ep, f, meta->flags, meta->l3_off, meta->l4_off, &m->peer);
 		return true;
 	}
 	return rx_slow(ep, f, len, m);
@@ -168,17 +182,9 @@ static bool rx_head(struct xvi_endpoint *ep, __u64 addr, __u32 len, struct xvi_m
 {
 	const struct xvi_rx_meta *meta = meta_of(ep, addr);
 	const __u8 *f = (const __u8 *)ep->area + addr;
-	__u32 want = ep->kind == XVI_EP_RAW ? XVI_RX_RAW :
-		     ep->family == AF_INET6 ? XVI_RX_IPV6 : 0;
-	__u32 mf = meta->flags, first;
-	__u32 l3_need = want == XVI_RX_RAW ? XVI_RAW_HDR_LEN :
-			want == XVI_RX_IPV6 ? XVI_IP6_HLEN : XVI_IP4_HLEN;
+	__u32 first;
 
-	if (meta->magic != XVI_RX_META_MAGIC || meta->slot != ep->slot ||
-	    (mf & (XVI_RX_RAW | XVI_RX_IPV6)) != want ||
-	    !(mf & (XVI_RX_CSUM_VERIFIED | XVI_RX_CSUM_NONE | XVI_RX_RAW)) ||
-	    meta->payload_off > len || (__u32)meta->l4_off + XVI_UDP_HLEN > len ||
-	    (__u32)meta->l3_off + l3_need > len) {
+	if (!meta_ok(ep, meta, len, true)) {
 		ep->sw_malformed++;
 		pr_debug("%s: dropped a multi-buffer datagram without usable metadata\n",
 			 ep->ifname);
@@ -189,9 +195,8 @@ static bool rx_head(struct xvi_endpoint *ep, __u64 addr, __u32 len, struct xvi_m
 		first = meta->payload_len;
 	m->data = (void *)(f + meta->payload_off);
 	m->len = first;
-	ep->rx_mflags = ((mf & XVI_RX_CSUM_VERIFIED) ? XVI_MSG_CSUM_VERIFIED : 0) |
-			((mf & XVI_RX_CSUM_NONE) ? XVI_MSG_CSUM_NONE : 0);
-	set_peer(ep, f, mf, meta->l3_off, meta->l4_off, &ep->rx_peer);
+	ep->rx_mflags = msg_flags(meta->flags);
+	set_peer(ep, f, meta->flags, meta->l3_off, meta->l4_off, &ep->rx_peer);
 	ep->rx_left = meta->payload_len - first;
 	return true;
 }
