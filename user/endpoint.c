@@ -427,10 +427,11 @@ static void choose_tx_csum(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg
  * 1.3.1 cannot pass: the socket and its rings are set up by hand, as for
  * the protected path, into the same ring structs.
  */
-static int bind_socket_md(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
-			  __u16 mode)
+/* The segment and ring sizes of a hand-made socket (both paths below). */
+static struct xvi_xsk_setup xsk_setup_of(const struct xvi_endpoint *ep,
+					 const struct xvi_ep_cfg *cfg)
 {
-	struct xvi_xsk_setup xs = {
+	return (struct xvi_xsk_setup){
 		.area = ep->area,
 		.size = ep->area_size,
 		.frame_size = cfg->frame_size,
@@ -438,14 +439,21 @@ static int bind_socket_md(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 		.comp_size = cfg->comp_size,
 		.rx_size = cfg->rx_size,
 		.tx_size = cfg->tx_size,
-		.ifindex = ep->ifindex,
-		.queue_id = cfg->queue_id,
-		.bind_flags = mode | XDP_USE_NEED_WAKEUP |
-			      (cfg->flags & XVI_EP_MULTI_BUFFER ? XDP_USE_SG : 0),
-		.umem_flags = ep->tx_umem_flags,
-		.tx_md_len = ep->tx_md_len,
 	};
+}
+
+static int bind_socket_md(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
+			  __u16 mode)
+{
+	struct xvi_xsk_setup xs = xsk_setup_of(ep, cfg);
 	int err, fd;
+
+	xs.ifindex = ep->ifindex;
+	xs.queue_id = cfg->queue_id;
+	xs.bind_flags = mode | XDP_USE_NEED_WAKEUP |
+			(cfg->flags & XVI_EP_MULTI_BUFFER ? XDP_USE_SG : 0);
+	xs.umem_flags = ep->tx_umem_flags;
+	xs.tx_md_len = ep->tx_md_len;
 
 	if (!ep->rings) {
 		ep->rings = calloc(1, sizeof(*ep->rings));
@@ -798,15 +806,7 @@ static void protected_defaults(const struct xvi_endpoint_opts *opts, struct xvi_
  */
 static int open_protected(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 {
-	struct xvi_xsk_setup xs = {
-		.area = ep->area,
-		.size = ep->area_size,
-		.frame_size = cfg->frame_size,
-		.fill_size = 2 * cfg->fill_size,	/* see bind_socket */
-		.comp_size = cfg->comp_size,
-		.rx_size = cfg->rx_size,
-		.tx_size = cfg->tx_size,
-	};
+	struct xvi_xsk_setup xs = xsk_setup_of(ep, cfg);
 	struct xvi_broker_resp resp;
 	struct xvi_tag tag;
 	int err;
