@@ -216,21 +216,18 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 		printf("{\"mode\":\"ping-pong\",\"transport\":\"%s\",\"server\":\"%s\","
 		       "\"msg_size\":%u,\"seconds\":%.3f,\"warmup_seconds\":%.3f,"
 		       "\"sent\":%llu,\"received\":%llu,\"lost\":%llu,\"late\":%llu,"
-		       "\"send_errors\":%llu,\"loss_pct\":%.4f,\"msg_rate\":%.1f,"
-		       "\"latency_usec\":{\"kind\":\"one-way (rtt/2)\",\"samples\":%zu,"
-		       "\"avg\":%.3f,\"stddev\":%.3f,\"min\":%.3f,\"p50\":%.3f,\"p90\":%.3f,"
-		       "\"p99\":%.3f,\"p99.9\":%.3f,\"p99.99\":%.3f,\"max\":%.3f},"
-		       "\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,\"ns_per_msg\":%.1f}}\n",
+		       "\"send_errors\":%llu,\"loss_pct\":%.4f,\"msg_rate\":%.1f,",
 		       perf_transport_name(cfg), xt_addr_str(&cfg->addr, a, sizeof(a)),
 		       cfg->msg_size, secs, WARMUP_NS / 1e9,
 		       (unsigned long long)sent, (unsigned long long)received,
 		       (unsigned long long)lost, (unsigned long long)late,
 		       (unsigned long long)send_err,
 		       sent ? 100.0 * (double)lost / (double)sent : 0.0,
-		       (double)received / secs, sum.n, sum.avg_us, sum.stddev_us, sum.min_us,
-		       sum.p50_us, sum.p90_us, sum.p99_us, sum.p999_us, sum.p9999_us,
-		       sum.max_us, cpu.user_ns / 1e9, cpu.sys_ns / 1e9,
-		       received ? (double)(cpu.user_ns + cpu.sys_ns) / (double)received : 0.0);
+		       (double)received / secs);
+		lat_print_json(&sum);
+		printf(",");
+		cpu_print_json(&cpu, received);
+		printf("}\n");
 	} else {
 		printf("xvi-perf: ping-pong to %s (%s), %u-byte messages, %.3f s measured "
 		       "after %.1f s warmup\n",
@@ -243,10 +240,7 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 		       sent ? 100.0 * (double)lost / (double)sent : 0.0,
 		       (unsigned long long)late, (unsigned long long)send_err,
 		       (double)received / secs);
-		printf("xvi-perf: one-way latency (RTT/2) usec: avg %.3f std-dev %.3f min %.3f "
-		       "p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f p99.99 %.3f max %.3f\n",
-		       sum.avg_us, sum.stddev_us, sum.min_us, sum.p50_us, sum.p90_us,
-		       sum.p99_us, sum.p999_us, sum.p9999_us, sum.max_us);
+		lat_print_text(&sum);
 	}
 	fflush(stdout);
 	if (first_err)

@@ -155,6 +155,12 @@ struct lat_summary {
 };
 
 void lat_summarize(struct lat_samples *s, struct lat_summary *out);
+/* Ping-pong reports, shared by the datagram and the stream clients. */
+void lat_print_json(const struct lat_summary *s);	/* "latency_usec":{...} */
+void lat_print_text(const struct lat_summary *s);	/* the one-way latency line */
+void cpu_print_json(const struct xt_cpu *cpu, __u64 msgs); /* "cpu":{...} */
+/* "xvi-perf: KIND listening on ADDR (...)" at a server's start. */
+void perf_print_listening(const struct perf_cfg *cfg, const char *kind, const char *transport);
 
 const char *perf_transport_name(const struct perf_cfg *cfg);
 

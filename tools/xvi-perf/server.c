@@ -314,7 +314,6 @@ int perf_server(const struct perf_cfg *cfg)
 	struct xvi_msg msgs[XT_BATCH];
 	struct server *s;
 	__u64 start, end;
-	char a[64];
 	int err, n, rc = 0;
 
 	s = calloc(1, sizeof(*s));
@@ -327,11 +326,7 @@ int perf_server(const struct perf_cfg *cfg)
 		free(s);
 		return 1;
 	}
-	fprintf(stderr, "xvi-perf: server listening on %s (%s%s%s, wait %s)%s\n",
-		xt_addr_str(&cfg->addr, a, sizeof(a)), perf_transport_name(cfg),
-		cfg->xt.iface ? " on " : "", cfg->xt.iface ? cfg->xt.iface : "",
-		xt_wait_name(cfg->xt.wait),
-		cfg->seconds > 0 ? "" : ": stop with Ctrl-C or SIGTERM");
+	perf_print_listening(cfg, "server", perf_transport_name(cfg));
 
 	start = xt_now_ns();
 	end = cfg->seconds > 0 ? start + (__u64)(cfg->seconds * 1e9) : UINT64_MAX;

@@ -80,3 +80,38 @@ void lat_summarize(struct lat_samples *s, struct lat_summary *out)
 	out->p999_us = pct_us(s->ns, s->n, 99.9);
 	out->p9999_us = pct_us(s->ns, s->n, 99.99);
 }
+
+void lat_print_json(const struct lat_summary *s)
+{
+	printf("\"latency_usec\":{\"kind\":\"one-way (rtt/2)\",\"samples\":%zu,"
+	       "\"avg\":%.3f,\"stddev\":%.3f,\"min\":%.3f,\"p50\":%.3f,\"p90\":%.3f,"
+	       "\"p99\":%.3f,\"p99.9\":%.3f,\"p99.99\":%.3f,\"max\":%.3f}",
+	       s->n, s->avg_us, s->stddev_us, s->min_us, s->p50_us, s->p90_us, s->p99_us,
+	       s->p999_us, s->p9999_us, s->max_us);
+}
+
+void lat_print_text(const struct lat_summary *s)
+{
+	printf("xvi-perf: one-way latency (RTT/2) usec: avg %.3f std-dev %.3f min %.3f "
+	       "p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f p99.99 %.3f max %.3f\n",
+	       s->avg_us, s->stddev_us, s->min_us, s->p50_us, s->p90_us, s->p99_us,
+	       s->p999_us, s->p9999_us, s->max_us);
+}
+
+void cpu_print_json(const struct xt_cpu *cpu, __u64 msgs)
+{
+	printf("\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,\"ns_per_msg\":%.1f}",
+	       cpu->user_ns / 1e9, cpu->sys_ns / 1e9,
+	       msgs ? (double)(cpu->user_ns + cpu->sys_ns) / (double)msgs : 0.0);
+}
+
+void perf_print_listening(const struct perf_cfg *cfg, const char *kind, const char *transport)
+{
+	char a[64];
+
+	fprintf(stderr, "xvi-perf: %s listening on %s (%s%s%s, wait %s)%s\n", kind,
+		xt_addr_str(&cfg->addr, a, sizeof(a)), transport,
+		cfg->xt.iface ? " on " : "", cfg->xt.iface ? cfg->xt.iface : "",
+		xt_wait_name(cfg->xt.wait),
+		cfg->seconds > 0 ? "" : ": stop with Ctrl-C or SIGTERM");
+}

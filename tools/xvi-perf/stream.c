@@ -255,22 +255,34 @@ static void sconn_drop(struct sserver *s, struct sconn *k, bool abort)
 	s->closed++;
 }
 
-/* Move a connection on: send pending replies, then read.  1 progress, 0 none. */
-static int sconn_run(struct sserver *s, struct sconn *k, char *rbuf)
+/* Send what the connection has pending: 1 if some went, 0 if none, or -errno. */
+static ssize_t sconn_send_out(struct sconn *k)
 {
-	struct sctx x = { s, k };
-	int progress = 0, i;
-	ssize_t r;
+	ssize_t r, sent = 0;
 
 	while (k->out_off < k->out_len) {
 		r = xst_send(&k->c, k->out + k->out_off, k->out_len - k->out_off);
 		if (r == -EAGAIN || r == 0)
 			break;
 		if (r < 0)
-			goto fail;
+			return r;
 		k->out_off += (size_t)r;
-		progress = 1;
+		sent = 1;
 	}
+	return sent;
+}
+
+/* Move a connection on: send pending replies, then read.  1 progress, 0 none. */
+static int sconn_run(struct sserver *s, struct sconn *k, char *rbuf)
+{
+	struct sctx x = { s, k };
+	int progress, i;
+	ssize_t r;
+
+	r = sconn_send_out(k);
+	if (r < 0)
+		goto fail;
+	progress = (int)r;
 	if (k->out_off == k->out_len)
 		k->out_off = k->out_len = 0;
 	for (i = 0; i < 16 && k->out_len - k->out_off < OUT_HIGH; i++) {
@@ -296,14 +308,9 @@ static int sconn_run(struct sserver *s, struct sconn *k, char *rbuf)
 			break;	/* answer first: ping-pong */
 	}
 	/* Replies made by this batch go out now, not after the next wait. */
-	while (k->out_off < k->out_len) {
-		r = xst_send(&k->c, k->out + k->out_off, k->out_len - k->out_off);
-		if (r == -EAGAIN || r == 0)
-			break;
-		if (r < 0)
-			goto fail;
-		k->out_off += (size_t)r;
-	}
+	r = sconn_send_out(k);
+	if (r < 0)
+		goto fail;
 	return progress;
 fail:
 	if (s->cfg->verbose || r != -ECONNRESET)
@@ -380,11 +387,7 @@ int perf_stream_server(const struct perf_cfg *cfg)
 		free(rbuf);
 		return 1;
 	}
-	fprintf(stderr, "xvi-perf: stream server listening on %s (%s%s%s, wait %s)%s\n",
-		xt_addr_str(&cfg->addr, a, sizeof(a)), xst_name(&s->o),
-		cfg->xt.iface ? " on " : "", cfg->xt.iface ? cfg->xt.iface : "",
-		xt_wait_name(cfg->xt.wait),
-		cfg->seconds > 0 ? "" : ": stop with Ctrl-C or SIGTERM");
+	perf_print_listening(cfg, "stream server", xst_name(&s->o));
 
 	start = xt_now_ns();
 	end = cfg->seconds > 0 ? start + (__u64)(cfg->seconds * 1e9) : UINT64_MAX;
@@ -644,21 +647,16 @@ int perf_stream_ping_pong(const struct perf_cfg *cfg)
 		printf("{\"mode\":\"ping-pong\",\"transport\":\"%s\",\"server\":\"%s\","
 		       "\"msg_size\":%u,\"seconds\":%.3f,\"warmup_seconds\":%.3f,"
 		       "\"sent\":%llu,\"received\":%llu,\"lost\":%llu,\"late\":%llu,"
-		       "\"send_errors\":0,\"loss_pct\":%.4f,\"msg_rate\":%.1f,\"wait\":\"%s\","
-		       "\"latency_usec\":{\"kind\":\"one-way (rtt/2)\",\"samples\":%zu,"
-		       "\"avg\":%.3f,\"stddev\":%.3f,\"min\":%.3f,\"p50\":%.3f,\"p90\":%.3f,"
-		       "\"p99\":%.3f,\"p99.9\":%.3f,\"p99.99\":%.3f,\"max\":%.3f},"
-		       "\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,\"ns_per_msg\":%.1f}",
+		       "\"send_errors\":0,\"loss_pct\":%.4f,\"msg_rate\":%.1f,\"wait\":\"%s\",",
 		       xst_name(&k->o), xt_addr_str(&cfg->addr, a, sizeof(a)), cfg->msg_size,
 		       secs, WARMUP_NS / 1e9, (unsigned long long)sent,
 		       (unsigned long long)received, (unsigned long long)lost,
 		       (unsigned long long)k->late,
 		       sent ? 100.0 * (double)lost / (double)sent : 0.0,
-		       (double)received / secs, xt_wait_name(cfg->xt.wait), sum.n, sum.avg_us,
-		       sum.stddev_us, sum.min_us, sum.p50_us, sum.p90_us, sum.p99_us,
-		       sum.p999_us, sum.p9999_us, sum.max_us, cpu.user_ns / 1e9,
-		       cpu.sys_ns / 1e9,
-		       received ? (double)(cpu.user_ns + cpu.sys_ns) / (double)received : 0.0);
+		       (double)received / secs, xt_wait_name(cfg->xt.wait));
+		lat_print_json(&sum);
+		printf(",");
+		cpu_print_json(&cpu, received);
 		stream_json(&k->c);
 		tcp_json(&k->c);
 		printf("}\n");
@@ -668,10 +666,7 @@ int perf_stream_ping_pong(const struct perf_cfg *cfg)
 		       xst_name(&k->o), cfg->msg_size, secs, WARMUP_NS / 1e9);
 		printf("xvi-perf: %llu round trips, %.0f msg/s\n", (unsigned long long)received,
 		       (double)received / secs);
-		printf("xvi-perf: one-way latency (RTT/2) usec: avg %.3f std-dev %.3f min %.3f "
-		       "p50 %.3f p90 %.3f p99 %.3f p99.9 %.3f p99.99 %.3f max %.3f\n",
-		       sum.avg_us, sum.stddev_us, sum.min_us, sum.p50_us, sum.p90_us,
-		       sum.p99_us, sum.p999_us, sum.p9999_us, sum.max_us);
+		lat_print_text(&sum);
 	}
 	fflush(stdout);
 	if (err && !xt_stop) {
