@@ -28,13 +28,25 @@ t_setup() {
 	t_attach b
 }
 
+# The RFC 1071 sum both programs below check or build checksums with.
+T_PY_FOLD='
+import struct
+def fold(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return s
+'
+
 # Kernel receiver on node a: argv = bind-addr port count ready-file.  A UDP
 # socket plus an AF_PACKET tap on xv0 that checks the UDP checksum of every
 # incoming frame for the port.  Prints "DGRAM <hex>" per datagram,
 # "FRAME ok|bad|zero <csum>" per captured frame, then "CSUMERR <n>": the
 # growth of the kernel's UDP checksum error counter.  Exits after count
 # datagrams or 5 s of silence.
-T_RECV='
+T_RECV="$T_PY_FOLD"'
 import select, socket, struct, sys
 addr, port, count, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 v6 = ":" in addr
@@ -48,13 +60,6 @@ def csum_errors():
         rows = [l.split() for l in open("/proc/net/snmp") if l.startswith("Udp:")]
         return int(rows[1][rows[0].index("InCsumErrors")])
     return 0
-def fold(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return s
 def check(f):
     et = struct.unpack("!H", f[12:14])[0]
     if et == 0x0800 and not v6:
@@ -118,16 +123,9 @@ print("CSUMERR", csum_errors() - base, flush=True)
 # Raw sender on node b: argv = dst-mac port good|bad payload.  One IPv4 UDP
 # datagram 198.18.0.2 -> 198.18.0.1 built by hand, its UDP checksum right or
 # deliberately wrong, sent with AF_PACKET (no kernel checksum help).
-T_RAW_SEND='
+T_RAW_SEND="$T_PY_FOLD"'
 import socket, struct, sys
 mac, port, kind, payload = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].encode()
-def fold(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return s
 src, dst = socket.inet_aton("198.18.0.2"), socket.inet_aton("198.18.0.1")
 ulen = 8 + len(payload)
 udp = struct.pack("!HHHH", 40001, port, ulen, 0) + payload
