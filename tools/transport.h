@@ -42,6 +42,7 @@
 #include <sys/socket.h>
 
 #include <xvi.h>
+#include "gather.h"	/* libxvi internal: the tools link it statically */
 
 #define XT_BATCH	64
 /* Kernel path buffers hold the largest UDP payload over IPv4. */
@@ -83,10 +84,8 @@ struct xt {
 	bool mb;
 	struct xvi_msg *pieces;		/* XT_BATCH */
 	struct xvi_msg *copied;		/* pieces already gathered: give back */
-	char *gather;			/* (XT_BATCH + 1) slots of max_payload */
-	struct xvi_msg partial;		/* the datagram being gathered */
-	bool pactive;
-	bool pdrop;			/* it outgrew max_payload: dropped whole */
+	char *slots;			/* (XT_BATCH + 1) slots of max_payload */
+	struct xvi_gather gather;	/* the datagram being gathered, in slot pslot */
 	__u32 pslot;
 	/* kernel path only */
 	char *rxpool;
@@ -349,7 +348,7 @@ static inline void xt_close(struct xt *t)
 	}
 	free(t->pieces);
 	free(t->copied);
-	free(t->gather);
+	free(t->slots);
 	free(t->rxpool);
 	free(t->txpool);
 	free(t->mm);
@@ -510,8 +509,9 @@ static inline int xt_open(struct xt *t, const struct xt_cfg *cfg,
 		t->mb = true;
 		t->pieces = calloc(XT_BATCH, sizeof(*t->pieces));
 		t->copied = calloc(XT_BATCH, sizeof(*t->copied));
-		t->gather = malloc((size_t)(XT_BATCH + 1) * t->max_payload);
-		if (!t->pieces || !t->copied || !t->gather) {
+		t->slots = malloc((size_t)(XT_BATCH + 1) * t->max_payload);
+		t->gather.cap = t->max_payload;
+		if (!t->pieces || !t->copied || !t->slots) {
 			fprintf(stderr, "%s: out of memory\n", cfg->prog);
 			xt_close(t);
 			return -ENOMEM;
@@ -541,36 +541,19 @@ static inline int xt_recv_mb(struct xt *t, struct xvi_msg *msgs, int max)
 		return n;
 	for (i = 0; i < n; i++) {
 		const struct xvi_msg *p = &t->pieces[i];
-		char *slot;
 
-		if (!t->pactive && !(p->flags & XVI_MSG_MORE)) {
+		if (!t->gather.active && !(p->flags & XVI_MSG_MORE)) {
 			msgs[out++] = *p;
 			continue;
 		}
-		if (!t->pactive) {
-			t->pactive = true;
-			t->pdrop = false;
-			t->partial = *p;
-			t->partial.len = 0;
-			t->partial.frame = XT_GATHERED;
-		}
-		slot = t->gather + (size_t)t->pslot * t->max_payload;
-		/* Longer than any datagram this endpoint takes: not ours, drop it. */
-		if (p->len > t->max_payload - t->partial.len)
-			t->pdrop = true;
-		if (!t->pdrop) {
-			memcpy(slot + t->partial.len, p->data, p->len);
-			t->partial.len += p->len;
-		}
+		if (!t->gather.active)
+			t->gather.buf = (__u8 *)t->slots + (size_t)t->pslot * t->max_payload;
 		t->copied[ncopied++] = *p;
-		if (p->flags & XVI_MSG_MORE)
+		/* A datagram too long for this endpoint is not ours: dropped. */
+		if (xvi_gather__add(&t->gather, p) <= 0)
 			continue;
-		t->pactive = false;
-		if (t->pdrop)
-			continue;
-		t->partial.data = slot;
-		t->partial.flags &= ~(__u32)XVI_MSG_MORE;
-		msgs[out++] = t->partial;
+		msgs[out] = t->gather.dgram;
+		msgs[out++].frame = XT_GATHERED;
 		t->pslot = (t->pslot + 1) % (XT_BATCH + 1);
 	}
 	if (ncopied)

@@ -19,6 +19,7 @@
 #include <sys/timerfd.h>
 #include "stream_engine.h"
 #include "endpoint.h"
+#include "gather.h"
 #include "opts.h"
 #include "log.h"
 #include "util.h"
@@ -45,16 +46,9 @@ struct xvi_sapi {
 	/*
 	 * Multi-buffer endpoints deliver a datagram larger than a frame as
 	 * pieces (XVI_MSG_MORE); the engine takes a datagram in one piece, so
-	 * they are gathered here.  A datagram may be split across receive
-	 * batches: the partial one stays in gather between pumps.
+	 * they are gathered here (buf: max_payload bytes, or NULL).
 	 */
-	__u8 *gather;			/* max_payload bytes, or NULL */
-	__u32 gather_cap;
-	__u32 glen;			/* bytes gathered of the current datagram */
-	__u32 gflags;
-	bool gactive;			/* inside a datagram's pieces */
-	bool gdrop;			/* too long: drop the rest of its pieces */
-	union xvi_sockaddr gpeer;
+	struct xvi_gather gather;
 };
 
 static __u64 mono_us(void)
@@ -178,31 +172,14 @@ static void ep_timer_arm(void *priv, __u64 at)
 /* One piece of a multi-buffer datagram: append, hand over when complete. */
 static void gather_piece(struct xvi_stream_ctx *ctx, const struct xvi_msg *m)
 {
-	struct xvi_sapi *a = ctx->api;
-	bool last = !(m->flags & XVI_MSG_MORE);
+	struct xvi_gather *g = &ctx->api->gather;
+	int r = xvi_gather__add(g, m);
 
-	if (!a->gactive) {
-		a->gactive = true;
-		a->gpeer = m->peer;
-		a->gflags = m->flags;
-	}
-	if (!a->gdrop && (!a->gather || m->len > a->gather_cap - a->glen)) {
-		/* Larger than the endpoint's max_payload: cannot be ours. */
+	if (r > 0)
+		xvi_sctx__input(ctx, &g->dgram.peer, g->dgram.data, g->dgram.len,
+				g->dgram.flags & XVI_MSG_CSUM_VERIFIED);
+	else if (r < 0)		/* longer than the endpoint's max_payload */
 		ctx->stats.rx_malformed++;
-		a->gdrop = true;
-	}
-	if (!a->gdrop) {
-		memcpy(a->gather + a->glen, m->data, m->len);
-		a->glen += m->len;
-	}
-	if (!last)
-		return;
-	if (!a->gdrop)
-		xvi_sctx__input(ctx, &a->gpeer, a->gather, a->glen,
-				a->gflags & XVI_MSG_CSUM_VERIFIED);
-	a->glen = 0;
-	a->gactive = false;
-	a->gdrop = false;
 }
 
 /* Receive one batch into the engine, then run it.  Returns pieces taken. */
@@ -217,7 +194,7 @@ static int pump(struct xvi_stream_ctx *ctx)
 	for (i = 0; i < n; i++) {
 		const struct xvi_msg *m = &a->msgs[i];
 
-		if (likely(!(m->flags & XVI_MSG_MORE) && !a->gactive))
+		if (likely(!(m->flags & XVI_MSG_MORE) && !a->gather.active))
 			xvi_sctx__input(ctx, &m->peer, m->data, m->len,
 					m->flags & XVI_MSG_CSUM_VERIFIED);
 		else
@@ -264,9 +241,9 @@ struct xvi_stream_ctx *xvi_stream_ctx__new(struct xvi_endpoint *ep,
 	}
 	a->ep = ep;
 	if (info.flags & XVI_INFO_MULTI_BUFFER) {
-		a->gather_cap = info.max_payload;
-		a->gather = malloc(a->gather_cap);
-		if (!a->gather) {
+		a->gather.cap = info.max_payload;
+		a->gather.buf = malloc(a->gather.cap);
+		if (!a->gather.buf) {
 			free(a);
 			errno = ENOMEM;
 			return NULL;
@@ -306,7 +283,7 @@ fail:
 		close(a->epfd);
 	if (a->tfd >= 0)
 		close(a->tfd);
-	free(a->gather);
+	free(a->gather.buf);
 	free(a);
 	errno = -err;
 	return NULL;
@@ -400,7 +377,7 @@ void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx)
 			xvi_endpoint__tx_free(ctx->api->ep, ctx->api->spare, ctx->api->nspare);
 		if (ctx->api->nq)
 			xvi_endpoint__tx_free(ctx->api->ep, ctx->api->q, ctx->api->nq);
-		free(ctx->api->gather);
+		free(ctx->api->gather.buf);
 		free(ctx->api);
 	}
 	xvi_sctx__free(ctx);
