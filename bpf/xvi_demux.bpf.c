@@ -120,6 +120,8 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 	}
 	ep->rx_frames++;
 	ep->rx_bytes += frame_len;
+	if (m->flags & XVI_RX_CSUM_PARTIAL)
+		ep->rx_csum_partial++;
 	return XDP_REDIRECT;
 }
 
@@ -146,8 +148,54 @@ static __always_inline struct xvi_ep_counters *xvi_match(struct xvi_tag *tag,
 	return ep;
 }
 
+/*
+ * The UDP checksum of a matched datagram, IPv4 or IPv6; @seed is the
+ * pseudo-header sum.  On a local link (XVI_CFG_LOCAL_LINK) a checksum field
+ * that holds exactly the folded seed is a sending kernel's CHECKSUM_PARTIAL
+ * datagram: nobody summed its payload, the receiving kernel would trust it,
+ * and so does the datapath, without reading the payload.  Anything else
+ * must verify.  Returns the XVI_RX_CSUM_* flag to report, 0 for a bad
+ * checksum, -1 if bytes could not be read.
+ */
+static __always_inline int xvi_udp_csum(struct xdp_md *ctx, __u32 l4_off, __u32 udp_len,
+					__u32 seed, __u16 check, bool local_link)
+{
+	int ret;
+
+	if (local_link && check == xvi_csum_fold(seed))
+		return XVI_RX_CSUM_PARTIAL;
+	ret = xvi_csum_check(ctx, l4_off, udp_len, seed);
+	if (ret < 0)
+		return -1;
+	return ret ? 0 : XVI_RX_CSUM_VERIFIED;
+}
+
+/*
+ * The common tail of IPv4 and IPv6: check the UDP checksum against @seed,
+ * finish the metadata (m->l4_off is set) and deliver.
+ */
+static __always_inline int xvi_udp_deliver(struct xdp_md *ctx, struct xvi_global_counters *g,
+					   struct xvi_ep_counters *ep, struct xvi_rx_meta *m,
+					   __u32 seed, __u16 check, __u32 udp_len,
+					   __u32 frame_len, __u32 vflags, bool local_link)
+{
+	int v = xvi_udp_csum(ctx, m->l4_off, udp_len, seed, check, local_link);
+
+	if (v < 0)
+		return xvi_malformed(g, ep);
+	if (!v) {
+		ep->drop_bad_l4_csum++;
+		return XDP_DROP;
+	}
+	m->flags |= v;
+	m->payload_off = m->l4_off + XVI_UDP_HLEN;
+	m->payload_len = udp_len - XVI_UDP_HLEN;
+	return xvi_deliver(ctx, ep, m, frame_len, vflags);
+}
+
 static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
-				      struct xvi_global_counters *g, __u16 flags)
+				      struct xvi_global_counters *g, __u16 flags,
+				      bool local_link)
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph4_tail ph = { .proto = IPPROTO_UDP };
@@ -158,7 +206,6 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	struct udphdr *uh;
 	struct iphdr *iph;
 	__be16 check;
-	int ret;
 
 	iph = xvi_parse_ip4(c, &hlen);
 	if (!iph) {
@@ -197,6 +244,7 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	    udp_len < XVI_UDP_HLEN || udp_len > tot_len - hlen)
 		return xvi_malformed(g, ep);
 
+	/* The IPv4 header checksum is never offloaded: always verified. */
 	sum = 0;
 	if (hlen == XVI_IP4_HLEN) {
 		if (xvi_csum_mem(iph, XVI_IP4_HLEN, &sum))
@@ -216,36 +264,29 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 		return XDP_DROP;
 	}
 
-	if (check == 0) {
-		/* RFC 768: zero means the sender computed no checksum. */
-		flags |= XVI_RX_CSUM_NONE;
-	} else {
-		ph.len = uh->len;
-		sum = 0;
-		if (xvi_csum_mem(&iph->saddr, 2 * sizeof(iph->saddr), &sum) ||
-		    xvi_csum_mem(&ph, sizeof(ph), &sum))
-			return xvi_malformed(g, ep);
-		ret = xvi_csum_check(ctx, l4_off, udp_len, sum);
-		if (ret < 0)
-			return xvi_malformed(g, ep);
-		if (ret) {
-			ep->drop_bad_l4_csum++;
-			return XDP_DROP;
-		}
-		flags |= XVI_RX_CSUM_VERIFIED;
-	}
-
 	m.flags = flags;
 	m.l3_off = l3_off;
 	m.l4_off = l4_off;
-	m.payload_off = l4_off + XVI_UDP_HLEN;
-	m.payload_len = udp_len - XVI_UDP_HLEN;
 	m.slot = slot;
-	return xvi_deliver(ctx, ep, &m, frame_len, vflags);
+	if (check == 0) {
+		/* RFC 768: zero means the sender computed no checksum. */
+		m.flags |= XVI_RX_CSUM_NONE;
+		m.payload_off = l4_off + XVI_UDP_HLEN;
+		m.payload_len = udp_len - XVI_UDP_HLEN;
+		return xvi_deliver(ctx, ep, &m, frame_len, vflags);
+	}
+	ph.len = uh->len;
+	sum = 0;
+	if (xvi_csum_mem(&iph->saddr, 2 * sizeof(iph->saddr), &sum) ||
+	    xvi_csum_mem(&ph, sizeof(ph), &sum))
+		return xvi_malformed(g, ep);
+	return xvi_udp_deliver(ctx, g, ep, &m, sum, check, udp_len, frame_len, vflags,
+			       local_link);
 }
 
 static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
-				      struct xvi_global_counters *g, __u16 flags)
+				      struct xvi_global_counters *g, __u16 flags,
+				      bool local_link)
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph6_tail ph = { .nexthdr = IPPROTO_UDP };
@@ -256,7 +297,6 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	struct ipv6hdr *ip6h;
 	struct udphdr *uh;
 	__be16 check;
-	int ret;
 
 	ip6h = xvi_parse_ip6(c);
 	if (!ip6h) {
@@ -301,21 +341,13 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	if (xvi_csum_mem(&ip6h->saddr, 2 * sizeof(ip6h->saddr), &sum) ||
 	    xvi_csum_mem(&ph, sizeof(ph), &sum))
 		return xvi_malformed(g, ep);
-	ret = xvi_csum_check(ctx, l4_off, udp_len, sum);
-	if (ret < 0)
-		return xvi_malformed(g, ep);
-	if (ret) {
-		ep->drop_bad_l4_csum++;
-		return XDP_DROP;
-	}
 
-	m.flags = flags | XVI_RX_IPV6 | XVI_RX_CSUM_VERIFIED;
+	m.flags = flags | XVI_RX_IPV6;
 	m.l3_off = l3_off;
 	m.l4_off = l4_off;
-	m.payload_off = l4_off + XVI_UDP_HLEN;
-	m.payload_len = udp_len - XVI_UDP_HLEN;
 	m.slot = slot;
-	return xvi_deliver(ctx, ep, &m, frame_len, vflags);
+	return xvi_udp_deliver(ctx, g, ep, &m, sum, check, udp_len, frame_len, vflags,
+			       local_link);
 }
 
 /* Raw xvi frames carry no checksum of their own: the Ethernet FCS covers them. */
@@ -358,8 +390,10 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
  * (tcpdump, a bridge port, a macvlan parent) hands XDP frames for other
  * hosts, and group-addressed UDP (broadcast, mDNS, SSDP) belongs to the
  * kernel's sockets, which may be many: both go to the kernel untouched.
+ * Returns the interface configuration for a frame that is ours, else NULL.
  */
-static __always_inline bool xvi_for_us(struct xdp_md *ctx, struct xvi_global_counters *g)
+static __always_inline struct xvi_config *xvi_for_us(struct xdp_md *ctx,
+						     struct xvi_global_counters *g)
 {
 	struct ethhdr *eth = (void *)(long)ctx->data;
 	struct xvi_config *cfg;
@@ -367,28 +401,29 @@ static __always_inline bool xvi_for_us(struct xdp_md *ctx, struct xvi_global_cou
 	const __u8 *m;
 
 	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
-		return false;		/* xvi_parse_eth counted the runt */
+		return NULL;		/* xvi_parse_eth counted the runt */
 	if (eth->h_dest[0] & 1) {	/* I/G bit: multicast or broadcast */
 		g->group_dst++;
-		return false;
+		return NULL;
 	}
 	cfg = bpf_map_lookup_elem(&xvi_config, &zero);
 	if (!cfg || !(cfg->flags & XVI_CFG_MAC))
-		return false;		/* not configured yet: deliver nothing */
+		return NULL;		/* not configured yet: deliver nothing */
 	m = cfg->mac;
 	if ((eth->h_dest[0] ^ m[0]) | (eth->h_dest[1] ^ m[1]) | (eth->h_dest[2] ^ m[2]) |
 	    (eth->h_dest[3] ^ m[3]) | (eth->h_dest[4] ^ m[4]) | (eth->h_dest[5] ^ m[5])) {
 		g->other_host++;
-		return false;
+		return NULL;
 	}
-	return true;
+	return cfg;
 }
 
 static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters *g)
 {
+	struct xvi_config *cfg;
 	struct xvi_cursor c;
 	__u16 flags = 0;
-	bool vlan;
+	bool vlan, local;
 	int proto;
 
 	xvi_cursor_init(&c, ctx);
@@ -397,16 +432,18 @@ static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters
 		g->malformed++;
 		return XDP_PASS;
 	}
-	if (!xvi_for_us(ctx, g))
+	cfg = xvi_for_us(ctx, g);
+	if (!cfg)
 		return XDP_PASS;
+	local = cfg->flags & XVI_CFG_LOCAL_LINK;
 	if (vlan)
 		flags |= XVI_RX_VLAN;
 
 	switch (proto) {
 	case bpf_htons(ETH_P_IP):
-		return xvi_rx_ip4(ctx, &c, g, flags);
+		return xvi_rx_ip4(ctx, &c, g, flags, local);
 	case bpf_htons(ETH_P_IPV6):
-		return xvi_rx_ip6(ctx, &c, g, flags);
+		return xvi_rx_ip6(ctx, &c, g, flags, local);
 	case bpf_htons(XVI_ETH_P_RAW):
 		return xvi_rx_raw(ctx, &c, g, flags);
 	default:

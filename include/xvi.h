@@ -237,7 +237,17 @@ enum xvi_msg_flags {
 	 * it continues in the next xvi_msg.
 	 */
 	XVI_MSG_MORE = 1 << 2,
+	/*
+	 * The UDP checksum field held only the pseudo-header sum: a kernel on
+	 * this host sent the datagram with checksum offload over a local link
+	 * (veth), so it never crossed a wire and no one summed its payload.
+	 * The datapath accepts it there, as the receiving kernel would.
+	 */
+	XVI_MSG_CSUM_PARTIAL = 1 << 3,
 };
+
+/* The datagram's integrity is as good as a verified checksum. */
+#define XVI_MSG_CSUM_TRUSTED	(XVI_MSG_CSUM_VERIFIED | XVI_MSG_CSUM_PARTIAL)
 
 /*
  * A received datagram, in place in the segment.

@@ -12,7 +12,7 @@
 
 #include <linux/types.h>
 
-#define XVI_WIRE_VERSION	3
+#define XVI_WIRE_VERSION	4
 
 /* IEEE 802 local experimental EtherType 1: raw xvi frames inside one L2. */
 #define XVI_ETH_P_RAW		0x88B5
@@ -107,6 +107,12 @@ enum xvi_rx_flags {
 	XVI_RX_IPV6 = 1 << 2,
 	XVI_RX_RAW = 1 << 3,
 	XVI_RX_VLAN = 1 << 4,		/* frame carried one 802.1Q tag */
+	/*
+	 * UDP checksum field held only the pseudo-header sum: a local
+	 * kernel's checksum-offloaded (CHECKSUM_PARTIAL) datagram, accepted
+	 * on devices flagged XVI_CFG_LOCAL_LINK only.
+	 */
+	XVI_RX_CSUM_PARTIAL = 1 << 5,
 };
 
 /* Per-endpoint counters: a per-CPU array indexed by slot, written by XDP. */
@@ -126,6 +132,8 @@ struct xvi_ep_counters {
 	__u64 drop_guard_tag;		/* foreign raw source tag */
 	__u64 drop_guard_other;		/* not UDP of the endpoint's family nor raw:
 					 * ARP, VLAN, fragments, runts, ... */
+	__u64 rx_csum_partial;		/* of rx_frames: partial UDP checksum
+					 * accepted (XVI_RX_CSUM_PARTIAL) */
 };
 
 /* Global counters: a per-CPU array with one element, written by XDP. */
@@ -155,6 +163,15 @@ struct xvi_config {
 
 enum xvi_config_flags {
 	XVI_CFG_MAC = 1 << 0,		/* mac[] is set */
+	/*
+	 * The device's frames never cross a wire (veth, netkit): whoever sent
+	 * them is a kernel on this host.  A kernel that offloads the UDP
+	 * checksum hands the device a CHECKSUM_PARTIAL skb whose checksum
+	 * field holds only the pseudo-header sum, and the receiving kernel
+	 * trusts it; so does the datapath on such a device.  Set by the
+	 * control plane from the device kind at attach.
+	 */
+	XVI_CFG_LOCAL_LINK = 1 << 1,
 };
 
 enum xvi_ep_mode {
@@ -180,9 +197,10 @@ struct xvi_slot_owner {
 };
 
 /*
- * Identity of a protected endpoint, checked by the TX guard (xvi_guard) on
- * the host end of its veth pair: one element of the guard's own array map,
- * written only by xdp-vid (the client never holds a map fd).
+ * Identity of a protected endpoint, checked by the TX guard (xvi_guard, a
+ * TC ingress program) on the host end of its veth pair: one element of the
+ * guard's own array map, written only by xdp-vid (the client never holds a
+ * map fd).
  */
 #define XVI_GUARD_MAX_ADDRS	8
 struct xvi_guard_cfg {
@@ -193,6 +211,8 @@ struct xvi_guard_cfg {
 	__be32 raw_tag;			/* raw source tag, network order */
 	__u8 mac[6];			/* source MAC: the interface's */
 	__u8 pad[2];
+	__u32 out_ifindex;		/* the interface: accepted frames leave
+					 * through its egress, 0 = drop all */
 	/* Allowed source addresses: the bound one, or for a wildcard
 	 * endpoint the interface's addresses of that family at open time.
 	 * IPv4 in the first 4 bytes. */

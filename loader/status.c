@@ -34,7 +34,8 @@ struct counter_name {
 #define EPC(f) { #f, offsetof(struct xvi_ep_counters, f) }
 static const struct counter_name ep_fields[] = {
 	EPC(rx_frames), EPC(rx_bytes), EPC(drop_bad_ip_csum), EPC(drop_bad_l4_csum),
-	EPC(drop_malformed), EPC(drop_no_socket), EPC(drop_meta), { NULL },
+	EPC(drop_malformed), EPC(drop_no_socket), EPC(drop_meta), EPC(rx_csum_partial),
+	{ NULL },
 };
 /* TX guard of protected endpoints (host end of the veth pair). */
 static const struct counter_name guard_fields[] = {
@@ -70,6 +71,7 @@ struct if_sample {
 	char pin_dir[512];
 	int prog_err;			/* 0, -ENOENT (not attached), -ENODEV (gone) */
 	struct xvi_prog_info prog;
+	struct xvi_config cfg;
 	struct xvi_global_counters g;
 	int nep;
 	struct ep_sample ep[XVI_MAX_ENDPOINTS];
@@ -145,7 +147,9 @@ static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool
 	if (s->prog_err)
 		s->prog_err = -errno;
 	s->t = now_s();
-	err = xvi_ctl__global_counters(ctl, &s->g);
+	err = xvi_ctl__config(ctl, &s->cfg);
+	if (!err)
+		err = xvi_ctl__global_counters(ctl, &s->g);
 	while (!err && (err = xvi_ctl__next_owner(ctl, &slot, &o)) == 1) {
 		struct ep_sample *e = &s->ep[s->nep++];
 
@@ -255,6 +259,7 @@ static void json_prog(struct json *j, const struct if_sample *s)
 		json_str(j, "mode", s->prog.generic ? "generic" : "native");
 		json_bool(j, "multiprog", s->prog.multiprog);
 	}
+	json_bool(j, "local_link", s->cfg.flags & XVI_CFG_LOCAL_LINK);
 }
 
 static void json_endpoint_head(struct json *j, const struct ep_sample *e)
@@ -329,6 +334,9 @@ static void status_text(const struct if_sample *s)
 	int i;
 
 	text_prog(s);
+	if (s->cfg.flags & XVI_CFG_LOCAL_LINK)
+		printf("  local link: partial UDP checksums from local kernels accepted "
+		       "(rx_csum_partial)\n");
 	text_counters("  global:", &s->g, global_fields);
 	printf("  endpoints: %d\n", s->nep);
 	for (i = 0; i < s->nep; i++) {

@@ -450,8 +450,10 @@ static const char *mac_str(const __u8 m[6], char buf[18])
 
 /*
  * Tell the datapath the interface's MAC (xvi_config): it delivers unicast
- * frames to that address only.  Done at every attach, so attaching again
- * after a MAC change brings it up to date.  @fd is the map's fd.
+ * frames to that address only; and whether the device is a local link
+ * (veth), where a partial UDP checksum is a local kernel's offload, not an
+ * error.  Done at every attach, so attaching again after a MAC change
+ * brings it up to date.  @fd is the map's fd.
  */
 static int write_config(const char *ifname, int fd)
 {
@@ -466,6 +468,8 @@ static int write_config(const char *ifname, int fd)
 		return err;
 	memcpy(cfg.mac, ifc.mac, 6);
 	cfg.flags = XVI_CFG_MAC;
+	if (xvi_iface__local_link(&ifc))
+		cfg.flags |= XVI_CFG_LOCAL_LINK;
 	if (!bpf_map_lookup_elem(fd, &zero, &old) && !memcmp(&old, &cfg, sizeof(cfg)))
 		return 0;
 	if (bpf_map_update_elem(fd, &zero, &cfg, 0)) {

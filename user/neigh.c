@@ -87,6 +87,18 @@ out:
 
 /* ---- links --------------------------------------------------------------- */
 
+/* IFLA_LINKINFO { IFLA_INFO_KIND "veth", ... }: the driver kind. */
+static void link_kind(const struct nlattr *info, struct xvi_iface *out)
+{
+	const struct nlattr *attr;
+
+	mnl_attr_for_each_nested(attr, info) {
+		if (mnl_attr_get_type(attr) == IFLA_INFO_KIND &&
+		    !mnl_attr_validate(attr, MNL_TYPE_STRING))
+			snprintf(out->kind, sizeof(out->kind), "%s", mnl_attr_get_str(attr));
+	}
+}
+
 static int link_cb(const struct nlmsghdr *nlh, void *data)
 {
 	struct xvi_iface *out = data;
@@ -110,9 +122,17 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 			if (mnl_attr_get_payload_len(attr) == 6)
 				memcpy(out->mac, mnl_attr_get_payload(attr), 6);
 			break;
+		case IFLA_LINKINFO:
+			link_kind(attr, out);
+			break;
 		}
 	}
 	return MNL_CB_OK;
+}
+
+bool xvi_iface__local_link(const struct xvi_iface *ifc)
+{
+	return !strcmp(ifc->kind, "veth") || !strcmp(ifc->kind, "netkit");
 }
 
 int xvi_iface__query(const char *ifname, struct xvi_iface *out)

@@ -22,7 +22,15 @@ struct xvi_iface {
 	__u32 mtu;
 	__u8 mac[6];
 	__u32 num_rx_queues;
+	char kind[16];		/* rtnetlink link kind ("veth"), "" for a plain device */
 };
+
+/*
+ * Frames of this device never cross a wire: a veth or netkit peer is a
+ * kernel on this host, whose checksum-offloaded datagrams carry partial
+ * checksums (XVI_CFG_LOCAL_LINK).
+ */
+bool xvi_iface__local_link(const struct xvi_iface *ifc);
 
 /* Interface facts.  -ENODEV if there is no such interface. */
 int xvi_iface__query(const char *ifname, struct xvi_iface *out);

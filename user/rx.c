@@ -142,7 +142,8 @@ static inline bool meta_ok(const struct xvi_endpoint *ep, const struct xvi_rx_me
 
 	return meta->magic == XVI_RX_META_MAGIC && meta->slot == ep->slot &&
 	       (mf & (XVI_RX_RAW | XVI_RX_IPV6)) == want &&
-	       (mf & (XVI_RX_CSUM_VERIFIED | XVI_RX_CSUM_NONE | XVI_RX_RAW)) &&
+	       (mf & (XVI_RX_CSUM_VERIFIED | XVI_RX_CSUM_NONE | XVI_RX_CSUM_PARTIAL |
+		      XVI_RX_RAW)) &&
 	       (__u32)meta->payload_off + (chain ? 0 : meta->payload_len) <= len &&
 	       (__u32)meta->l4_off + XVI_UDP_HLEN <= len &&
 	       (__u32)meta->l3_off + l3_need <= len;
@@ -151,7 +152,8 @@ static inline bool meta_ok(const struct xvi_endpoint *ep, const struct xvi_rx_me
 static inline __u32 msg_flags(__u32 mf)
 {
 	return ((mf & XVI_RX_CSUM_VERIFIED) ? XVI_MSG_CSUM_VERIFIED : 0) |
-	       ((mf & XVI_RX_CSUM_NONE) ? XVI_MSG_CSUM_NONE : 0);
+	       ((mf & XVI_RX_CSUM_NONE) ? XVI_MSG_CSUM_NONE : 0) |
+	       ((mf & XVI_RX_CSUM_PARTIAL) ? XVI_MSG_CSUM_PARTIAL : 0);
 }
 
 static inline bool rx_one(struct xvi_endpoint *ep, __u64 addr, __u32 len,

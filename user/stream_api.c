@@ -177,7 +177,7 @@ static void gather_piece(struct xvi_stream_ctx *ctx, const struct xvi_msg *m)
 
 	if (r > 0)
 		xvi_sctx__input(ctx, &g->dgram.peer, g->dgram.data, g->dgram.len,
-				g->dgram.flags & XVI_MSG_CSUM_VERIFIED);
+				g->dgram.flags & XVI_MSG_CSUM_TRUSTED);
 	else if (r < 0)		/* longer than the endpoint's max_payload */
 		ctx->stats.rx_malformed++;
 }
@@ -196,7 +196,7 @@ static int pump(struct xvi_stream_ctx *ctx)
 
 		if (likely(!(m->flags & XVI_MSG_MORE) && !a->gather.active))
 			xvi_sctx__input(ctx, &m->peer, m->data, m->len,
-					m->flags & XVI_MSG_CSUM_VERIFIED);
+					m->flags & XVI_MSG_CSUM_TRUSTED);
 		else
 			gather_piece(ctx, m);
 	}

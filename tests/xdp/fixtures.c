@@ -63,6 +63,7 @@ struct fx_case {
 	int slot;			/* endpoint whose counters move, or NO_SLOT */
 	struct xvi_ep_counters ep;	/* its deltas; rx_bytes = frame length */
 	__u16 meta_flags;		/* expected xvi_rx_meta.flags if delivered */
+	__u16 cfg_flags;		/* xvi_config flags besides XVI_CFG_MAC */
 };
 
 /* Frames default to a 32-byte datagram to the bound tag; cases override. */
@@ -93,6 +94,11 @@ static const __u8 mac_middle_byte[6] = { 0x02, 0, 0, 1, 0, 0x02 };
 #define BAD_L4(s)	.verdict = XDP_DROP, .slot = (s), .ep = { .drop_bad_l4_csum = 1 }
 #define BAD_LEN(s)	.verdict = XDP_DROP, .slot = (s), .g = { .malformed = 1 }, \
 			.ep = { .drop_malformed = 1 }
+/* A device whose frames never cross a wire (the control plane sets this for
+ * veth): partial checksums from the sending kernel are accepted. */
+#define LOCAL_LINK	.cfg_flags = XVI_CFG_LOCAL_LINK
+#define PARTIAL(s)	.verdict = XDP_REDIRECT, .slot = (s), \
+			.ep = { .rx_frames = 1, .rx_csum_partial = 1 }
 
 static const struct fx_case fx_cases[] = {
 	/* Delivery and tag lookup. */
@@ -121,6 +127,53 @@ static const struct fx_case fx_cases[] = {
 	{ "udp4_zero_csum_bad_ip", V4(.zero_l4_csum = true, .bad_ip_csum = true),
 	  BAD_IP(SLOT_V4) },
 	{ "udp6_zero_csum_dropped", V6(.zero_l4_csum = true), BAD_L4(SLOT_V6) },
+
+	/*
+	 * Partial checksums (a local kernel's CHECKSUM_PARTIAL datagram: the
+	 * field holds the pseudo-header sum only).  Accepted on a local link,
+	 * a bad checksum everywhere else; a field that matches neither the
+	 * full nor the partial sum is dropped on both kinds of device.
+	 */
+	{ "udp4_partial_csum_local_link", V4(.partial_l4_csum = true), PARTIAL(SLOT_V4),
+	  .meta_flags = XVI_RX_CSUM_PARTIAL, LOCAL_LINK },
+	{ "udp6_partial_csum_local_link", V6(.partial_l4_csum = true), PARTIAL(SLOT_V6),
+	  .meta_flags = XVI_RX_CSUM_PARTIAL | XVI_RX_IPV6, LOCAL_LINK },
+	{ "udp4_partial_csum_wire", V4(.partial_l4_csum = true), BAD_L4(SLOT_V4) },
+	{ "udp6_partial_csum_wire", V6(.partial_l4_csum = true), BAD_L4(SLOT_V6) },
+	{ "udp4_full_csum_local_link", V4(), DELIVER, .slot = SLOT_V4, .meta_flags = OK4,
+	  LOCAL_LINK },
+	{ "udp6_full_csum_local_link", V6(), DELIVER, .slot = SLOT_V6, .meta_flags = OK6,
+	  LOCAL_LINK },
+	{ "udp4_bad_udp_csum_local_link", V4(.bad_l4_csum = true), BAD_L4(SLOT_V4),
+	  LOCAL_LINK },
+	{ "udp6_bad_udp_csum_local_link", V6(.bad_l4_csum = true), BAD_L4(SLOT_V6),
+	  LOCAL_LINK },
+	{ "udp4_flipped_payload_local_link", V4(.flip = 17), BAD_L4(SLOT_V4), LOCAL_LINK },
+	{ "udp4_partial_off_by_one_local_link", V4(.partial_l4_csum = true,
+						   .bad_l4_csum = true), BAD_L4(SLOT_V4),
+	  LOCAL_LINK },
+	{ "udp6_partial_off_by_one_local_link", V6(.partial_l4_csum = true,
+						   .bad_l4_csum = true), BAD_L4(SLOT_V6),
+	  LOCAL_LINK },
+	{ "udp4_partial_bad_ip_csum_local_link", V4(.partial_l4_csum = true,
+						    .bad_ip_csum = true), BAD_IP(SLOT_V4),
+	  LOCAL_LINK },
+	{ "udp4_zero_csum_local_link", V4(.zero_l4_csum = true), DELIVER, .slot = SLOT_V4,
+	  .meta_flags = XVI_RX_CSUM_NONE, LOCAL_LINK },
+	{ "udp6_zero_csum_local_link", V6(.zero_l4_csum = true), BAD_L4(SLOT_V6),
+	  LOCAL_LINK },
+	{ "udp4_partial_wildcard_local_link", V4(.partial_l4_csum = true,
+						 .dst = "198.18.0.77", .dport = PORT_WILD),
+	  PARTIAL(SLOT_WILD), .meta_flags = XVI_RX_CSUM_PARTIAL, LOCAL_LINK },
+	{ "vlan_udp4_partial_local_link", V4(.vlan = true, .partial_l4_csum = true),
+	  PARTIAL(SLOT_V4), .meta_flags = XVI_RX_CSUM_PARTIAL | XVI_RX_VLAN, LOCAL_LINK },
+	{ "udp4_jumbo_partial_local_link", V4(.payload = 8972, .partial_l4_csum = true),
+	  PARTIAL(SLOT_V4), .meta_flags = XVI_RX_CSUM_PARTIAL, LOCAL_LINK },
+	{ "udp6_jumbo_partial_wire", V6(.payload = 8952, .partial_l4_csum = true),
+	  BAD_L4(SLOT_V6) },
+	{ "udp4_partial_dead_slot_local_link", V4(.partial_l4_csum = true,
+						  .dport = PORT_DEAD),
+	  .verdict = XDP_PASS, .slot = SLOT_DEAD, .ep = { .drop_no_socket = 1 }, LOCAL_LINK },
 
 	/* Runts and truncated headers, at several cut points. */
 	/* BPF_PROG_RUN itself refuses frames shorter than ETH_HLEN. */
@@ -354,7 +407,7 @@ struct fx_counters {
 #define G_FIELDS(X) X(rx_frames) X(redirected) X(passed) X(dropped) X(no_endpoint) \
 	X(malformed) X(fragments) X(group_dst) X(other_host)
 #define EP_FIELDS(X) X(rx_frames) X(rx_bytes) X(drop_bad_ip_csum) X(drop_bad_l4_csum) \
-	X(drop_malformed) X(drop_no_socket) X(drop_meta)
+	X(drop_malformed) X(drop_no_socket) X(drop_meta) X(rx_csum_partial)
 
 static void read_counters(struct fx_counters *c)
 {
@@ -519,6 +572,7 @@ ParameterizedTest(unsigned int *i, xdp, fixtures, .init = fx_setup, .fini = fx_t
 	if (only && strcmp(only, c->name))
 		cr_skip_test("%s: not selected by XVI_XDP_CASE", c->name);
 	cr_log_info("case %s", c->name);
+	set_config((const __u8[6])FX_DMAC, XVI_CFG_MAC | c->cfg_flags);
 	fx_run(c);
 }
 

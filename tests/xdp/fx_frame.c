@@ -49,36 +49,46 @@ static void put32(__u8 *p, __u32 v)
 	memcpy(p, &v, sizeof(v));
 }
 
-static __u16 udp4_csum(const struct iphdr *iph, const __u8 *udp, __u32 udp_len)
+/*
+ * The UDP checksum field for a datagram whose pseudo-header is @ph: the full
+ * checksum, or with @partial only the folded pseudo-header sum (not
+ * complemented), which is what a CHECKSUM_PARTIAL skb carries.
+ */
+static __u16 udp_csum_field(const __u8 *ph, size_t ph_len, const __u8 *udp, __u32 udp_len,
+			    bool partial)
+{
+	__u32 sum = fx_csum_add(0, ph, ph_len);
+	__u16 c;
+
+	if (partial)
+		return (__u16)~fx_csum_finish(sum);
+	c = fx_csum_finish(fx_csum_add(sum, udp, udp_len));
+	return c ? c : 0xffff;	/* RFC 768: a computed 0 is sent as all ones */
+}
+
+static __u16 udp4_csum(const struct iphdr *iph, const __u8 *udp, __u32 udp_len, bool partial)
 {
 	__u8 ph[12];
-	__u32 sum;
-	__u16 c;
 
 	memcpy(ph, &iph->saddr, 4);
 	memcpy(ph + 4, &iph->daddr, 4);
 	ph[8] = 0;
 	ph[9] = IPPROTO_UDP;
 	put16(ph + 10, udp_len);
-	sum = fx_csum_add(fx_csum_add(0, ph, sizeof(ph)), udp, udp_len);
-	c = fx_csum_finish(sum);
-	return c ? c : 0xffff;	/* RFC 768: a computed 0 is sent as all ones */
+	return udp_csum_field(ph, sizeof(ph), udp, udp_len, partial);
 }
 
-static __u16 udp6_csum(const struct ipv6hdr *ip6h, const __u8 *udp, __u32 udp_len)
+static __u16 udp6_csum(const struct ipv6hdr *ip6h, const __u8 *udp, __u32 udp_len,
+		       bool partial)
 {
 	__u8 ph[40];
-	__u32 sum;
-	__u16 c;
 
 	memcpy(ph, &ip6h->saddr, 16);
 	memcpy(ph + 16, &ip6h->daddr, 16);
 	put32(ph + 32, udp_len);
 	ph[36] = ph[37] = ph[38] = 0;
 	ph[39] = IPPROTO_UDP;
-	sum = fx_csum_add(fx_csum_add(0, ph, sizeof(ph)), udp, udp_len);
-	c = fx_csum_finish(sum);
-	return c ? c : 0xffff;
+	return udp_csum_field(ph, sizeof(ph), udp, udp_len, partial);
 }
 
 static void fill_payload(__u8 *p, __u32 len)
@@ -138,7 +148,7 @@ static int build_ip4(const struct fx_frame_spec *s, __u8 *l3, struct fx_frame *f
 	iph->check = htons(fx_csum_finish(fx_csum_add(0, iph, hlen)));
 
 	put_udp(udp, s);
-	c = udp4_csum(iph, udp, 8 + s->payload);
+	c = udp4_csum(iph, udp, 8 + s->payload, s->partial_l4_csum);
 	apply_udp_corruptions(udp, c, s);
 
 	if (s->bad_ip_csum)
@@ -168,7 +178,7 @@ static int build_ip6(const struct fx_frame_spec *s, __u8 *l3, struct fx_frame *f
 		return -EINVAL;
 
 	put_udp(udp, s);
-	c = udp6_csum(ip6h, udp, 8 + s->payload);
+	c = udp6_csum(ip6h, udp, 8 + s->payload, s->partial_l4_csum);
 	apply_udp_corruptions(udp, c, s);
 
 	f->l4_off = f->l3_off + sizeof(*ip6h);

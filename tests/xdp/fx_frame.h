@@ -30,6 +30,9 @@ struct fx_frame_spec {
 	__u16 dport;		/* UDP destination port, host order */
 	__u32 payload;		/* payload bytes after the UDP or raw header */
 	__u32 raw_tag;		/* raw dst_tag, host order */
+	/* UDP checksum field = the folded pseudo-header sum only, as a
+	 * local kernel's checksum-offloaded (CHECKSUM_PARTIAL) skb has it. */
+	bool partial_l4_csum;
 
 	/* Corruptions, applied after the checksums were computed. */
 	bool bad_ip_csum;	/* IPv4 header checksum altered */
