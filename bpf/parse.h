@@ -49,6 +49,14 @@ static __always_inline void xvi_cursor_init(struct xvi_cursor *c, struct xdp_md 
 	c->off = 0;
 }
 
+/* The same over an skb (TC programs): the linear part, MAC header first. */
+static __always_inline void xvi_cursor_init_skb(struct xvi_cursor *c, struct __sk_buff *skb)
+{
+	c->pos = (void *)(long)skb->data;
+	c->end = (void *)(long)skb->data_end;
+	c->off = 0;
+}
+
 /*
  * Ethernet plus at most one 802.1Q tag.  Returns the inner EtherType in
  * network order and sets *vlan, or -1 if the frame is a runt.

@@ -2,12 +2,12 @@
 /*
  * xvi_guard: the TX guard of a protected endpoint.
  *
- * Attached by xdp-vid to the host end of the endpoint's veth pair.  Every
- * frame the client posts on its AF_XDP socket (bound to the client end)
- * arrives here; AF_XDP TX has no egress hook of its own (NOTES-kernel.md
- * rule 3), so this is the only place where "send in nobody else's name" can
- * be enforced.  A frame leaves for the interface (DEVMAP xvi_guard_out) only
- * if it carries the endpoint's identity:
+ * Attached by xdp-vid at TC ingress of the host end of the endpoint's veth
+ * pair.  Every frame the client posts on its AF_XDP socket (bound to the
+ * client end) arrives here as an skb; AF_XDP TX has no egress hook of its
+ * own (docs/KERNEL.md), so this is the only place where "send in nobody
+ * else's name" can be enforced.  A frame leaves through the interface's
+ * egress (bpf_redirect) only if it carries the endpoint's identity:
  *   - source MAC = the interface's MAC;
  *   - UDP endpoint: IPv4 or IPv6 as bound, UDP right after the fixed
  *     header, not a fragment, source address one of the allowed ones,
@@ -15,30 +15,33 @@
  *   - raw endpoint: EtherType 0x88B5, source tag = the endpoint's tag.
  * Everything else (ARP, VLAN tags, other protocols, runts) is dropped and
  * counted in the endpoint's slot of the datapath's xvi_ep_stats.
+ *
+ * Why TC and not XDP: an XDP_REDIRECT into a veth is dropped unless the
+ * peer of that veth runs XDP or has GRO on, and the interface's peer is
+ * somebody else's (a container's veth at its defaults).  An skb redirected
+ * to the interface's egress goes through its ordinary transmit path, which
+ * every peer accepts, and the skb that AF_XDP copy-mode TX built is used
+ * as it is instead of being turned into an xdp_frame and back.
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
 #include <linux/in.h>
+#include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "xvi_wire.h"
 #include "parse.h"
 
-/* The endpoint's identity, one element.  Written by xdp-vid only, read by XDP. */
+/* Enough linear bytes for Ethernet + VLAN + IPv4 with options + UDP. */
+#define XVI_GUARD_HDRS	(14 + 4 + 60 + 8)
+
+/* The endpoint's identity, one element.  Written by xdp-vid only, read by TC. */
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
 	__type(value, struct xvi_guard_cfg);
 } xvi_guard_cfg SEC(".maps");
-
-/* Where accepted frames go: [0] = the interface.  Written by xdp-vid, read by XDP. */
-struct {
-	__uint(type, BPF_MAP_TYPE_DEVMAP);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, __u32);
-} xvi_guard_out SEC(".maps");
 
 /*
  * xvi_ep_stats: xdp-vid replaces it by the datapath's pinned map before
@@ -75,105 +78,112 @@ static __always_inline bool addr_allowed(const struct xvi_guard_cfg *cfg, const 
 	return false;
 }
 
-static __always_inline int guard(struct xdp_md *ctx, const struct xvi_guard_cfg *cfg,
-				 struct xvi_ep_counters *ep)
+/* Does the frame at @c carry the endpoint's identity?  Counts why not. */
+static __always_inline bool identity_ok(struct xvi_cursor *c, const struct xvi_guard_cfg *cfg,
+					struct xvi_ep_counters *ep)
 {
-	struct xvi_cursor c;
-	struct ethhdr *eth;
+	struct ethhdr *eth = c->pos;
 	struct udphdr *uh;
 	bool vlan;
 	int proto;
 
-	xvi_cursor_init(&c, ctx);
-	eth = c.pos;
-	proto = xvi_parse_eth(&c, &vlan);
+	proto = xvi_parse_eth(c, &vlan);
 	if (proto < 0 || vlan) {
 		ep->drop_guard_other++;
-		return XDP_DROP;
+		return false;
 	}
 	if (!mac_eq(eth->h_source, cfg->mac)) {
 		ep->drop_guard_mac++;
-		return XDP_DROP;
+		return false;
 	}
 
 	if (proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *iph;
 		__u32 hlen;
 
-		iph = xvi_parse_ip4(&c, &hlen);
+		iph = xvi_parse_ip4(c, &hlen);
 		if (cfg->kind != XVI_TAG_UDP4 || !iph || iph->protocol != IPPROTO_UDP ||
 		    xvi_ip4_is_fragment(iph)) {
 			ep->drop_guard_other++;
-			return XDP_DROP;
+			return false;
 		}
 		if (!addr_allowed(cfg, &iph->saddr, false)) {
 			ep->drop_guard_ip++;
-			return XDP_DROP;
+			return false;
 		}
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6h;
 
-		ip6h = xvi_parse_ip6(&c);
+		ip6h = xvi_parse_ip6(c);
 		if (cfg->kind != XVI_TAG_UDP6 || !ip6h || ip6h->nexthdr != IPPROTO_UDP) {
 			ep->drop_guard_other++;
-			return XDP_DROP;
+			return false;
 		}
 		if (!addr_allowed(cfg, &ip6h->saddr, true)) {
 			ep->drop_guard_ip++;
-			return XDP_DROP;
+			return false;
 		}
 	} else if (proto == bpf_htons(XVI_ETH_P_RAW)) {
 		struct xvi_raw_hdr *rh;
 
-		rh = xvi_parse_raw(&c);
+		rh = xvi_parse_raw(c);
 		if (cfg->kind != XVI_TAG_RAW || !rh) {
 			ep->drop_guard_other++;
-			return XDP_DROP;
+			return false;
 		}
 		if (rh->src_tag != cfg->raw_tag) {
 			ep->drop_guard_tag++;
-			return XDP_DROP;
+			return false;
 		}
-		goto pass;
+		return true;
 	} else {
 		ep->drop_guard_other++;
-		return XDP_DROP;
+		return false;
 	}
 
-	uh = xvi_parse_udp(&c);
+	uh = xvi_parse_udp(c);
 	if (!uh) {
 		ep->drop_guard_other++;
-		return XDP_DROP;
+		return false;
 	}
 	if (uh->source != cfg->port) {
 		ep->drop_guard_port++;
-		return XDP_DROP;
+		return false;
 	}
-pass:
-	/* No interface in the DEVMAP (being torn down): drop, never pass. */
-	if (bpf_redirect_map(&xvi_guard_out, 0, XDP_DROP) != XDP_REDIRECT) {
-		ep->drop_guard_other++;
-		return XDP_DROP;
-	}
-	ep->tx_guard_pass++;
-	return XDP_REDIRECT;
+	return true;
 }
 
-SEC("xdp")
-int xvi_guard(struct xdp_md *ctx)
+SEC("tc")
+int xvi_guard(struct __sk_buff *skb)
 {
 	struct xvi_guard_cfg *cfg;
 	struct xvi_ep_counters *ep;
+	struct xvi_cursor c;
 	__u32 zero = 0, slot;
 
 	cfg = bpf_map_lookup_elem(&xvi_guard_cfg, &zero);
 	if (!cfg)
-		return XDP_DROP;	/* cannot happen: one-element array */
+		return TC_ACT_SHOT;	/* cannot happen: one-element array */
 	slot = cfg->slot;
 	ep = bpf_map_lookup_elem(&xvi_ep_stats, &slot);
 	if (!ep)
-		return XDP_DROP;	/* slot out of range: not configured */
-	return guard(ctx, cfg, ep);
+		return TC_ACT_SHOT;	/* slot out of range: not configured */
+
+	/* Headers are read from the linear part: pull them in if a
+	 * (multi-buffer) skb keeps them in fragments.  A failed pull leaves
+	 * a runt, which the parser refuses. */
+	if ((void *)(long)skb->data + XVI_GUARD_HDRS > (void *)(long)skb->data_end)
+		bpf_skb_pull_data(skb, skb->len < XVI_GUARD_HDRS ? skb->len : XVI_GUARD_HDRS);
+	xvi_cursor_init_skb(&c, skb);
+	if (!identity_ok(&c, cfg, ep))
+		return TC_ACT_SHOT;
+	/* No interface (being set up or torn down): drop, never pass. */
+	if (!cfg->out_ifindex) {
+		ep->drop_guard_other++;
+		return TC_ACT_SHOT;
+	}
+	ep->tx_guard_pass++;
+	return bpf_redirect(cfg->out_ifindex, 0);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

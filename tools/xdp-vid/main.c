@@ -367,10 +367,29 @@ static bool addr_on_iface(const struct xvi_tag *t)
 	return xvi_iface__has_addr(d.ifc.ifindex, &ip) == 1;
 }
 
+/*
+ * The guard runs at TC ingress of the host end (see bpf/xvi_guard.bpf.c for
+ * why not XDP).  The clsact qdisc and the filter go away with the veth
+ * pair, so nothing here needs undoing on the way out.
+ */
+static int tc_ingress_attach(int ifindex, int prog_fd)
+{
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
+			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog_fd, .handle = 1,
+			    .priority = 1);
+	int err;
+
+	err = bpf_tc_hook_create(&hook);
+	if (err && err != -EEXIST)
+		return err;
+	return bpf_tc_attach(&hook, &opts);
+}
+
 static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why, size_t len)
 {
 	struct xvi_guard_cfg cfg;
-	__u32 zero = 0, out = d.ifc.ifindex;
+	__u32 zero = 0;
 	static const __u8 nul[16];
 	int err, n;
 
@@ -401,6 +420,7 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why
 	cfg.port = tag->port;
 	cfg.raw_tag = tag->raw_tag;
 	memcpy(cfg.mac, d.ifc.mac, 6);
+	cfg.out_ifindex = d.ifc.ifindex;
 	if (tag->kind != XVI_TAG_RAW) {
 		if (memcmp(tag->addr, nul, 16)) {
 			memcpy(cfg.addrs[0], tag->addr, 16);
@@ -413,8 +433,7 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why
 		}
 		cfg.naddrs = n;
 	}
-	if (bpf_map_update_elem(bpf_map__fd(e->gskel->maps.xvi_guard_cfg), &zero, &cfg, 0) ||
-	    bpf_map_update_elem(bpf_map__fd(e->gskel->maps.xvi_guard_out), &zero, &out, 0)) {
+	if (bpf_map_update_elem(bpf_map__fd(e->gskel->maps.xvi_guard_cfg), &zero, &cfg, 0)) {
 		err = -errno;
 		snprintf(why, len, "cannot configure the guard: %s", strerror(-err));
 		return err;
@@ -422,11 +441,13 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why
 
 	err = bpf_xdp_attach(e->client_ifx, bpf_program__fd(e->cskel->progs.xvi_client),
 			     XDP_FLAGS_DRV_MODE, NULL);
-	if (!err)
-		err = bpf_xdp_attach(e->host_ifx, bpf_program__fd(e->gskel->progs.xvi_guard),
-				     XDP_FLAGS_DRV_MODE, NULL);
 	if (err) {
-		snprintf(why, len, "cannot attach XDP to %s/%s: %s", e->host, e->client,
+		snprintf(why, len, "cannot attach XDP to %s: %s", e->client, strerror(-err));
+		return err;
+	}
+	err = tc_ingress_attach(e->host_ifx, bpf_program__fd(e->gskel->progs.xvi_guard));
+	if (err) {
+		snprintf(why, len, "cannot attach the guard at TC ingress of %s: %s", e->host,
 			 strerror(-err));
 		return err;
 	}
