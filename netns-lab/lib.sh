@@ -5,7 +5,7 @@
 # by netns-lab/lab (the command), by tests/lab/*.sh and by netns-lab/demo.
 # See netns-lab/lab for the topology drawings and docs/LAB.md for usage.
 #
-#   lab_up    [--name NAME] [--nodes 2|3] [--impair SPEC]
+#   lab_up    [--name NAME] [--nodes 2|3] [--impair SPEC] [--tune]
 #                                           build a lab, set $LAB
 #   lab_exec  [--name NAME] [-T SEC] NODE -- CMD...
 #   lab_shell [--name NAME] NODE
@@ -89,7 +89,7 @@ _lab_try() {
 }
 
 _lab_build() {
-	local name=$1 nodes=$2 impair=${3:-} dir=$LAB_STATE/$1 n ns fs
+	local name=$1 nodes=$2 impair=${3:-} tune=${4:-0} dir=$LAB_STATE/$1 n ns fs
 	local letters
 	read -r -a letters <<<"$(_lab_letters "$nodes")"
 
@@ -100,6 +100,7 @@ _lab_build() {
 		echo "LAB_NODES='${letters[*]}'"
 		echo "LAB_IFACE=$LAB_IFACE"
 		echo "LAB_CREATED=$(date +%s)"
+		echo "LAB_TUNED=$tune"
 		for n in "${letters[@]}"; do
 			if [ "$n" = m ]; then
 				echo "LAB_NS_m=$(_lab_ns "$name" m)"
@@ -165,16 +166,14 @@ _lab_build() {
 				"net.ipv6.conf.$LAB_IFACE.router_solicitations=0" || return 1
 		fi
 		_lab_try ip -n "$ns" link set "$LAB_IFACE" up || return 1
-		# A veth drops frames redirected into it (XDP_REDIRECT via DEVMAP,
-		# AF_XDP TX lands on the peer the same way) unless the receiving
-		# end has GRO on or runs XDP itself (NOTES-kernel.md rule 4).
-		_lab_try ip netns exec "$ns" ethtool -K "$LAB_IFACE" gro on || return 1
-		# A veth passes CHECKSUM_PARTIAL skbs: the UDP/TCP checksum in the
-		# bytes is only the pseudo-header sum, and XDP on the peer sees
-		# exactly those bytes (no skb flag to tell).  A real NIC fills the
-		# checksum in before the wire; make the kernel do it in software
-		# so that both nodes put complete checksums on this "wire".
-		_lab_try ip netns exec "$ns" ethtool -K "$LAB_IFACE" tx off || return 1
+		# The veth ends keep the kernel's defaults (TX checksum offload
+		# on, GRO off), as container networking has them: xdp-vi must
+		# work there.  --tune is for measurements that want the old
+		# settings (GRO on, checksums completed by the sender).
+		if [ "$tune" = 1 ]; then
+			_lab_try ip netns exec "$ns" ethtool -K "$LAB_IFACE" gro on tx off ||
+				return 1
+		fi
 	done
 
 	# Carrier comes up once both ends are up; wait for it (bounded).
@@ -389,7 +388,7 @@ _lab_trap() {
 }
 
 lab_up() {
-	local name="" nodes=2 impair= impair_set=0
+	local name="" nodes=2 impair= impair_set=0 tune=0
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--name) name=${2:-}; shift 2 || { _lab_err "--name needs a value"; return 1; } ;;
@@ -399,6 +398,7 @@ lab_up() {
 		--impair) impair=${2-}; impair_set=1
 			shift 2 || { _lab_err "--impair needs a SPEC"; return 1; } ;;
 		--impair=*) impair=${1#--impair=}; impair_set=1; shift ;;
+		--tune) tune=1; shift ;;
 		*) _lab_err "up: unknown argument '$1'"; return 1 ;;
 		esac
 	done
@@ -430,7 +430,7 @@ lab_up() {
 		_LAB_MINE+=("$name")
 		_lab_trap
 	fi
-	if ! _lab_build "$name" "$nodes" "$impair"; then
+	if ! _lab_build "$name" "$nodes" "$impair" "$tune"; then
 		lab_down --name "$name" >/dev/null 2>&1
 		_lab_err "up: lab '$name' not created (partial state removed)"
 		return 1
