@@ -4,11 +4,15 @@
 #   make test       install what is missing, build, run every suite
 #   make demo       install what is missing, build, run the two-node demo
 #   make bench      performance runs (never part of the tests)
-#   make install PREFIX=/usr/local
+#   make install PREFIX=/usr/local   (also LIBDIR, BINDIR, ..., DESTDIR)
 #   make deps       only install the Debian packages the project needs
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
+BINDIR  ?= $(PREFIX)/bin
+LIBDIR  ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+MANDIR  ?= $(PREFIX)/share/man
 B       := build
 
 CC      ?= gcc
@@ -44,7 +48,7 @@ TOOL_DIRS := $(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c))))
 TOOLS     := $(addprefix $(B)/bin/,$(TOOL_DIRS))
 
 PROGS := $(B)/bin/xdp-vi $(TOOLS)
-LIBS  := $(B)/lib/libxvi.a $(B)/lib/libxvi.so $(B)/lib/libxvi.pc
+LIBS  := $(B)/lib/libxvi.a $(B)/lib/libxvi.so
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BIN  := $(B)/tests/unit-tests
@@ -79,9 +83,6 @@ $(B)/lib/libxvi.a: $(LIB_OBJS) | $(B)/lib
 $(B)/lib/libxvi.so: $(LIB_OBJS) user/libxvi.map | $(B)/lib
 	$(CC) -shared -Wl,--version-script=user/libxvi.map -Wl,-soname,libxvi.so.0 \
 		-o $@ $(LIB_OBJS) $(LDLIBS)
-
-$(B)/lib/libxvi.pc: user/libxvi.pc.in | $(B)/lib
-	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@VERSION@|$(VERSION)|g' $< > $@
 
 # ---- programs (linked statically against libxvi: they use internal APIs) ---
 $(B)/obj/loader/%.o: loader/%.c $(LIB_HDRS) $(wildcard loader/*.h) | $(B)/obj/loader
@@ -144,18 +145,26 @@ bench: deps
 	$(MAKE) all
 	bash tests/bench/run
 
+# ---- install ---------------------------------------------------------------
+# libxvi.pc is written at install time, for the PREFIX and LIBDIR of this
+# install; directories under PREFIX are named relative to ${prefix} in it.
+pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/lib/pkgconfig \
-		$(DESTDIR)$(PREFIX)/include/xvi $(DESTDIR)$(PREFIX)/share/man/man1 \
-		$(DESTDIR)$(PREFIX)/share/man/man3 $(DESTDIR)$(PREFIX)/share/man/man8
-	install -m 0755 $(PROGS) $(DESTDIR)$(PREFIX)/bin/
-	install -m 0644 $(B)/lib/libxvi.a $(DESTDIR)$(PREFIX)/lib/
-	install -m 0755 $(B)/lib/libxvi.so $(DESTDIR)$(PREFIX)/lib/libxvi.so.0
-	ln -sf libxvi.so.0 $(DESTDIR)$(PREFIX)/lib/libxvi.so
-	install -m 0644 $(B)/lib/libxvi.pc $(DESTDIR)$(PREFIX)/lib/pkgconfig/
-	install -m 0644 include/xvi.h include/xvi_wire.h include/xvi_stream.h include/xvi_memnet.h $(DESTDIR)$(PREFIX)/include/xvi/
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
+		$(DESTDIR)$(INCLUDEDIR)/xvi $(DESTDIR)$(MANDIR)/man1 \
+		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8
+	install -m 0755 $(PROGS) $(DESTDIR)$(BINDIR)/
+	install -m 0644 $(B)/lib/libxvi.a $(DESTDIR)$(LIBDIR)/
+	install -m 0755 $(B)/lib/libxvi.so $(DESTDIR)$(LIBDIR)/libxvi.so.0
+	ln -sf libxvi.so.0 $(DESTDIR)$(LIBDIR)/libxvi.so
+	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|g' \
+		-e 's|@INCLUDEDIR@|$(call pc_path,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
+		user/libxvi.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libxvi.pc
+	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/libxvi.pc
+	install -m 0644 include/xvi.h include/xvi_wire.h include/xvi_stream.h include/xvi_memnet.h $(DESTDIR)$(INCLUDEDIR)/xvi/
 	for m in docs/man/*.[138]; do \
-		[ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(PREFIX)/share/man/man$${m##*.}/; \
+		[ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/; \
 	done; true
 
 clean:
