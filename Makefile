@@ -20,6 +20,7 @@ CLANG   ?= clang
 BPFTOOL ?= bpftool
 
 VERSION := 0.1.0
+SONAME  := libxvi.so.$(firstword $(subst ., ,$(VERSION)))
 ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
 
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
@@ -81,7 +82,7 @@ $(B)/lib/libxvi.a: $(LIB_OBJS) | $(B)/lib
 	rm -f $@ && ar rcs $@ $^
 
 $(B)/lib/libxvi.so: $(LIB_OBJS) user/libxvi.map | $(B)/lib
-	$(CC) -shared -Wl,--version-script=user/libxvi.map -Wl,-soname,libxvi.so.0 \
+	$(CC) -shared -Wl,--version-script=user/libxvi.map -Wl,-soname,$(SONAME) \
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 
 # ---- programs (linked statically against libxvi: they use internal APIs) ---
@@ -148,24 +149,36 @@ bench: deps
 # ---- install ---------------------------------------------------------------
 # libxvi.pc is written at install time, for the PREFIX and LIBDIR of this
 # install; directories under PREFIX are named relative to ${prefix} in it.
+# Only the headers an application includes are public: xvi_wire.h (shared
+# with BPF) is not included by any of them.
 pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
+PUB_HDRS  := include/xvi.h include/xvi_stream.h include/xvi_memnet.h
+MAN_PAGES := $(wildcard docs/man/*.[1-8])
+MAN_SECTS := $(sort $(subst .,,$(suffix $(MAN_PAGES))))
+LIB_REAL  := libxvi.so.$(VERSION)
+
+# The dynamic linker sees a new or removed library only once ldconfig has
+# rebuilt its cache; a DESTDIR is a staging tree, not this system's.
+LDCONFIG ?= ldconfig
+ldconfig = $(if $(DESTDIR),,$(LDCONFIG) || echo "warning: '$(LDCONFIG)' failed: \
+	run ldconfig as root so that programs find $(SONAME)" >&2)
 
 install: all
-	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig \
-		$(DESTDIR)$(INCLUDEDIR)/xvi $(DESTDIR)$(MANDIR)/man1 \
-		$(DESTDIR)$(MANDIR)/man3 $(DESTDIR)$(MANDIR)/man8
+	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/xvi \
+		$(addprefix $(DESTDIR)$(MANDIR)/man,$(MAN_SECTS))
 	install -m 0755 $(PROGS) $(DESTDIR)$(BINDIR)/
 	install -m 0644 $(B)/lib/libxvi.a $(DESTDIR)$(LIBDIR)/
-	install -m 0755 $(B)/lib/libxvi.so $(DESTDIR)$(LIBDIR)/libxvi.so.0
-	ln -sf libxvi.so.0 $(DESTDIR)$(LIBDIR)/libxvi.so
+	install -m 0755 $(B)/lib/libxvi.so $(DESTDIR)$(LIBDIR)/$(LIB_REAL)
+	ln -sf $(LIB_REAL) $(DESTDIR)$(LIBDIR)/$(SONAME)
+	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libxvi.so
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|g' \
 		-e 's|@INCLUDEDIR@|$(call pc_path,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
 		user/libxvi.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libxvi.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/libxvi.pc
-	install -m 0644 include/xvi.h include/xvi_wire.h include/xvi_stream.h include/xvi_memnet.h $(DESTDIR)$(INCLUDEDIR)/xvi/
-	for m in docs/man/*.[138]; do \
-		[ -f "$$m" ] && install -m 0644 $$m $(DESTDIR)$(MANDIR)/man$${m##*.}/; \
-	done; true
+	install -m 0644 $(PUB_HDRS) $(DESTDIR)$(INCLUDEDIR)/xvi/
+	$(foreach s,$(MAN_SECTS),install -m 0644 $(filter %.$(s),$(MAN_PAGES)) \
+		$(DESTDIR)$(MANDIR)/man$(s)/ &&) true
+	$(ldconfig)
 
 clean:
 	rm -rf $(B)
