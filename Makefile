@@ -5,6 +5,7 @@
 #   make demo       install what is missing, build, run the two-node demo
 #   make bench      performance runs (never part of the tests)
 #   make install PREFIX=/usr/local   (also LIBDIR, BINDIR, ..., DESTDIR)
+#   make uninstall PREFIX=/usr/local (the same variables as install)
 #   make deps       only install the Debian packages the project needs
 
 PREFIX  ?= /usr/local
@@ -64,7 +65,7 @@ BENCH_BINS := $(patsubst tests/bench/%.c,$(B)/tests/%,$(BENCH_SRCS))
 FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
-.PHONY: all deps test demo bench install clean check-tools
+.PHONY: all deps test demo bench install uninstall clean check-tools
 all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(LAB_BINS) $(BENCH_BINS) $(FUZZ_BINS)
 
 # ---- BPF datapath ----------------------------------------------------------
@@ -156,6 +157,11 @@ PUB_HDRS  := include/xvi.h include/xvi_stream.h include/xvi_memnet.h
 MAN_PAGES := $(wildcard docs/man/*.[1-8])
 MAN_SECTS := $(sort $(subst .,,$(suffix $(MAN_PAGES))))
 LIB_REAL  := libxvi.so.$(VERSION)
+# Every file install writes, without DESTDIR: what uninstall removes.
+INSTALLED := $(addprefix $(BINDIR)/,$(notdir $(PROGS))) \
+	$(addprefix $(LIBDIR)/,libxvi.a $(LIB_REAL) $(SONAME) libxvi.so pkgconfig/libxvi.pc) \
+	$(addprefix $(INCLUDEDIR)/xvi/,$(notdir $(PUB_HDRS))) \
+	$(foreach m,$(MAN_PAGES),$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 
 # The dynamic linker sees a new or removed library only once ldconfig has
 # rebuilt its cache; a DESTDIR is a staging tree, not this system's.
@@ -178,6 +184,11 @@ install: all
 	install -m 0644 $(PUB_HDRS) $(DESTDIR)$(INCLUDEDIR)/xvi/
 	$(foreach s,$(MAN_SECTS),install -m 0644 $(filter %.$(s),$(MAN_PAGES)) \
 		$(DESTDIR)$(MANDIR)/man$(s)/ &&) true
+	$(ldconfig)
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR),$(INSTALLED))
+	[ ! -d $(DESTDIR)$(INCLUDEDIR)/xvi ] || rmdir --ignore-fail-on-non-empty $(DESTDIR)$(INCLUDEDIR)/xvi
 	$(ldconfig)
 
 clean:
