@@ -169,7 +169,7 @@ LDCONFIG ?= ldconfig
 ldconfig = $(if $(DESTDIR),,$(LDCONFIG) || echo "warning: '$(LDCONFIG)' failed: \
 	run ldconfig as root so that programs find $(SONAME)" >&2)
 
-install: all
+install: $(LIBS) $(PROGS)
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/xvi \
 		$(addprefix $(DESTDIR)$(MANDIR)/man,$(MAN_SECTS))
 	install -m 0755 $(PROGS) $(DESTDIR)$(BINDIR)/
