@@ -88,7 +88,10 @@ $(B)/lib/libxvi.so: $(LIB_OBJS) user/libxvi.map | $(B)/lib
 
 # ---- programs (linked statically against libxvi: they use internal APIs) ---
 $(B)/obj/loader/%.o: loader/%.c $(LIB_HDRS) $(wildcard loader/*.h) | $(B)/obj/loader
-	$(CC) $(CFLAGS) -Iloader -c $< -o $@
+	$(CC) $(CFLAGS) -Iloader -DXDPVI_VERSION='"$(VERSION)"' -c $< -o $@
+
+# xdp-vi --version prints VERSION: rebuild when the Makefile changes.
+$(B)/obj/loader/xdp-vi.o: Makefile
 
 $(B)/bin/xdp-vi: $(LOADER_OBJS) $(B)/lib/libxvi.a | $(B)/bin
 	$(CC) -o $@ $(LOADER_OBJS) $(B)/lib/libxvi.a $(LDLIBS)

@@ -15,6 +15,8 @@ const struct opt_def xvi_global_opts[] = {
 	{ "bpffs", 0, OPT_STRING, offsetof(struct xvi_cfg, bpffs), "DIR",
 	  "bpf filesystem holding the pins (default $XVI_BPFFS or /sys/fs/bpf)" },
 	{ "help", 'h', OPT_FLAG, offsetof(struct xvi_cfg, help), NULL, "show this help" },
+	{ "version", 'V', OPT_FLAG, offsetof(struct xvi_cfg, version), NULL,
+	  "print the version and exit" },
 	{ NULL },
 };
 
@@ -153,7 +155,7 @@ int params_parse(const struct cmd_def *cmd, int argc, char **argv, struct xvi_cf
 	first = run_getopt(defs, collect(cmd, defs), argc, argv, cfg, cmd->name, false);
 	if (first < 0)
 		return first;
-	if (cfg->help)
+	if (cfg->help || cfg->version)
 		return 0;
 	nargs = argc - first;
 	if (nargs < cmd->min_args || nargs > cmd->max_args) {

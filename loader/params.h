@@ -16,6 +16,7 @@ struct xvi_cfg {
 	int verbose;
 	const char *bpffs;
 	bool help;
+	bool version;
 	/* per command */
 	const char *ifname;
 	int mode;		/* enum xvi_attach_mode */

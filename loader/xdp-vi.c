@@ -110,6 +110,13 @@ static int print_libxdp(enum libxdp_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, args);
 }
 
+/* XDPVI_VERSION: the Makefile's VERSION, passed at build time. */
+static int print_version(void)
+{
+	printf("xdp-vi %s\n", XDPVI_VERSION);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct xvi_cfg cfg = {};
@@ -119,6 +126,8 @@ int main(int argc, char **argv)
 	first = params_parse_global(argc, argv, &cfg);
 	if (first < 0)
 		return 1;
+	if (cfg.version)
+		return print_version();
 	if (first >= argc) {
 		params_usage(cmds, "xdp-vi");
 		return cfg.help ? 0 : 1;
@@ -139,6 +148,8 @@ int main(int argc, char **argv)
 	}
 	if (params_parse(cmd, argc - first, argv + first, &cfg))
 		return 1;
+	if (cfg.version)
+		return print_version();
 	if (cfg.help) {
 		params_usage_cmd(cmd, "xdp-vi", true);
 		return 0;
