@@ -69,6 +69,8 @@ struct ep_sample {
 struct if_sample {
 	char ifname[IF_NAMESIZE];
 	char pin_dir[512];
+	bool pinned;			/* pin_dir exists */
+	bool via_pins;			/* maps found through the pins, not the program */
 	int prog_err;			/* 0, -ENOENT (not attached), -ENODEV (gone) */
 	struct xvi_prog_info prog;
 	struct xvi_config cfg;
@@ -136,16 +138,28 @@ static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool
 
 	memset(s, 0, sizeof(*s));
 	snprintf(s->ifname, sizeof(s->ifname), "%s", ifname);
-	xvi_ctl__pin_dir(ifname, opts, s->pin_dir, sizeof(s->pin_dir));
+	if (!xvi_ctl__pin_dir(ifname, opts, s->pin_dir, sizeof(s->pin_dir)) &&
+	    !access(s->pin_dir, F_OK))
+		s->pinned = true;
+	s->prog_err = xvi_ctl__prog_info(ifname, &s->prog);
+	if (s->prog_err) {
+		s->prog_err = -errno;
+		/* Not attached, or gone: shown as such if pins are left. */
+		if ((s->prog_err == -ENOENT || s->prog_err == -ENODEV) && s->pinned)
+			return 0;
+		if (s->prog_err == -ENOENT)
+			fprintf(stderr, "xdp-vi: %s: the datapath is not attached\n", ifname);
+		else if (s->prog_err == -ENODEV)
+			fprintf(stderr, "xdp-vi: %s: no such interface\n", ifname);
+		return s->prog_err;
+	}
 	ctl = xvi_ctl__open(ifname, opts);
 	if (!ctl)
 		return -errno;
+	s->via_pins = !xvi_ctl__prog_id(ctl);
 	if (gc && xvi_ctl__gc(ctl) < 0)
 		fprintf(stderr, "xdp-vi: %s: garbage collection failed: %s\n", ifname,
 			strerror(errno));
-	s->prog_err = xvi_ctl__prog_info(ifname, &s->prog);
-	if (s->prog_err)
-		s->prog_err = -errno;
 	s->t = now_s();
 	err = xvi_ctl__config(ctl, &s->cfg);
 	if (!err)
@@ -166,48 +180,22 @@ static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool
 	return err < 0 ? err : 0;
 }
 
-/* Interfaces to show: the one named, or every directory under <bpffs>/xdp-vi. */
+/* Interfaces to show: the one named, or every one that runs the datapath. */
 static int list_ifaces(const struct xvi_cfg *cfg, const struct xvi_ctl_opts *opts,
 		       char ***names)
 {
-	char top[512];
-	struct dirent **ents;
-	int n, i, k = 0;
+	int n;
 
 	if (cfg->ifname) {
-		*names = calloc(1, sizeof(char *));
-		if (!*names)
+		*names = calloc(2, sizeof(char *));
+		if (!*names || !((*names)[0] = strdup(cfg->ifname)))
 			return -ENOMEM;
-		(*names)[0] = strdup(cfg->ifname);
 		return 1;
 	}
-	snprintf(top, sizeof(top), "%s/%s", xvi_ctl__bpffs(opts), XVI_PIN_SUBDIR);
-	n = scandir(top, &ents, NULL, alphasort);
-	if (n < 0) {
-		struct stat st;
-
-		if (errno == ENOENT && !stat(xvi_ctl__bpffs(opts), &st)) {
-			*names = NULL;
-			return 0;	/* nothing attached anywhere */
-		}
-		fprintf(stderr, "xdp-vi: cannot read %s: %s\n", top, strerror(errno));
-		return -errno;
-	}
-	*names = calloc(n ? n : 1, sizeof(char *));
-	for (i = 0; i < n; i++) {
-		if (*names && ents[i]->d_type == DT_DIR && ents[i]->d_name[0] != '.')
-			(*names)[k++] = strdup(ents[i]->d_name);
-		free(ents[i]);
-	}
-	free(ents);
-	return *names ? k : -ENOMEM;
-}
-
-static void free_names(char **names, int n)
-{
-	for (int i = 0; i < n; i++)
-		free(names[i]);
-	free(names);
+	n = xvi_ctl__list_ifaces(opts, names);
+	if (n < 0)
+		fprintf(stderr, "xdp-vi: cannot list the interfaces: %s\n", strerror(-n));
+	return n;
 }
 
 static const char *mode_str(__u32 mode)
@@ -250,7 +238,10 @@ static void json_counters(struct json *j, const char *key, const void *s,
 static void json_prog(struct json *j, const struct if_sample *s)
 {
 	json_str(j, "ifname", s->ifname);
-	json_str(j, "pin_dir", s->pin_dir);
+	if (s->pinned)
+		json_str(j, "pin_dir", s->pin_dir);
+	else
+		json_null(j, "pin_dir");
 	json_bool(j, "attached", !s->prog_err);
 	json_str(j, "state", prog_state(s));
 	if (!s->prog_err) {
@@ -258,6 +249,7 @@ static void json_prog(struct json *j, const struct if_sample *s)
 		json_u64(j, "prog_id", s->prog.prog_id);
 		json_str(j, "mode", s->prog.generic ? "generic" : "native");
 		json_bool(j, "multiprog", s->prog.multiprog);
+		json_str(j, "maps_from", s->via_pins ? "pins" : "program");
 	}
 	json_bool(j, "local_link", s->cfg.flags & XVI_CFG_LOCAL_LINK);
 }
@@ -320,9 +312,10 @@ static void text_counters(const char *label, const void *s, const struct counter
 static void text_prog(const struct if_sample *s)
 {
 	if (!s->prog_err)
-		printf("%s: prog %s id %u, %s mode, %s; pins %s\n", s->ifname, XVI_PROG_NAME,
+		printf("%s: prog %s id %u, %s mode, %s; %s%s\n", s->ifname, XVI_PROG_NAME,
 		       s->prog.prog_id, s->prog.generic ? "generic" : "native",
-		       s->prog.multiprog ? "multiprog" : "single program", s->pin_dir);
+		       s->prog.multiprog ? "multiprog" : "single program",
+		       s->pinned ? "pins " : "maps not pinned", s->pinned ? s->pin_dir : "");
 	else
 		printf("%s: %s, stale pins %s (clean up: xdp-vi detach %s)\n", s->ifname,
 		       prog_state(s), s->pin_dir, s->ifname);
@@ -334,6 +327,8 @@ static void status_text(const struct if_sample *s)
 	int i;
 
 	text_prog(s);
+	if (s->prog_err)
+		return;
 	if (s->cfg.flags & XVI_CFG_LOCAL_LINK)
 		printf("  local link: partial UDP checksums from local kernels accepted "
 		       "(rx_csum_partial)\n");
@@ -381,7 +376,7 @@ int cmd_status(const struct xvi_cfg *cfg)
 		return 1;
 	s = malloc(sizeof(*s));
 	if (!s) {
-		free_names(names, n);
+		xvi_ctl__free_names(names);
 		return 1;
 	}
 	json_init(&j, stdout);
@@ -389,8 +384,7 @@ int cmd_status(const struct xvi_cfg *cfg)
 		json_obj_open(&j, NULL);
 		json_arr_open(&j, "interfaces");
 	} else if (!n) {
-		printf("no interface runs xdp-vi (no pins under %s/%s)\n",
-		       xvi_ctl__bpffs(&opts), XVI_PIN_SUBDIR);
+		printf("no interface of this network namespace runs xdp-vi\n");
 	}
 	for (i = 0; i < n; i++) {
 		if (take_sample(names[i], &opts, true, true, s)) {
@@ -407,7 +401,7 @@ int cmd_status(const struct xvi_cfg *cfg)
 		json_obj_close(&j);
 	}
 	free(s);
-	free_names(names, n);
+	xvi_ctl__free_names(names);
 	return ret;
 }
 
@@ -546,8 +540,7 @@ int cmd_stats(const struct xvi_cfg *cfg)
 	}
 	json_init(&j, stdout);
 	if (!n && !cfg->json)
-		printf("no interface runs xdp-vi (no pins under %s/%s)\n",
-		       xvi_ctl__bpffs(&opts), XVI_PIN_SUBDIR);
+		printf("no interface of this network namespace runs xdp-vi\n");
 
 	for (i = 0; i < n; i++)
 		if (take_sample(names[i], &opts, true, false, &prev[i]))
@@ -602,6 +595,6 @@ int cmd_stats(const struct xvi_cfg *cfg)
 out:
 	free(prev);
 	free(cur);
-	free_names(names, n);
+	xvi_ctl__free_names(names);
 	return ret;
 }

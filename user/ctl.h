@@ -24,17 +24,21 @@ struct xvi_ctl_opts {
 };
 
 /*
- * Handle on the pinned maps of one interface.  Opened by the library for
- * each endpoint and by the command for status/stats.
+ * Handle on the maps of one interface's datapath.  Opened by the library
+ * for each endpoint and by the command for status/stats.
  */
 struct xvi_ctl;
 
 /*
- * Attach the datapath to @ifname: load bpf/xvi_demux through libxdp (multiprog
- * dispatcher where bpffs allows), pin its maps under
- * <bpffs>/xdp-vi/<ifname>/ with mode 0700.  Idempotent: if the datapath is
- * already attached in the same mode it returns 0 and sets *already.
- * On failure nothing is left behind (no program, no pins, no directory).
+ * Attach the datapath to @ifname: load bpf/xvi_demux through libxdp
+ * (multiprog dispatcher where the kernel allows), bind every map to the
+ * program (which keeps them alive), and pin them under
+ * <bpffs>/xdp-vi/<netns inode>/<ifname>/ with mode 0700 when a bpffs is
+ * there or can be mounted on /sys/fs/bpf.  No bpffs is needed: the maps are
+ * found through the program.  Idempotent: if the datapath is already
+ * attached in the same mode it refreshes its configuration and pins,
+ * returns 0 and sets *already.  On failure nothing is left behind (no
+ * program, no pins, no directory).
  */
 int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 		    const struct xvi_ctl_opts *opts, bool *already);
@@ -42,9 +46,16 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 /* Remove the program and every pin and directory attach made. */
 int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts);
 
-/* Open the pinned maps of @ifname.  -ENOENT if the datapath is not attached. */
+/*
+ * Open the maps of @ifname's datapath, found through the program attached
+ * to it (or, without CAP_SYS_ADMIN, through its pins).  -ENODEV if there
+ * is no such interface, -ENOENT if the datapath is not attached.
+ */
 struct xvi_ctl *xvi_ctl__open(const char *ifname, const struct xvi_ctl_opts *opts);
 void xvi_ctl__close(struct xvi_ctl *ctl);
+
+/* Id of the program the maps were found through (0: through pins). */
+__u32 xvi_ctl__prog_id(const struct xvi_ctl *ctl);
 
 /* Attached program: returns 0 and fills in, or -ENOENT. */
 struct xvi_prog_info {
@@ -101,7 +112,7 @@ int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot,
 			   const struct xvi_slot_owner *expect);
 
 /*
- * fd of the pinned xvi_ep_stats map, owned by @ctl (do not close): xdp-vid
+ * fd of the datapath's xvi_ep_stats map, owned by @ctl (do not close): xdp-vid
  * hands it to the TX guard (bpf_map__reuse_fd) so guard drops are counted
  * in the endpoint's slot.
  */
@@ -138,7 +149,16 @@ const char *xvi_ctl__bpffs(const struct xvi_ctl_opts *opts);
 /* "udp4 198.18.0.1:7000", "udp6 [2001:2::1]:7000", "raw 0x0000002a". */
 int xvi_tag__format(const struct xvi_tag *tag, char *buf, size_t len);
 
-/* "<bpffs>/xdp-vi/<ifname>" into @buf. */
+/*
+ * Interfaces of the caller's network namespace that run the datapath, then
+ * those that only have pins left: *names is a NULL-terminated array (free
+ * it with xvi_ctl__free_names), the return value its length, or a
+ * negative errno.
+ */
+int xvi_ctl__list_ifaces(const struct xvi_ctl_opts *opts, char ***names);
+void xvi_ctl__free_names(char **names);
+
+/* "<bpffs>/xdp-vi/<netns inode>/<ifname>" into @buf. */
 int xvi_ctl__pin_dir(const char *ifname, const struct xvi_ctl_opts *opts,
 		     char *buf, size_t len);
 

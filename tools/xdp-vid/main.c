@@ -39,6 +39,7 @@
 #include "ctl.h"
 #include "neigh.h"
 #include "reserve.h"
+#include "rundir.h"
 #include "util.h"
 #include "xvi.h"
 #include "xvid.h"
@@ -110,7 +111,7 @@ static struct {
 	struct xvi_iface ifc;
 	struct xvi_ctl *ctl;
 	struct xvi_ctl_opts copts;
-	__u32 maps_id;			/* id of the xvi_ep_stats map d.ctl holds */
+	__u32 prog_id;			/* the datapath program d.ctl's maps belong to */
 	struct xvid_policy policy;
 	int lfd;
 	int run_fd;			/* the checked run directory */
@@ -567,33 +568,12 @@ static int count_conns(uid_t uid)
 	return n;
 }
 
-static __u32 map_id(int fd)
+/* Id of the datapath program attached to the interface now, 0 if none. */
+static __u32 attached_prog_id(void)
 {
-	struct bpf_map_info info;
-	__u32 len = sizeof(info);
+	struct xvi_prog_info info;
 
-	memset(&info, 0, sizeof(info));
-	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len))
-		return 0;
-	return info.id;
-}
-
-/* id of the pinned xvi_ep_stats of the interface, 0 if there is none. */
-static __u32 pinned_maps_id(void)
-{
-	char dir[256], path[300];
-	__u32 id;
-	int fd;
-
-	if (xvi_ctl__pin_dir(d.ifname, &d.copts, dir, sizeof(dir)))
-		return 0;
-	snprintf(path, sizeof(path), "%s/xvi_ep_stats", dir);
-	fd = bpf_obj_get(path);
-	if (fd < 0)
-		return 0;
-	id = map_id(fd);
-	close(fd);
-	return id;
+	return xvi_ctl__prog_info(d.ifname, &info) ? 0 : info.prog_id;
 }
 
 /*
@@ -604,11 +584,11 @@ static __u32 pinned_maps_id(void)
  */
 static int check_datapath(struct xvid_ep *except)
 {
-	__u32 id = pinned_maps_id();
+	__u32 id = attached_prog_id();
 	struct xvi_ctl *ctl;
 	int i, n = 0;
 
-	if (id && id == d.maps_id)
+	if (id && id == d.prog_id)
 		return 0;
 	for (i = 0; i < MAX_CONNS; i++)
 		if (&d.eps[i] != except && d.eps[i].state != ST_FREE && d.eps[i].claimed) {
@@ -616,10 +596,10 @@ static int check_datapath(struct xvid_ep *except)
 			n++;
 		}
 	if (!id) {
-		if (d.maps_id)
+		if (d.prog_id)
 			log_warn("%s: the datapath was detached (%d endpoint(s) revoked): "
 				 "run 'xdp-vi attach %s'\n", d.ifname, n, d.ifname);
-		d.maps_id = 0;
+		d.prog_id = 0;
 		return -ENOENT;
 	}
 	ctl = xvi_ctl__open(d.ifname, &d.copts);
@@ -627,7 +607,7 @@ static int check_datapath(struct xvid_ep *except)
 		return errno ? -errno : -ENOENT;
 	xvi_ctl__close(d.ctl);
 	d.ctl = ctl;
-	d.maps_id = map_id(xvi_ctl__ep_stats_fd(ctl));
+	d.prog_id = xvi_ctl__prog_id(ctl) ?: id;
 	log_info("%s: the datapath was re-attached: using its new maps (%d endpoint(s) of the "
 		 "old one revoked)\n", d.ifname, n);
 	return 0;
@@ -1051,70 +1031,6 @@ static void revoke_leftovers(void)
 }
 
 /*
- * A directory the daemon puts its socket or lock in: root's, and nobody
- * else may write to it or, above it, rename it away (ancestors root-owned
- * and not writable by others, or sticky).  Created (0755 or @mode) only if
- * missing: an existing directory is never chmod-ed (--run-dir /tmp must not
- * make /tmp 0755).  Returns the directory's fd or a negative errno.
- */
-static int open_safe_dir(const char *dir, mode_t mode)
-{
-	char real[PATH_MAX], *p;
-	struct stat st;
-	mode_t old;
-	int fd, err;
-
-	if (lstat(dir, &st)) {
-		if (errno != ENOENT) {
-			err = -errno;
-			log_warn("%s: %s\n", dir, strerror(errno));
-			return err;
-		}
-		old = umask(022);
-		err = mkdir(dir, mode) && errno != EEXIST ? -errno : 0;
-		umask(old);
-		if (err) {
-			log_warn("cannot create %s: %s\n", dir, strerror(-err));
-			return err;
-		}
-	}
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		err = -errno;
-		log_warn("%s: %s%s\n", dir, strerror(errno),
-			 errno == ELOOP ? " (a symbolic link: give the directory itself)" : "");
-		return err;
-	}
-	if (fstat(fd, &st) || st.st_uid != geteuid() || (st.st_mode & 022)) {
-		log_warn("refusing %s: it must be a directory of its own, owned by root and not "
-			 "writable by group or others (mode %04o, owner %u); give an unshared "
-			 "directory such as %s\n", dir, (unsigned)(st.st_mode & 07777),
-			 (unsigned)st.st_uid, XVI_BROKER_RUN_DIR);
-		close(fd);
-		return -EPERM;
-	}
-	if (!realpath(dir, real)) {
-		err = -errno;
-		close(fd);
-		return err;
-	}
-	/* every ancestor: root's, and not writable by others unless sticky */
-	while ((p = strrchr(real, '/'))) {
-		p[p == real] = '\0';
-		if (stat(real, &st) || st.st_uid != 0 ||
-		    ((st.st_mode & 022) && !(st.st_mode & S_ISVTX))) {
-			log_warn("refusing %s: its parent %s may be changed by others than root\n",
-				 dir, real);
-			close(fd);
-			return -EPERM;
-		}
-		if (p == real)
-			break;
-	}
-	return fd;
-}
-
-/*
  * One daemon per interface and network namespace, whatever its run
  * directory: two daemons would revoke each other's endpoints.  The lock
  * lives in /run/xdp-vi/locks/<ifname>@<netns inode>.lock always.
@@ -1129,11 +1045,11 @@ static int take_lock(void)
 		return -errno;
 	snprintf(name, sizeof(name), "%s@%llu.lock", d.ifname, (unsigned long long)st.st_ino);
 	snprintf(d.lock_path, sizeof(d.lock_path), "%s/locks/%s", XVI_BROKER_RUN_DIR, name);
-	fd = open_safe_dir(XVI_BROKER_RUN_DIR, 0755);
+	fd = xvi_rundir_open(XVI_BROKER_RUN_DIR, 0755);
 	if (fd < 0)
 		return fd;
 	close(fd);
-	dfd = open_safe_dir(XVI_BROKER_RUN_DIR "/locks", 0700);
+	dfd = xvi_rundir_open(XVI_BROKER_RUN_DIR "/locks", 0700);
 	if (dfd < 0)
 		return dfd;
 	for (tries = 0; tries < 3; tries++) {
@@ -1176,7 +1092,7 @@ static int listen_socket(void)
 	if (err)
 		return err;
 	d.sock_name = strrchr(d.sock_path, '/') + 1;
-	d.run_fd = open_safe_dir(dir, 0755);
+	d.run_fd = xvi_rundir_open(dir, 0755);
 	if (d.run_fd < 0)
 		return d.run_fd;
 	err = take_lock();
@@ -1270,7 +1186,7 @@ int main(int argc, char **argv)
 	d.ctl = xvi_ctl__open(d.ifname, &d.copts);
 	if (!d.ctl)
 		return 1;
-	d.maps_id = map_id(xvi_ctl__ep_stats_fd(d.ctl));
+	d.prog_id = xvi_ctl__prog_id(d.ctl) ?: attached_prog_id();
 	err = listen_socket();
 	if (err)
 		return 1;
