@@ -17,6 +17,8 @@
 #include "cmd.h"
 #include "ctl.h"
 #include "json.h"
+#include "neigh.h"
+#include "netdev.h"
 
 #ifndef AF_XDP
 #define AF_XDP 44
@@ -64,6 +66,12 @@ struct ep_sample {
 	struct xvi_ep_counters c;
 	bool have_xsk;
 	struct xdp_statistics xsk;
+	/* Protected: the host end the datapath redirects into, and whether
+	 * it takes redirected frames now (docs/KERNEL.md, fact 7): 1, 0, or
+	 * -1 when the kernel cannot say. */
+	bool have_dev;
+	struct xvi_iface dev;
+	int dev_accepts;
 };
 
 struct if_sample {
@@ -74,6 +82,7 @@ struct if_sample {
 	int prog_err;			/* 0, -ENOENT (not attached), -ENODEV (gone) */
 	struct xvi_prog_info prog;
 	struct xvi_config cfg;
+	struct xvi_iface ifc;		/* the interface's own drop counters */
 	struct xvi_global_counters g;
 	int nep;
 	struct ep_sample ep[XVI_MAX_ENDPOINTS];
@@ -128,6 +137,24 @@ out:
 	return ok;
 }
 
+/*
+ * The device a protected endpoint's frames are redirected to, if any, and
+ * whether it accepts them: a frame the device refuses is dropped by the
+ * kernel and counted in the interface's rx_dropped, nowhere else.
+ */
+static bool dev_stats(struct xvi_ctl *ctl, struct ep_sample *e)
+{
+	__u64 feat;
+	int ifindex;
+
+	if (xvi_ctl__dev_of(ctl, e->slot, &ifindex) || ifindex <= 0 ||
+	    xvi_iface__query_index(ifindex, &e->dev))
+		return false;
+	e->dev_accepts = xvi_netdev__xdp_features(ifindex, &feat) ? -1 :
+			 !!(feat & XVI_NETDEV_XDP_ACT_NDO_XMIT);
+	return true;
+}
+
 static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool gc,
 		       bool want_xsk, struct if_sample *s)
 {
@@ -172,7 +199,11 @@ static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool
 		err = xvi_ctl__ep_counters(ctl, slot, &e->c);
 		if (!err && want_xsk)
 			e->have_xsk = xsk_stats(&o, &e->xsk);
+		if (!err)
+			e->have_dev = dev_stats(ctl, e);
 	}
+	if (!err && xvi_iface__query_index(s->prog.ifindex, &s->ifc))
+		memset(&s->ifc, 0, sizeof(s->ifc));
 	xvi_ctl__close(ctl);
 	if (err < 0)
 		fprintf(stderr, "xdp-vi: %s: reading the maps failed: %s\n", ifname,
@@ -263,6 +294,16 @@ static void json_endpoint_head(struct json *j, const struct ep_sample *e)
 	json_str(j, "tag", tag);
 }
 
+/* A device's name and the kernel's drop counters. */
+static void json_device(struct json *j, const char *key, const struct xvi_iface *d)
+{
+	json_obj_open(j, key);
+	json_str(j, "ifname", d->name);
+	json_int(j, "ifindex", d->ifindex);
+	json_u64(j, "rx_dropped", d->rx_dropped);
+	json_u64(j, "tx_dropped", d->tx_dropped);
+}
+
 static void status_json(struct json *j, const struct if_sample *s)
 {
 	int i;
@@ -270,6 +311,8 @@ static void status_json(struct json *j, const struct if_sample *s)
 	json_obj_open(j, NULL);
 	json_prog(j, s);
 	json_counters(j, "global", &s->g, global_fields);
+	json_device(j, "device", &s->ifc);
+	json_obj_close(j);
 	json_arr_open(j, "endpoints");
 	for (i = 0; i < s->nep; i++) {
 		const struct ep_sample *e = &s->ep[i];
@@ -293,6 +336,16 @@ static void status_json(struct json *j, const struct if_sample *s)
 			json_counters(j, "socket", &e->xsk, xsk_fields);
 		else
 			json_null(j, "socket");
+		if (e->have_dev) {
+			json_device(j, "host_end", &e->dev);
+			if (e->dev_accepts < 0)
+				json_null(j, "accepts_redirect");
+			else
+				json_bool(j, "accepts_redirect", e->dev_accepts);
+			json_obj_close(j);
+		} else {
+			json_null(j, "host_end");
+		}
 		json_obj_close(j);
 	}
 	json_arr_close(j);
@@ -333,6 +386,9 @@ static void status_text(const struct if_sample *s)
 		printf("  local link: partial UDP checksums from local kernels accepted "
 		       "(rx_csum_partial)\n");
 	text_counters("  global:", &s->g, global_fields);
+	printf("  device:  rx_dropped %llu  tx_dropped %llu (the kernel's: rx_dropped "
+	       "counts frames the datapath redirected that their target refused)\n",
+	       (unsigned long long)s->ifc.rx_dropped, (unsigned long long)s->ifc.tx_dropped);
 	printf("  endpoints: %d\n", s->nep);
 	for (i = 0; i < s->nep; i++) {
 		const struct ep_sample *e = &s->ep[i];
@@ -351,6 +407,12 @@ static void status_text(const struct if_sample *s)
 			text_counters("      guard:   ", &e->c, guard_fields);
 		if (e->have_xsk)
 			text_counters("      socket:  ", &e->xsk, xsk_fields);
+		if (e->have_dev)
+			printf("      host end %s: %s\n", e->dev.name,
+			       e->dev_accepts > 0 ? "accepts redirected frames" :
+			       !e->dev_accepts ? "REFUSES redirected frames (the client end "
+			       "lost its program): they are dropped, counted in rx_dropped above" :
+			       "cannot tell whether it accepts redirected frames");
 	}
 }
 

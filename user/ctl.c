@@ -615,6 +615,18 @@ out:
 	return err;
 }
 
+int xvi_ctl__dev_of(struct xvi_ctl *ctl, __u32 slot, int *ifindex)
+{
+	__u32 v;
+
+	if (!ctl || slot >= XVI_MAX_ENDPOINTS || !ifindex)
+		return xvi_err(-EINVAL);
+	if (bpf_map_lookup_elem(ctl->fds[MAP_DEVS], &slot, &v))
+		return xvi_err(-errno);
+	*ifindex = (int)v;
+	return 0;
+}
+
 int xvi_ctl__ep_counters(struct xvi_ctl *ctl, __u32 slot, struct xvi_ep_counters *out)
 {
 	int err;

@@ -137,6 +137,12 @@ int xvi_ctl__next_owner(struct xvi_ctl *ctl, __u32 *slot,
  */
 int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out);
 
+/*
+ * The device the datapath redirects @slot's frames to (a protected
+ * endpoint's host end, xvi_devs): its ifindex, or -ENOENT.
+ */
+int xvi_ctl__dev_of(struct xvi_ctl *ctl, __u32 slot, int *ifindex);
+
 /* Sum of the per-CPU counters of one slot / of the whole interface. */
 int xvi_ctl__ep_counters(struct xvi_ctl *ctl, __u32 slot,
 			 struct xvi_ep_counters *out);

@@ -125,6 +125,20 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 		case IFLA_LINKINFO:
 			link_kind(attr, out);
 			break;
+		case IFLA_IFNAME:
+			if (!mnl_attr_validate(attr, MNL_TYPE_STRING))
+				snprintf(out->name, sizeof(out->name), "%s",
+					 mnl_attr_get_str(attr));
+			break;
+		case IFLA_STATS64:
+			if (mnl_attr_get_payload_len(attr) >= sizeof(struct rtnl_link_stats64)) {
+				struct rtnl_link_stats64 st;
+
+				memcpy(&st, mnl_attr_get_payload(attr), sizeof(st));
+				out->tx_dropped = st.tx_dropped;
+				out->rx_dropped = st.rx_dropped;
+			}
+			break;
 		}
 	}
 	return MNL_CB_OK;
@@ -135,11 +149,42 @@ bool xvi_iface__local_link(const struct xvi_iface *ifc)
 	return !strcmp(ifc->kind, "veth") || !strcmp(ifc->kind, "netkit");
 }
 
-int xvi_iface__query(const char *ifname, struct xvi_iface *out)
+static int link_get(int ifindex, struct xvi_iface *out)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
 	struct nlmsghdr *nlh;
 	struct ifinfomsg *ifi;
+	int err;
+
+	memset(out, 0, sizeof(*out));
+	nlh = mnl_nlmsg_put_header(buf);
+	nlh->nlmsg_type = RTM_GETLINK;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
+	ifi->ifi_family = AF_UNSPEC;
+	ifi->ifi_index = ifindex;
+	err = xvi_nl__run(nlh, link_cb, out);
+	if (err)
+		return err;
+	if (!out->ifindex)
+		return -ENODEV;
+	if (!out->num_rx_queues)
+		out->num_rx_queues = 1;	/* kernels without the attribute */
+	return 0;
+}
+
+int xvi_iface__query_index(int ifindex, struct xvi_iface *out)
+{
+	int err;
+
+	if (ifindex <= 0 || !out)
+		return xvi_err(-EINVAL);
+	err = link_get(ifindex, out);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_iface__query(const char *ifname, struct xvi_iface *out)
+{
 	int ifindex, err;
 
 	if (!ifname || !out || strlen(ifname) >= IF_NAMESIZE)
@@ -149,27 +194,12 @@ int xvi_iface__query(const char *ifname, struct xvi_iface *out)
 		pr_warn("%s: no such interface\n", ifname);
 		return xvi_err(-ENODEV);
 	}
-	memset(out, 0, sizeof(*out));
-	nlh = mnl_nlmsg_put_header(buf);
-	nlh->nlmsg_type = RTM_GETLINK;
-	nlh->nlmsg_flags = NLM_F_REQUEST;
-	ifi = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifi));
-	ifi->ifi_family = AF_UNSPEC;
-	ifi->ifi_index = ifindex;
-	err = xvi_nl__run(nlh, link_cb, out);
-	if (err == -ENODEV) {
+	err = link_get(ifindex, out);
+	if (err == -ENODEV)
 		pr_warn("%s: no such interface\n", ifname);
-		return xvi_err(err);
-	}
-	if (err) {
+	else if (err)
 		pr_warn("%s: RTM_GETLINK failed: %s\n", ifname, strerror(-err));
-		return xvi_err(err);
-	}
-	if (!out->ifindex)
-		return xvi_err(-ENODEV);
-	if (!out->num_rx_queues)
-		out->num_rx_queues = 1;	/* kernels without the attribute */
-	return 0;
+	return err ? xvi_err(err) : 0;
 }
 
 /* ---- addresses ------------------------------------------------------------ */

@@ -8,6 +8,7 @@
 #define XVI_NEIGH_H
 
 #include <stdbool.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <linux/types.h>
 
@@ -23,6 +24,14 @@ struct xvi_iface {
 	__u8 mac[6];
 	__u32 num_rx_queues;
 	char kind[16];		/* rtnetlink link kind ("veth"), "" for a plain device */
+	char name[IF_NAMESIZE];
+	/*
+	 * The kernel's drop counters (IFLA_STATS64).  tx_dropped counts what
+	 * the device refused to send, frames redirected into it by XDP
+	 * included (a veth adds its peer's refusals, docs/KERNEL.md fact 7).
+	 */
+	__u64 tx_dropped;
+	__u64 rx_dropped;
 };
 
 /*
@@ -34,6 +43,8 @@ bool xvi_iface__local_link(const struct xvi_iface *ifc);
 
 /* Interface facts.  -ENODEV if there is no such interface. */
 int xvi_iface__query(const char *ifname, struct xvi_iface *out);
+/* The same by index, quietly: -ENODEV without a message. */
+int xvi_iface__query_index(int ifindex, struct xvi_iface *out);
 
 /*
  * Does @ifindex carry address @ip?  (For binding to a specific address.)

@@ -34,7 +34,7 @@ int xvi_genl__parse_family_id(const struct nlmsghdr *nlh, __u16 *id)
 	return -ENOENT;
 }
 
-int xvi_netdev__parse_dev(const struct nlmsghdr *nlh, int ifindex, __u64 *features)
+int xvi_netdev__parse_dev(const struct nlmsghdr *nlh, int ifindex, int want, __u64 *features)
 {
 	const struct nlattr *attr;
 	bool have_if = false, have_feat = false;
@@ -50,7 +50,9 @@ int xvi_netdev__parse_dev(const struct nlmsghdr *nlh, int ifindex, __u64 *featur
 				return -EPROTO;
 			have_if = true;
 			break;
-		case XVI_NETDEV_A_DEV_XSK_FEATURES:
+		default:
+			if (mnl_attr_get_type(attr) != want)
+				break;
 			if (mnl_attr_validate(attr, MNL_TYPE_U64) < 0)
 				return -EPROTO;
 			feat = mnl_attr_get_u64(attr);
@@ -69,6 +71,7 @@ int xvi_netdev__parse_dev(const struct nlmsghdr *nlh, int ifindex, __u64 *featur
 struct reply {
 	__u16 type;		/* expected nlmsg_type */
 	int ifindex;
+	int attr;		/* the DEV_GET attribute wanted */
 	int err;		/* of the parser; 1 = no reply seen */
 	__u16 family;
 	__u64 features;
@@ -83,7 +86,7 @@ static int reply_cb(const struct nlmsghdr *nlh, void *data)
 	if (r->type == GENL_ID_CTRL)
 		r->err = xvi_genl__parse_family_id(nlh, &r->family);
 	else
-		r->err = xvi_netdev__parse_dev(nlh, r->ifindex, &r->features);
+		r->err = xvi_netdev__parse_dev(nlh, r->ifindex, r->attr, &r->features);
 	return MNL_CB_STOP;
 }
 
@@ -129,10 +132,11 @@ static struct nlmsghdr *genl_put(char *buf, size_t len, __u16 type, __u8 cmd,
 	return nlh;
 }
 
-int xvi_netdev__xsk_features(int ifindex, __u64 *features)
+/* One u64 attribute of NETDEV_CMD_DEV_GET for @ifindex. */
+static int dev_get(int ifindex, int attr, __u64 *features)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct reply r = { .type = GENL_ID_CTRL, .ifindex = ifindex };
+	struct reply r = { .type = GENL_ID_CTRL, .ifindex = ifindex, .attr = attr };
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
 	int err;
@@ -164,4 +168,14 @@ int xvi_netdev__xsk_features(int ifindex, __u64 *features)
 out:
 	mnl_socket_close(nl);
 	return err;
+}
+
+int xvi_netdev__xsk_features(int ifindex, __u64 *features)
+{
+	return dev_get(ifindex, XVI_NETDEV_A_DEV_XSK_FEATURES, features);
+}
+
+int xvi_netdev__xdp_features(int ifindex, __u64 *features)
+{
+	return dev_get(ifindex, XVI_NETDEV_A_DEV_XDP_FEATURES, features);
 }

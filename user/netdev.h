@@ -19,7 +19,10 @@ struct nlmsghdr;
 #define XVI_NETDEV_FAMILY_VERSION	1
 #define XVI_NETDEV_CMD_DEV_GET		1
 #define XVI_NETDEV_A_DEV_IFINDEX	1
+#define XVI_NETDEV_A_DEV_XDP_FEATURES	3	/* u64, NETDEV_XDP_ACT_* */
 #define XVI_NETDEV_A_DEV_XSK_FEATURES	6	/* u64, kernel 6.8+ */
+/* The device accepts frames redirected into it by XDP (ndo_xdp_xmit). */
+#define XVI_NETDEV_XDP_ACT_NDO_XMIT	(1ULL << 2)
 #define XVI_NETDEV_XSK_FLAGS_TX_TIMESTAMP (1ULL << 0)
 #define XVI_NETDEV_XSK_FLAGS_TX_CHECKSUM  (1ULL << 1)
 
@@ -32,12 +35,19 @@ struct nlmsghdr;
 int xvi_netdev__xsk_features(int ifindex, __u64 *features);
 
 /*
+ * XDP features (XVI_NETDEV_XDP_ACT_*) of @ifindex, same returns.  A veth
+ * offers XVI_NETDEV_XDP_ACT_NDO_XMIT only while its peer runs XDP or has
+ * GRO on: without it, frames redirected into it are dropped.
+ */
+int xvi_netdev__xdp_features(int ifindex, __u64 *features);
+
+/*
  * Reply parsers, separate for the unit tests.  A CTRL_CMD_GETFAMILY reply:
  * the family id, or -ENOENT if it has none.  A NETDEV_CMD_DEV_GET reply: the
- * xsk features of @ifindex, -EOPNOTSUPP if the attribute is missing, -EPROTO
- * if the reply is about another device or malformed.
+ * u64 attribute @attr of @ifindex, -EOPNOTSUPP if the attribute is missing,
+ * -EPROTO if the reply is about another device or malformed.
  */
 int xvi_genl__parse_family_id(const struct nlmsghdr *nlh, __u16 *id);
-int xvi_netdev__parse_dev(const struct nlmsghdr *nlh, int ifindex, __u64 *features);
+int xvi_netdev__parse_dev(const struct nlmsghdr *nlh, int ifindex, int attr, __u64 *value);
 
 #endif /* XVI_NETDEV_H */

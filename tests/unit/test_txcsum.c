@@ -234,7 +234,7 @@ Test(txcsum, parse_dev_reply)
 			mnl_attr_put_u64(nlh, XVI_NETDEV_A_DEV_XSK_FEATURES, t->feat);
 		else if (t->feat_kind == 2)
 			mnl_attr_put_u32(nlh, XVI_NETDEV_A_DEV_XSK_FEATURES, (__u32)t->feat);
-		r = xvi_netdev__parse_dev(nlh, 5, &feat);
+		r = xvi_netdev__parse_dev(nlh, 5, XVI_NETDEV_A_DEV_XSK_FEATURES, &feat);
 		cr_expect_eq(r, t->want, "%s: got %d", t->name, r);
 		if (!t->want)
 			cr_expect_eq(feat, t->want_feat, "%s", t->name);
