@@ -59,6 +59,8 @@ struct dir {
 	unsigned int nheld;
 	double tokens;			/* bits */
 	uint64_t tok_ns;
+	uint64_t arrived;		/* frames decided so far */
+	uint64_t bh_anchor_ns;		/* blackhole clock origin (frame-anchored) */
 };
 
 static struct {
@@ -221,6 +223,24 @@ static struct frame *frame_new(const uint8_t *data, uint32_t len)
 	return f;
 }
 
+/*
+ * Is the blackhole open at @now?  Its clock runs from the relay's start, or,
+ * for a window anchored to the traffic (@Nf), from the arrival of frame
+ * N+1: the first N frames always pass.
+ */
+static bool in_blackhole(struct dir *d, uint64_t now)
+{
+	const struct dir_spec *s = d->spec;
+
+	if (!s->bh_start_frames)
+		return blackhole_at(s, now - R.start_ns);
+	if (++d->arrived <= s->bh_start_frames)
+		return false;
+	if (!d->bh_anchor_ns)
+		d->bh_anchor_ns = now;
+	return blackhole_at(s, now - d->bh_anchor_ns);
+}
+
 /* Decide the fate of one received frame; `now` = arrival time. */
 static void arrive(struct dir *d, const uint8_t *data, uint32_t len, uint64_t now)
 {
@@ -228,7 +248,7 @@ static void arrive(struct dir *d, const uint8_t *data, uint32_t len, uint64_t no
 	struct frame *f, *copy = NULL;
 
 	engine_decide(&d->eng, &dec);
-	if (blackhole_at(d->spec, now - R.start_ns)) {
+	if (in_blackhole(d, now)) {
 		d->c.drop_blackhole++;
 		return;
 	}

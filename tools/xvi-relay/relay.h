@@ -28,6 +28,9 @@ struct dir_spec {
 	uint64_t reorder_ns;		/* ... or after this long */
 	double corrupt;
 	uint64_t bh_on_ns, bh_off_ns, bh_start_ns; /* blackhole: black, open, offset */
+	/* blackhole anchored to the traffic: the clock starts when this many
+	 * frames have passed in the direction (0: at the relay's start) */
+	uint64_t bh_start_frames;
 	uint64_t rate_bps;		/* 0 = unlimited */
 	uint64_t rate_bucket_bits;	/* token bucket depth */
 	uint64_t delay_ns;

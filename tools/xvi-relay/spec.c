@@ -118,6 +118,26 @@ static int parse_uint(const char *s, unsigned long long max, unsigned long long 
 	return 0;
 }
 
+/*
+ * A blackhole's START: a time after the relay started ("1s"), or a number of
+ * frames after which the clock starts ("10f"), which ties the window to the
+ * traffic rather than to how fast its sender came up.
+ */
+static int parse_start(char *s, struct dir_spec *d)
+{
+	size_t len = strlen(s);
+	unsigned long long u;
+
+	if (len > 1 && s[len - 1] == 'f') {
+		s[len - 1] = '\0';
+		if (parse_uint(s, 1000000000ULL, &u))
+			return -EINVAL;
+		d->bh_start_frames = u;
+		return 0;
+	}
+	return parse_time(s, &d->bh_start_ns);
+}
+
 /* Split "x/y/z" in place into at most n fields; returns how many. */
 static int split(char *s, char sep, char **f, int n)
 {
@@ -172,16 +192,19 @@ static int apply(struct dir_spec *d, const char *key, char *val, char *err, size
 			}
 		}
 	} else if (!strcmp(key, "blackhole")) {
-		char *at = strchr(val, '@');
+		char *at = strchr(val, '@'), orig[64];
 
+		snprintf(orig, sizeof(orig), "%s", val);
 		if (at)
 			*at++ = '\0';
 		n = split(val, '/', f, 2);
 		d->bh_start_ns = 0;
+		d->bh_start_frames = 0;
 		if (n != 2 || parse_time(f[0], &d->bh_on_ns) || parse_time(f[1], &d->bh_off_ns) ||
-		    !d->bh_on_ns || !d->bh_off_ns || (at && parse_time(at, &d->bh_start_ns)))
+		    !d->bh_on_ns || !d->bh_off_ns || (at && parse_start(at, d)))
 			return errf(err, errlen, "blackhole=%s: give BLACK/OPEN[@START] times, "
-				    "e.g. blackhole=3s/2s or blackhole=3s/2s@1s", val);
+				    "e.g. blackhole=3s/2s, blackhole=3s/2s@1s, or @10f to start "
+				    "the clock after 10 frames", orig);
 	} else if (!strcmp(key, "rate")) {
 		uint64_t bytes = 0;
 
@@ -292,7 +315,10 @@ void spec_print(FILE *f, const struct relay_spec *spec)
 		}
 		if (d->corrupt)
 			fprintf(f, "%s%scorrupt=%g%%", sep, dn[i], d->corrupt * 100), sep = ",";
-		if (d->bh_on_ns)
+		if (d->bh_on_ns && d->bh_start_frames)
+			fprintf(f, "%s%sblackhole=%gs/%gs@%" PRIu64 "f", sep, dn[i],
+				d->bh_on_ns / 1e9, d->bh_off_ns / 1e9, d->bh_start_frames), sep = ",";
+		else if (d->bh_on_ns)
 			fprintf(f, "%s%sblackhole=%gs/%gs@%gs", sep, dn[i], d->bh_on_ns / 1e9,
 				d->bh_off_ns / 1e9, d->bh_start_ns / 1e9), sep = ",";
 		if (d->rate_bps)
