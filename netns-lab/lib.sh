@@ -25,7 +25,6 @@
 #   namespaces  NAME-a, NAME-b (and NAME-m with --nodes 3)
 #   veth        NAMEa (in NAME-a), NAMEb (in NAME-b), renamed to xv0 inside;
 #               3 nodes: their peers NAMEma, NAMEmb in NAME-m, renamed xva, xvb
-#   bpffs       $LAB_STATE/NAME/bpffs-a, bpffs-b (bpffs-m)
 #   relay       3 nodes: xvi-relay in NAME-m, pid in $LAB_STATE/NAME/relay.pid,
 #               counters in relay.stats, output in relay.log
 # Nothing is ever created in, attached to or moved through the root namespace.
@@ -77,7 +76,6 @@ _lab_pick() {
 
 _lab_ns() { echo "$1-$2"; }
 _lab_veth() { echo "$1$2"; }
-_lab_bpffs() { echo "$LAB_STATE/$1/bpffs-$2"; }
 
 # Run a setup step; on failure say which one and why.
 _lab_try() {
@@ -89,7 +87,7 @@ _lab_try() {
 }
 
 _lab_build() {
-	local name=$1 nodes=$2 impair=${3:-} tune=${4:-0} dir=$LAB_STATE/$1 n ns fs
+	local name=$1 nodes=$2 impair=${3:-} tune=${4:-0} dir=$LAB_STATE/$1 n ns
 	local letters
 	read -r -a letters <<<"$(_lab_letters "$nodes")"
 
@@ -107,7 +105,6 @@ _lab_build() {
 				echo "LAB_IFACES_m='${LAB_M_IFACES[*]}'"
 				echo "LAB_VETH_ma=$(_lab_veth "$name" ma)"
 				echo "LAB_VETH_mb=$(_lab_veth "$name" mb)"
-				echo "LAB_BPFFS_m=$(_lab_bpffs "$name" m)"
 				echo "LAB_IMPAIR=$(printf '%q' "$impair")"
 				continue
 			fi
@@ -115,18 +112,13 @@ _lab_build() {
 			echo "LAB_VETH_$n=$(_lab_veth "$name" "$n")"
 			echo "LAB_ADDR4_$n=$(lab_addr4 "$n")/24"
 			echo "LAB_ADDR6_$n=$(lab_addr6 "$n")/64"
-			echo "LAB_BPFFS_$n=$(_lab_bpffs "$name" "$n")"
 		done
 	} >"$dir/env"
 
 	for n in "${letters[@]}"; do
 		ns=$(_lab_ns "$name" "$n")
-		fs=$(_lab_bpffs "$name" "$n")
 		_lab_try ip netns add "$ns" || return 1
 		_lab_try ip -n "$ns" link set lo up || return 1
-		mkdir -p "$fs" || return 1
-		_lab_try mount -t bpf bpf "$fs" || return 1
-		chmod 0700 "$fs"
 	done
 
 	# Both ends are created directly inside their namespaces: the pair never
@@ -417,7 +409,7 @@ lab_up() {
 		_lab_relay_bin >/dev/null || return 1
 	fi
 	if [ "$(id -u)" -ne 0 ]; then
-		_lab_err "must run as root (namespaces, veths and bpffs need CAP_SYS_ADMIN)"
+		_lab_err "must run as root (namespaces and veths need CAP_SYS_ADMIN)"
 		return 1
 	fi
 	if [ -e "$LAB_STATE/$name" ] || ip netns list | grep -qE "^$name-[a-z]( |$)"; then
@@ -440,14 +432,12 @@ lab_up() {
 }
 
 # lab_exec [--name NAME] [-T SEC] NODE -- CMD...
-# Runs CMD in the node's namespace with the node's bpffs on /sys/fs/bpf.
-# `ip netns exec` already unshares the mount namespace (and remounts /sys,
-# which hides any bpffs: NOTES-kernel.md rule 6), so the bind mount is private
-# to this command and the pins live on in the lab's bpffs between commands.
-# The command is exec'ed, so $! of a backgrounded lab_exec (without -T 0...)
-# is the timeout process; use lab_pid_of or a pid file for the real one.
+# Runs CMD in the node's namespace with plain `ip netns exec`, as a user
+# would: nothing is mounted for it (xdp-vi needs no bpffs).  The command is
+# exec'ed, so $! of a backgrounded lab_exec (without -T 0...) is the
+# timeout process; use lab_pid_of or a pid file for the real one.
 lab_exec() {
-	local name="" tmo=$LAB_EXEC_TIMEOUT node ns fs
+	local name="" tmo=$LAB_EXEC_TIMEOUT node ns
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--name) name=$2; shift 2 ;;
@@ -469,22 +459,15 @@ lab_exec() {
 		return 2
 	fi
 	ns=$(_lab_ns "$name" "$node")
-	fs=$(_lab_bpffs "$name" "$node")
 	if ! ip netns list | grep -qE "^$ns( |$)"; then
 		_lab_err "lab $name has no namespace $ns: is the lab up? ('lab status --name $name')"
-		return 2
-	fi
-	if ! mountpoint -q "$fs"; then
-		_lab_err "$fs is not a bpffs mount: lab $name is half built; 'lab down --name $name'"
 		return 2
 	fi
 	local -a pre=()
 	# -T 0 = no bound (interactive shell).
 	[ "$tmo" != 0 ] && pre=(timeout -k 5 "$tmo")
 	"${pre[@]}" ip netns exec "$ns" env XVI_LAB="$name" XVI_LAB_NODE="$node" \
-		XVI_LAB_IFACE="$LAB_IFACE" XVI_LAB_BPFFS="$fs" \
-		sh -c 'mount --bind "$XVI_LAB_BPFFS" /sys/fs/bpf || exit 125; exec "$@"' \
-		lab-exec "$@"
+		XVI_LAB_IFACE="$LAB_IFACE" "$@"
 }
 
 lab_shell() {
@@ -521,7 +504,7 @@ _lab_xdp_of() {
 }
 
 lab_status() {
-	local name="" json=0 n ns fs up mac state xdp fsok sep="" letters=(a b)
+	local name="" json=0 n ns up mac state xdp sep="" letters=(a b)
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--name) name=$2; shift 2 ;;
@@ -541,8 +524,7 @@ lab_status() {
 	[ "$json" = 1 ] || echo "lab $name (state $LAB_STATE/$name)"
 	for n in "${letters[@]}"; do
 		ns=$(_lab_ns "$name" "$n")
-		fs=$(_lab_bpffs "$name" "$n")
-		up=false mac="" state=absent xdp=none fsok=false
+		up=false mac="" state=absent xdp=none
 		if ip netns list | grep -qE "^$ns( |$)"; then
 			up=true
 			local l
@@ -553,8 +535,7 @@ lab_status() {
 			fi
 			xdp=$(_lab_xdp_of "$ns")
 		fi
-		mountpoint -q "$fs" && fsok=true
-		[ "$up" = true ] && [ "$state" = up ] && [ "$fsok" = true ] || healthy=0
+		[ "$up" = true ] && [ "$state" = up ] || healthy=0
 		if [ "$json" = 1 ]; then
 			printf '%s{"node":"%s","netns":"%s","exists":%s,"iface":"%s",' \
 				"$sep" "$n" "$ns" "$up" "$LAB_IFACE"
@@ -563,16 +544,15 @@ lab_status() {
 			printf '"ipv4":"%s","ipv4_prefix":"%s/24","ipv6":"%s","ipv6_prefix":"%s/64",' \
 				"$(lab_addr4 "$n")" "$(lab_addr4 "$n")" "$(lab_addr6 "$n")" \
 				"$(lab_addr6 "$n")"
-			printf '"bpffs":"%s","bpffs_mounted":%s,"xdp":%s}' "$fs" "$fsok" \
+			printf '"xdp":%s}' \
 				"$([ "$xdp" = none ] && echo null ||
 					printf '{"mode":"%s","prog_id":%s}' "${xdp%%:*}" "${xdp#*:}")"
 			sep=,
 		else
 			printf '  node %s: netns %-10s iface %s (veth %s) link %-6s mac %s\n' \
 				"$n" "$ns" "$LAB_IFACE" "$(_lab_veth "$name" "$n")" "$state" "${mac:--}"
-			printf '          %s/24 %s/64  bpffs %s%s  xdp %s\n' \
-				"$(lab_addr4 "$n")" "$(lab_addr6 "$n")" "$fs" \
-				"$([ "$fsok" = true ] || echo ' (NOT MOUNTED)')" "$xdp"
+			printf '          %s/24 %s/64  xdp %s\n' \
+				"$(lab_addr4 "$n")" "$(lab_addr6 "$n")" "$xdp"
 		fi
 	done
 	[ "$json" = 1 ] && printf ']'
@@ -636,7 +616,7 @@ _lab_kill_ns() {
 }
 
 lab_down() {
-	local name="" n ns fs v
+	local name="" n ns v
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--name) name=$2; shift 2 ;;
@@ -669,13 +649,14 @@ lab_down() {
 		v=$(_lab_veth "$name" "$n")
 		ip -o link show dev "$v" type veth >/dev/null 2>&1 && ip link del dev "$v" 2>/dev/null
 	done
-	for n in a b m; do
-		fs=$(_lab_bpffs "$name" "$n")
-		if mountpoint -q "$fs" 2>/dev/null; then
-			umount "$fs" 2>/dev/null || umount -l "$fs" 2>/dev/null ||
-				_lab_err "could not unmount $fs"
-		fi
-	done
+	# Whatever a user or a test mounted in the lab's state directory (a
+	# bpffs shared by its nodes, say) goes before the directory does.
+	local m
+	while read -r m; do
+		umount "$m" 2>/dev/null || umount -l "$m" 2>/dev/null ||
+			_lab_err "could not unmount $m"
+	done < <(awk -v d="$LAB_STATE/$name/" 'index($2, d) == 1 {print $2}' /proc/self/mounts |
+		sort -r)
 	[ -d "$LAB_STATE/$name" ] && rm -rf --one-file-system "${LAB_STATE:?}/${name:?}"
 	if [ -r "$LAB_STATE/last" ] && [ "$(<"$LAB_STATE/last")" = "$name" ]; then
 		rm -f "$LAB_STATE/last"

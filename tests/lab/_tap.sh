@@ -43,6 +43,10 @@ T_TMP=$(mktemp -d "/tmp/xvi-lab-$T_SUITE.XXXXXX")
 lab_at_exit "rm -rf '$T_TMP'"
 _lab_trap
 
+# Bound of every wait on a condition (tenths of a second): it only stops a
+# broken run, a fast machine never waits that long.
+T_WAIT_TENTHS=${T_WAIT_TENTHS:-300}
+
 T_REASON=
 fail() { T_REASON="$*"; return 1; }
 skip() { T_REASON="$*"; return 77; }
@@ -138,22 +142,22 @@ t_json_values() {
 # Kernel XDP program on a node's xv0 ("mode:id" or "none").
 t_xdp_of() { _lab_xdp_of "$(_lab_ns "$T_LAB" "$1")"; }
 
-t_bpffs() { _lab_bpffs "$T_LAB" "$1"; }
-
-# Files (not directories) in a node's bpffs, minus the kernel's preloaded
-# iterators that every bpffs mount shows.
-t_bpffs_files() {
-	find "$(t_bpffs "$1")" -mindepth 1 ! -type d ! -name maps.debug ! -name progs.debug \
-		2>/dev/null
+# IDs of the maps of the xdp-vi program on a node's xv0, one a line (none if
+# no program is attached).  Attach binds every datapath map to the program.
+t_prog_map_ids() {
+	local x
+	x=$(t_xdp_of "$1")
+	[ "$x" != none ] || return 0
+	bpftool -j prog show id "${x#*:}" 2>/dev/null | "$PY" -c \
+		'import json,sys; print(*json.load(sys.stdin).get("map_ids", []), sep="\n")'
 }
 
-# IDs of the maps pinned under a node's <bpffs>/xdp-vi/, one a line.
-t_pinned_map_ids() {
-	local f fs
-	fs=$(t_bpffs "$1")
-	find "$fs/xdp-vi" -mindepth 1 ! -type d 2>/dev/null | while IFS= read -r f; do
-		t_x "$1" bpftool -j map show pinned "/sys/fs/bpf${f#"$fs"}" 2>/dev/null |
-			"$PY" -c 'import json,sys; print(json.load(sys.stdin)["id"])' 2>/dev/null
+# Names of the maps with the given IDs, one a line.
+t_map_names() {
+	local id
+	for id; do
+		bpftool -j map show id "$id" 2>/dev/null | "$PY" -c \
+			'import json,sys; print(json.load(sys.stdin).get("name", ""))'
 	done
 }
 
@@ -222,9 +226,10 @@ t_ping() {
 	fi
 }
 
-# Wait (bounded) until a file exists and is non-empty.
+# Wait until a file exists and is non-empty, polling for up to
+# T_WAIT_TENTHS tenths of a second (see t_wait_endpoint_port).
 t_wait_file() {
-	local f=$1 tenths=${2:-50} i
+	local f=$1 tenths=${2:-$T_WAIT_TENTHS} i
 	for i in $(seq "$tenths"); do
 		[ -s "$f" ] && return 0
 		sleep 0.1
@@ -239,17 +244,37 @@ t_xdpvi() {
 	t_x -T 20 "$node" "$XDPVI" "$@"
 }
 
-# Wait until `xdp-vi status --json` on NODE lists an endpoint for UDP port
-# PORT (an endpoint "tag" such as "udp4 198.18.0.2:7000", or a "port" key),
-# at most ~3 s.  Returns 1 if it never does.
+# Wait until `xdp-vi status --json` on NODE lists a live endpoint for UDP
+# port PORT: its tag ("udp4 198.18.0.2:7000") ends in :PORT and its socket
+# is published (bind is not "pending"), so traffic sent now reaches it.
+# Polls for up to T_WAIT_TENTHS tenths of a second (default 300): the bound
+# only stops a broken run, a fast machine returns at once.
 t_wait_endpoint_port() {
 	local node=$1 port=$2 i
-	for i in $(seq 30); do
+	for i in $(seq "$T_WAIT_TENTHS"); do
 		if t_xdpvi "$node" status --json >"$T_TMP/st.json" 2>/dev/null &&
-			{ t_json_values "$T_TMP/st.json" tag | grep -q ":$port\$" ||
-				t_json_values "$T_TMP/st.json" port | grep -qx "$port"; }; then
+			"$PY" - "$T_TMP/st.json" "$port" <<-'EOF'
+			import json, sys
+			port = ":" + sys.argv[2]
+			live = [e for i in json.load(open(sys.argv[1]))["interfaces"]
+			        for e in i.get("endpoints", [])
+			        if e["tag"].endswith(port) and e.get("bind") != "pending"]
+			sys.exit(0 if live else 1)
+			EOF
+		then
 			return 0
 		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+# Wait until a kernel UDP socket on NODE listens on PORT (`ss`): a server
+# program is ready for traffic.  Bounded like t_wait_file.
+t_wait_udp_port() {
+	local node=$1 port=$2 i
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		[ -n "$(t_x "$node" ss -H -uln "sport = :$port" 2>/dev/null)" ] && return 0
 		sleep 0.1
 	done
 	return 1

@@ -42,13 +42,13 @@ for n in sizes:
 
 # Kernel receiver: argv = bind-addr port count ready-file out-file; payloads
 # appended to out-file, one "<length> <source>" line per datagram on stdout;
-# stops after count datagrams or 5 s of silence.
+# stops after count datagrams or 60 s of silence (a bound for broken runs).
 T_MB_RECV='
 import socket, sys
 addr, port, count, ready, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
 fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_DGRAM)
-s.bind((addr, port)); s.settimeout(5)
+s.bind((addr, port)); s.settimeout(60)
 open(ready, "w").write("ready\n")
 f = open(out, "wb")
 for _ in range(count):
@@ -77,11 +77,12 @@ _kernel_to_mb() {
 	count=$(tr ',' '\n' <<<"$sizes" | wc -l)
 	_payload "$in" "$sizes"
 	# shellcheck disable=SC2086 # $mode is one flag or none
-	_mb b "$MBTOOL" -i "$LAB_IFACE" -l "$lip" -p "$port" -m $mode -c "$count" -w 5000 \
+	_mb b "$MBTOOL" -i "$LAB_IFACE" -l "$lip" -p "$port" -m $mode -c "$count" -w 60000 \
 		-o "$out" recv >"$out.lens" 2>"$out.err" &
 	local pid=$!
-	t_wait_endpoint_port b "$port" || t_log "port $port not seen in status --json; sending anyway"
-	t_x -T 10 a "$PY" -c "$T_MB_SEND" "$lip" "$port" "$in" "$sizes" ||
+	t_wait_endpoint_port b "$port" || { kill $pid 2>/dev/null; wait $pid
+		fail "receiver on b:$port never came up: $(tail -c 300 "$out.err")"; return 1; }
+	t_x -T 30 a "$PY" -c "$T_MB_SEND" "$lip" "$port" "$in" "$sizes" ||
 		{ kill $pid 2>/dev/null; wait $pid; fail "kernel sender on node a failed"; return 1; }
 	wait $pid && rc=0 || rc=$?
 	[ $rc -eq 0 ] || { fail "mbtool recv exited $rc: $(tail -c 300 "$out.err")"; return 1; }
@@ -100,10 +101,10 @@ _mb_to_kernel() {
 	count=$(tr ',' '\n' <<<"$sizes" | wc -l)
 	_payload "$in" "$sizes"
 	rm -f "$ready"
-	t_x -T 15 "$peer" "$PY" -c "$T_MB_RECV" "$pip" "$port" "$count" "$ready" "$out" \
+	t_x -T 90 "$peer" "$PY" -c "$T_MB_RECV" "$pip" "$port" "$count" "$ready" "$out" \
 		>"$out.lens" 2>&1 &
 	local pid=$!
-	t_wait_file "$ready" 50 || { wait $pid; fail "kernel receiver did not start"; return 1; }
+	t_wait_file "$ready" || { wait $pid; fail "kernel receiver did not start"; return 1; }
 	# shellcheck disable=SC2086
 	err=$(_mb "$node" "$MBTOOL" -i "$LAB_IFACE" -l "$lip" -p $((port + 100)) -m $mode \
 		-d "$pip" -P "$port" -s "$sizes" send <"$in" 2>&1) && rc=0 || rc=$?
@@ -169,10 +170,11 @@ case_udp6_out() { _mb_to_kernel 2001:2::1 7012 8952,8952 -z b 2001:2::2; }
 case_xvi_to_xvi() {
 	local in=$T_TMP/x2x.in out=$T_TMP/x2x.out sizes=1000,4000,8972,8972 rc err
 	_payload "$in" "$sizes"
-	_mb b "$MBTOOL" -i "$LAB_IFACE" -l 198.18.0.2 -p 7020 -m -z -c 4 -w 5000 -o "$out" \
+	_mb b "$MBTOOL" -i "$LAB_IFACE" -l 198.18.0.2 -p 7020 -m -z -c 4 -w 60000 -o "$out" \
 		recv >"$out.lens" 2>"$out.err" &
 	local pid=$!
-	t_wait_endpoint_port b 7020 || t_log "port 7020 not seen in status --json; sending anyway"
+	t_wait_endpoint_port b 7020 || { kill $pid 2>/dev/null; wait $pid
+		fail "receiver on b:7020 never came up: $(tail -c 300 "$out.err")"; return 1; }
 	err=$(_mb a "$MBTOOL" -i "$LAB_IFACE" -l 198.18.0.1 -p 7021 -m -z -d 198.18.0.2 -P 7020 \
 		-s "$sizes" send <"$in" 2>&1) && rc=0 || rc=$?
 	wait $pid || { fail "mbtool recv failed: $(tail -c 300 "$out.err")"; return 1; }

@@ -175,10 +175,11 @@ case_udp_xvi() {
 	local out=$T_TMP/ux.out in=$T_TMP/ux.in rc pid
 	_impair none || return
 	printf 'via-m-%s-one\nvia-m-two\nvia-m-three\n' "$RANDOM" >"$in"
-	t_x -T 15 b "$XVICAT" -u --iface "$LAB_IFACE" -l 198.18.0.2 7100 -c 3 -w 5 \
+	t_x -T 90 b "$XVICAT" -u --iface "$LAB_IFACE" -l 198.18.0.2 7100 -c 3 -w 60 \
 		>"$out" 2>"$out.err" &
 	pid=$!
-	t_wait_endpoint_port b 7100 || t_log "port 7100 not listed; sending anyway"
+	t_wait_endpoint_port b 7100 || { kill $pid; wait $pid; fail "listener never came up"
+		return 1; }
 	t_x a "$PY" -c 'import socket, sys, time
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
 for l in open(sys.argv[1], "rb").read().splitlines(keepends=True):
@@ -190,7 +191,7 @@ for l in open(sys.argv[1], "rb").read().splitlines(keepends=True):
 	# Back: AF_XDP TX on b lands on m's xvb (GRO off there: this checks it).
 	t_x -T 8 a "$PY" -c "$T_RECV" 198.18.0.1 7102 "$T_TMP/r2.ready" 2 6 >"$T_TMP/r2.out" &
 	pid=$!
-	t_wait_file "$T_TMP/r2.ready" 50 || { wait $pid; fail "receiver on a did not start"; return 1; }
+	t_wait_file "$T_TMP/r2.ready" || { wait $pid; fail "receiver on a did not start"; return 1; }
 	printf 'back-1 x\nback-2 y\n' | t_x b "$XVICAT" -u --iface "$LAB_IFACE" 198.18.0.1 7102 \
 		>/dev/null 2>"$out.err2" || { wait $pid; fail "xvi-cat send failed: $(<"$out.err2")"
 		return 1; }
@@ -215,7 +216,7 @@ while time.time() < end:
         print("got"); sys.exit(0)
 sys.exit(1)' "$tok" "$T_TMP/raw.ready" >"$T_TMP/raw.out" 2>&1 &
 	local pid=$!
-	t_wait_file "$T_TMP/raw.ready" 50 || { wait $pid; fail "raw receiver did not start"; return 1; }
+	t_wait_file "$T_TMP/raw.ready" || { wait $pid; fail "raw receiver did not start"; return 1; }
 	t_x a "$PY" -c 'import socket, sys
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
 s.bind(("xv0", 0))
@@ -299,19 +300,41 @@ case_dup() {
 		fail "b got $got datagrams, expected $n + $dup duplicates"
 }
 
+# Frames the datapath took for the endpoint on port $1 (stats JSON $2):
+# delivered plus dropped for a bad checksum.
+_seen() {
+	"$PY" -c 'import json, sys
+n = 0
+for i in json.load(open(sys.argv[1]))["interfaces"]:
+    for e in i.get("endpoints", []):
+        if e["tag"].endswith(":" + sys.argv[2]):
+            c = e["counters"]
+            n = c["rx_frames"] + c["drop_bad_l4_csum"] + c["drop_bad_ip_csum"]
+print(n)' "$2" "$1" 2>/dev/null || echo 0
+}
+
 # corrupt: corrupted UDP frames to an xvi endpoint are dropped by the
 # datapath as bad checksums and never delivered; the rest arrive intact.
 case_corrupt() {
 	local n=300 out=$T_TMP/cor.out pid corr rx bad got
 	_static_neigh || return
 	_impair 'ab:corrupt=20%,seed=4' || return
-	t_x -T 25 b "$XVICAT" -u --iface "$LAB_IFACE" -l 198.18.0.2 7400 -w 3 >"$out" 2>"$out.err" &
+	t_x -T 120 b "$XVICAT" -u --iface "$LAB_IFACE" -l 198.18.0.2 7400 -w 90 >"$out" \
+		2>"$out.err" &
 	pid=$!
-	t_wait_endpoint_port b 7400 || t_log "port 7400 not listed; sending anyway"
-	t_x -T 15 a "$PY" -c "$T_SEND" 198.18.0.2 7400 $n 500 || { kill $pid; wait $pid; fail "sender"
+	t_wait_endpoint_port b 7400 || { kill $pid; wait $pid; fail "listener never came up"
 		return 1; }
-	sleep 0.5
-	t_xdpvi b stats --json >"$T_TMP/cor.json" 2>/dev/null
+	t_x -T 30 a "$PY" -c "$T_SEND" 198.18.0.2 7400 $n 500 || { kill $pid; wait $pid; fail "sender"
+		return 1; }
+	# Every frame reaches b (corruption drops nothing): wait until the
+	# datapath has delivered or dropped all n, then read its counters while
+	# the endpoint still exists.
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		t_xdpvi b stats --json >"$T_TMP/cor.json" 2>/dev/null
+		[ "$(_seen 7400 "$T_TMP/cor.json")" -ge "$n" ] && break
+		sleep 0.1
+	done
+	kill $pid
 	wait $pid
 	_rs_fetch || fail "no relay counters" || return
 	corr=$(_rs ab.corrupted) rx=$(_rs ab.rx_frames)

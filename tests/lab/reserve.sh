@@ -19,10 +19,11 @@ t_setup() {
 	t_attach b
 }
 
-# Kernel socket that holds ADDR PORT: binds, writes READY, sleeps SEC
-# (bounded), or exits 98 at once if the port is taken.
+# Kernel socket that holds ADDR PORT: binds, writes READY, then holds the
+# port while the file READY exists (at most SEC seconds), or exits 98 at
+# once if the port is taken.
 T_HOLD='
-import socket, sys, time
+import os, socket, sys, time
 addr, port, ready, sec = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_DGRAM)
@@ -34,7 +35,9 @@ except OSError as e:
     print("bind", addr, port, e, file=sys.stderr)
     sys.exit(98 if e.errno == 98 else 1)
 open(ready, "w").write("ready\n")
-time.sleep(sec)
+end = time.monotonic() + sec
+while os.path.exists(ready) and time.monotonic() < end:
+    time.sleep(0.05)
 '
 
 # Try a kernel bind() of ADDR PORT: exit 0 bound, 98 EADDRINUSE, 1 other.
@@ -44,13 +47,14 @@ _kbind() {
 	t_x -T 10 "$node" "$PY" -c "$T_HOLD" "$addr" "$port" "$T_TMP/kb.ready" 0 2>>"$T_TMP/kb.err"
 }
 
-# Start a kernel holder of ADDR PORT for SEC seconds on node b; sets HOLD_PID.
+# Start a kernel holder of ADDR PORT on node b until _unhold (at most SEC
+# seconds); sets HOLD_PID.
 _hold() {
 	local addr=$1 port=$2 sec=$3
 	rm -f "$T_TMP/hold.ready"
-	t_x -T 15 b "$PY" -c "$T_HOLD" "$addr" "$port" "$T_TMP/hold.ready" "$sec" &
+	t_x -T $((sec + 10)) b "$PY" -c "$T_HOLD" "$addr" "$port" "$T_TMP/hold.ready" "$sec" &
 	HOLD_PID=$!
-	t_wait_file "$T_TMP/hold.ready" 50 || { wait $HOLD_PID; fail "kernel holder did not bind $addr:$port"; return 1; }
+	t_wait_file "$T_TMP/hold.ready" || { wait $HOLD_PID; fail "kernel holder did not bind $addr:$port"; return 1; }
 }
 
 # Stop a background xvi-cat (lab exec forwards the signal to it).
@@ -60,10 +64,15 @@ _stop() {
 	return 0
 }
 
-# xvi-cat listener on node b that exits after one datagram (or 8 s); sets XPID.
+_unhold() {
+	rm -f "$T_TMP/hold.ready"
+	wait "$HOLD_PID"
+}
+
+# xvi-cat listener on node b that exits after one datagram (or 60 s); sets XPID.
 _listen() {
 	local addr=$1 port=$2 tag=$3
-	t_x -T 15 b "$XVICAT" -u --iface "$LAB_IFACE" -l "$addr" "$port" -c 1 -w 8 \
+	t_x -T 90 b "$XVICAT" -u --iface "$LAB_IFACE" -l "$addr" "$port" -c 1 -w 60 \
 		>"$T_TMP/$tag.out" 2>"$T_TMP/$tag.err" &
 	XPID=$!
 	t_wait_endpoint_port b "$port" || { _stop $XPID; fail "endpoint on port $port never published: $(head -c 300 "$T_TMP/$tag.err")"; return 1; }
@@ -82,13 +91,12 @@ s.sendto(b"xvi-reserve\n", (a, p))' "$addr" "$port"
 # Open must fail while a kernel socket holds the port, and work after.
 _kernel_first() {
 	local hold_addr=$1 ep_addr=$2 port=$3 rc
-	# The holder lives 4 s and exits on its own (killing lab exec would
-	# not reach it inside the namespace); the open is tried meanwhile.
-	_hold "$hold_addr" "$port" 4 || return 1
-	t_x -T 10 b "$XVICAT" -u --iface "$LAB_IFACE" -l "$ep_addr" "$port" -c 1 -w 2 \
+	# The holder keeps the port until the open was tried.
+	_hold "$hold_addr" "$port" 60 || return 1
+	t_x -T 30 b "$XVICAT" -u --iface "$LAB_IFACE" -l "$ep_addr" "$port" -c 1 -w 2 \
 		>/dev/null 2>"$T_TMP/kf.err" && rc=0 || rc=$?
-	[ -e "/proc/$HOLD_PID" ] || t_log "kernel holder ended before the open was tried"
-	wait $HOLD_PID
+	kill -0 "$HOLD_PID" 2>/dev/null || t_log "kernel holder ended before the open was tried"
+	_unhold
 	[ $rc -ne 0 ] || { fail "xvi-cat opened $ep_addr:$port while a kernel socket held $hold_addr:$port"; return 1; }
 	grep -q "kernel socket already uses this port" "$T_TMP/kf.err" ||
 		{ fail "open failed (exit $rc) without naming the kernel socket: $(head -c 300 "$T_TMP/kf.err")"; return 1; }

@@ -25,11 +25,12 @@ _sockperf_received() {
 
 case_sockperf_to_xvi() {
 	local srv=$T_TMP/xvi-server.json cli=$T_TMP/sockperf-client.out n obs
-	t_x -T 20 b "$XVIPERF" server --iface "$LAB_IFACE" -i 198.18.0.2 -p 11111 -t 15 --json \
+	t_x -T 90 b "$XVIPERF" server --iface "$LAB_IFACE" -i 198.18.0.2 -p 11111 -t 80 --json \
 		>"$srv" 2>"$srv.err" &
 	local pid=$!
-	t_wait_endpoint_port b 11111 || sleep 1
-	t_x -T 15 a sockperf ping-pong -i 198.18.0.2 -p 11111 -t 2 >"$cli" 2>&1
+	t_wait_endpoint_port b 11111 || { _lab_kill_ns "$(_lab_ns "$T_LAB" b)"; wait $pid
+		fail "xvi-perf server never came up: $(head -c 200 "$srv.err")"; return 1; }
+	t_x -T 30 a sockperf ping-pong -i 198.18.0.2 -p 11111 -t 2 >"$cli" 2>&1
 	# SIGTERM makes the server print its summary and exit.
 	_lab_kill_ns "$(_lab_ns "$T_LAB" b)"
 	wait $pid
@@ -52,10 +53,11 @@ case_sockperf_to_xvi() {
 _xviperf_to_sockperf() {
 	local port=$1 out=$T_TMP/xvi-client-$1.json n
 	shift
-	t_x -T 20 a sockperf server -i 198.18.0.1 -p "$port" >"$T_TMP/sockperf-srv-$port.out" 2>&1 &
+	t_x -T 90 a sockperf server -i 198.18.0.1 -p "$port" >"$T_TMP/sockperf-srv-$port.out" 2>&1 &
 	local pid=$!
-	sleep 1
-	t_x -T 15 b "$XVIPERF" ping-pong -i 198.18.0.1 -p "$port" -t 2 --json "$@" \
+	t_wait_udp_port a "$port" || { _lab_kill_ns "$(_lab_ns "$T_LAB" a)"; wait $pid 2>/dev/null
+		fail "sockperf server never listened on $port"; return 1; }
+	t_x -T 30 b "$XVIPERF" ping-pong -i 198.18.0.1 -p "$port" -t 2 --json "$@" \
 		>"$out" 2>"$out.err"
 	local rc=$?
 	# The server runs until killed; stop it (and only it) now.

@@ -124,9 +124,16 @@ _killed() {
 	head -c 1G /dev/zero | lab_exec --name "$LAB3" -T 40 a -- "${spre[@]}" "$XVICAT" \
 		--iface "$LAB_IFACE" -w 30 198.18.0.2 "$port" 2>"$T_TMP/s.err" >/dev/null &
 	local spid=$!
-	sleep 1.5
-	t_wait_file "$pidf" 20 || { fail "no pid of the victim"; kill "$lpid" "$spid"
+	t_wait_file "$pidf" || { fail "no pid of the victim"; kill "$lpid" "$spid"
 		wait; return 1; }
+	# Mid-transfer: once a MiB has crossed the relay (the 1 GiB would take
+	# minutes at 20 Mbit/s).
+	local i b
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		b=$(lab_relay_stats --name "$LAB3" | sed -n 's/^ab\.tx_bytes //p')
+		[ "${b:-0}" -ge 1048576 ] && break
+		sleep 0.1
+	done
 	kill -0 "$lpid" 2>/dev/null && kill -0 "$spid" 2>/dev/null ||
 		{ fail "transfer ended before the kill: $(cat "$T_TMP/s.err" "$T_TMP/l.err")"
 		  wait; return 1; }

@@ -45,7 +45,7 @@ def fold(b):
 # incoming frame for the port.  Prints "DGRAM <hex>" per datagram,
 # "FRAME ok|bad|zero <csum>" per captured frame, then "CSUMERR <n>": the
 # growth of the kernel's UDP checksum error counter.  Exits after count
-# datagrams or 5 s of silence.
+# datagrams or 60 s of silence (a bound for broken runs only).
 T_RECV="$T_PY_FOLD"'
 import select, socket, struct, sys
 addr, port, count, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
@@ -94,7 +94,7 @@ base = csum_errors()
 open(ready, "w").write("ready\n")
 got = 0
 while got < count:
-    r, _, _ = select.select([u, p], [], [], 5)
+    r, _, _ = select.select([u, p], [], [], 60)
     if not r:
         break
     if p in r:
@@ -142,13 +142,18 @@ eth = bytes.fromhex(mac.replace(":", "")) + bytes.fromhex(me.replace(":", "")) +
 s.send(eth + ip + udp)
 '
 
+# Node $1's kernel count of UDP datagrams dropped for a bad checksum (IPv4).
+_udp_csum_errors() {
+	t_x "$1" awk '/^Udp:/ { n++; if (n == 1) for (i = 1; i <= NF; i++) { if ($i == "InCsumErrors") c = i } else print $c }' /proc/net/snmp
+}
+
 # Start the receiver on node a: $1 addr, $2 port, $3 count, $4 output.
 _recv_start() {
 	local ready=$4.ready
 	rm -f "$ready"
-	t_x -T 15 a "$PY" -c "$T_RECV" "$1" "$2" "$3" "$ready" >"$4" 2>&1 &
+	t_x -T 90 a "$PY" -c "$T_RECV" "$1" "$2" "$3" "$ready" >"$4" 2>&1 &
 	T_RPID=$!
-	t_wait_file "$ready" 50 ||
+	t_wait_file "$ready" ||
 		{ wait $T_RPID; fail "receiver on node a did not start"; return 1; }
 }
 
@@ -216,9 +221,16 @@ case_control_bad() {
 	local out=$T_TMP/control.out mac n
 	mac=$(t_x a cat /sys/class/net/xv0/address) || { fail "no MAC for node a"; return 1; }
 	_recv_start 198.18.0.1 7201 1 "$out" || return 1
+	local base i
+	base=$(_udp_csum_errors a)
 	t_x b "$PY" -c "$T_RAW_SEND" "$mac" 7201 bad "corrupted" ||
 		{ kill $T_RPID 2>/dev/null; wait $T_RPID; fail "raw sender failed"; return 1; }
-	sleep 0.3
+	# The good datagram goes once node a's kernel has counted the bad one:
+	# the receiver stops at its first datagram.
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		[ "$(_udp_csum_errors a)" -gt "$base" ] && break
+		sleep 0.1
+	done
 	t_x b "$PY" -c "$T_RAW_SEND" "$mac" 7201 good "intact" ||
 		{ kill $T_RPID 2>/dev/null; wait $T_RPID; fail "raw sender failed"; return 1; }
 	wait $T_RPID

@@ -28,13 +28,13 @@ for line in open(path, "rb").read().splitlines(keepends=True):
 
 # Kernel receiver: argv = bind-addr port count ready-file; writes one line
 # per datagram: "<source address> <hex payload>"; exits after count
-# datagrams or 5 s of silence.
+# datagrams or 60 s of silence (a bound for broken runs only).
 T_UDP_RECV='
 import socket, sys
 addr, port, count, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
 s = socket.socket(fam, socket.SOCK_DGRAM)
-s.bind((addr, port)); s.settimeout(5)
+s.bind((addr, port)); s.settimeout(60)
 open(ready, "w").write("ready\n")
 for _ in range(count):
     try:
@@ -62,12 +62,13 @@ _payloads() {
 _kernel_to_xvi() {
 	local local_ip=$1 port=$2 in=$T_TMP/k2x-$2.in out=$T_TMP/k2x-$2.out rc
 	_payloads "$in"
-	t_x -T 15 b "$XVICAT" -u --iface "$LAB_IFACE" -l "$local_ip" "$port" -c 3 -w 5 \
+	t_x -T 90 b "$XVICAT" -u --iface "$LAB_IFACE" -l "$local_ip" "$port" -c 3 -w 60 \
 		>"$out" 2>"$out.err" &
 	local pid=$!
-	# Send only once the endpoint is published (or after ~3 s anyway).
-	t_wait_endpoint_port b "$port" || t_log "port $port not seen in status --json; sending anyway"
-	t_x -T 10 a "$PY" -c "$T_UDP_SEND" "$local_ip" "$port" "$in" ||
+	# Send only once the endpoint is published.
+	t_wait_endpoint_port b "$port" || { kill $pid 2>/dev/null; wait $pid
+		fail "listener on b:$port never came up: $(head -c 200 "$out.err")"; return 1; }
+	t_x -T 30 a "$PY" -c "$T_UDP_SEND" "$local_ip" "$port" "$in" ||
 		{ kill $pid 2>/dev/null; wait $pid; fail "kernel sender on node a failed"; return 1; }
 	wait $pid && rc=0 || rc=$?
 	if ! cmp -s "$in" "$out"; then
@@ -84,9 +85,9 @@ _xvi_to_kernel() {
 	local ready=$T_TMP/x2k-$2.ready rc err
 	_payloads "$in"
 	rm -f "$ready"
-	t_x -T 15 a "$PY" -c "$T_UDP_RECV" "$peer_ip" "$port" 3 "$ready" >"$out" 2>&1 &
+	t_x -T 90 a "$PY" -c "$T_UDP_RECV" "$peer_ip" "$port" 3 "$ready" >"$out" 2>&1 &
 	local pid=$!
-	t_wait_file "$ready" 50 || { wait $pid; fail "kernel receiver on node a did not start"; return 1; }
+	t_wait_file "$ready" || { wait $pid; fail "kernel receiver on node a did not start"; return 1; }
 	err=$(t_x -T 10 b "$XVICAT" -u --iface "$LAB_IFACE" "$peer_ip" "$port" <"$in" 2>&1) &&
 		rc=0 || rc=$?
 	wait $pid

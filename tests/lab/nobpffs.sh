@@ -1,0 +1,199 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# nobpffs.sh: xdp-vi where no bpffs is mounted and `ip netns exec` hides
+# /sys/fs/bpf anyway, every step its own plain `ip netns exec` command with
+# nothing mounted by hand: attach, status, an endpoint receiving from a
+# kernel socket, detach.  Then a bpffs shared by two namespaces whose
+# interfaces have the same name (pins must not collide), and a process
+# without CAP_SYS_ADMIN, which can only reach the maps through pins.
+
+. "$(dirname "$0")/_tap.sh"
+
+PORT=7300
+SHARED=		# a bpffs both nodes see, for the shared-bpffs cases
+
+# Plain `ip netns exec` on a node, bounded (NX_T seconds, default 30): no
+# lab helper in between.
+_nx() {
+	local node=$1
+	shift
+	timeout -k 5 "${NX_T:-30}" ip netns exec "$(_lab_ns "$T_LAB" "$node")" "$@"
+}
+
+# Same, with the shared bpffs bind-mounted on /sys/fs/bpf inside the
+# command (the mount lives in the command's own mount namespace).
+_nx_shared() {
+	local node=$1
+	shift
+	timeout -k 5 "${NX_T:-30}" ip netns exec "$(_lab_ns "$T_LAB" "$node")" \
+		sh -c 'mount --bind "$0" /sys/fs/bpf || exit 125; exec "$@"' "$SHARED" "$@"
+}
+
+_netns_ino() { _nx "$1" stat -L -c %i /proc/self/ns/net; }
+
+# Until status, in a command of its own, lists the live endpoint on PORT.
+_wait_listed() {
+	local i
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		_nx b "$XDPVI" status --json 2>/dev/null >"$T_TMP/wl.json" &&
+			grep -q "\"udp4 0.0.0.0:$PORT\"" "$T_TMP/wl.json" &&
+			! grep -q '"bind": "pending"' "$T_TMP/wl.json" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+t_setup() {
+	t_need "$XDPVI" "$XVICAT" || return 1
+	t_lab_up nb || return 1
+	# What this suite may not change: the root namespace's mounts.
+	_root_mounts >"$T_TMP/mounts.before"
+}
+
+# The root namespace's mounts, without the labs' own (namespace files,
+# state directories), which other test runs may add or remove meanwhile.
+_root_mounts() {
+	awk -v st="$LAB_STATE/" 'index($2, "/run/netns/") != 1 && index($2, st) != 1' \
+		/proc/self/mounts | sort
+}
+
+# Kernel sender on a: 20 datagrams "xvi-nobpffs <i>" to PORT, 50 ms apart;
+# the receiver is up before it starts (status lists it), so no sleep is a
+# guess about speed.
+T_SEND='
+import socket, sys, time
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+for i in range(20):
+    s.sendto(b"xvi-nobpffs %d\n" % i, ("198.18.0.2", int(sys.argv[1])))
+    time.sleep(0.05)
+'
+
+case_root_bpffs_untouched() {
+	# The machine's own state: this suite runs with none of the lab's
+	# help, and checks first that it has none to give.
+	mount | grep -q ' /sys/fs/bpf ' && t_log "(the root namespace has a bpffs; fine)"
+	_nx b sh -c 'mount | grep " /sys/fs/bpf "' >/dev/null &&
+		fail "a bpffs is visible on /sys/fs/bpf inside ip netns exec; the case needs none" ||
+		return 0
+}
+
+case_attach() {
+	local err
+	err=$(_nx b "$XDPVI" attach "$LAB_IFACE" 2>&1) || fail "attach failed: $err" || return
+	[ "$(t_xdp_of b)" != none ] || fail "attach printed '$err' but no program is on xv0" || return
+}
+
+case_status() {
+	local out=$T_TMP/st.json
+	_nx b "$XDPVI" status --json >"$out" 2>"$T_TMP/st.err" ||
+		fail "status failed: $(head -c 300 "$T_TMP/st.err")" || return
+	t_json_values "$out" ifname | grep -qx "$LAB_IFACE" ||
+		fail "status lists no $LAB_IFACE: $(head -c 300 "$out")" || return
+	t_json_values "$out" maps_from | grep -qx program ||
+		fail "status did not find the maps through the program: $(head -c 300 "$out")" ||
+		return
+}
+
+case_endpoint() {
+	local out=$T_TMP/ep.out n
+	NX_T=90 _nx b "$XVICAT" -u --iface "$LAB_IFACE" -w 60 -c 20 -l "$PORT" >"$out" 2>"$T_TMP/ep.err" &
+	local pid=$!
+	_wait_listed || { kill "$pid" 2>/dev/null; wait "$pid"
+		fail "endpoint never listed: $(tail -2 "$T_TMP/ep.err")"; return; }
+	_nx a "$PY" -c "$T_SEND" "$PORT" || { kill "$pid" 2>/dev/null; wait "$pid"
+		fail "kernel sender on a failed"; return; }
+	wait "$pid"
+	n=$(grep -c '^xvi-nobpffs [0-9]*$' "$out")
+	[ "$n" -ge 1 ] || fail "the endpoint received nothing ($(tail -2 "$T_TMP/ep.err"))" ||
+		return
+	t_log "endpoint received $n of 20 datagrams"
+}
+
+case_detach() {
+	local ids err left
+	ids=$(t_prog_map_ids b | tr '\n' ' ')
+	err=$(_nx b "$XDPVI" detach "$LAB_IFACE" 2>&1) || fail "detach failed: $err" || return
+	[ "$(t_xdp_of b)" = none ] || fail "program still on xv0 after detach" || return
+	# shellcheck disable=SC2086
+	left=$(t_ids_gone map $ids) || fail "maps alive after detach: ids$left" || return
+	_nx b "$XDPVI" status 2>&1 | grep -q "no interface" ||
+		fail "status after detach does not say nothing runs" || return
+}
+
+case_root_mounts_unchanged() {
+	_root_mounts >"$T_TMP/mounts.after"
+	local diff
+	diff=$(comm -3 "$T_TMP/mounts.before" "$T_TMP/mounts.after")
+	[ -z "$diff" ] || fail "the root namespace's mounts changed: ${diff//$'\n'/; }" || return
+}
+
+# Two namespaces, one bpffs, both interfaces called xv0: the pins of one
+# must not be the other's.
+case_shared_bpffs() {
+	local na nb err
+	SHARED=$LAB_STATE/$T_LAB/shared-bpffs
+	mkdir -p "$SHARED" && mount -t bpf bpf "$SHARED" ||
+		fail "cannot mount a bpffs on $SHARED" || return
+	for n in a b; do
+		err=$(_nx_shared "$n" "$XDPVI" attach "$LAB_IFACE" 2>&1) ||
+			fail "attach on $n with the shared bpffs failed: $err" || return
+	done
+	na=$(_netns_ino a) nb=$(_netns_ino b)
+	[ "$na" != "$nb" ] || fail "both nodes report netns $na" || return
+	for n in "$na" "$nb"; do
+		[ -e "$SHARED/xdp-vi/$n/$LAB_IFACE/xvi_endpoints" ] ||
+			fail "no pins under xdp-vi/$n/$LAB_IFACE: $(find "$SHARED" | head -20)" ||
+			return
+	done
+	err=$(_nx_shared b "$XDPVI" detach "$LAB_IFACE" 2>&1) ||
+		fail "detach on b failed: $err" || return
+	[ ! -e "$SHARED/xdp-vi/$nb" ] || fail "b's pins survived its detach" || return
+	[ -e "$SHARED/xdp-vi/$na/$LAB_IFACE/xvi_endpoints" ] ||
+		fail "detach on b removed a's pins" || return
+	[ "$(t_xdp_of a)" != none ] || fail "detach on b removed a's program" || return
+	err=$(_nx_shared a "$XDPVI" detach "$LAB_IFACE" 2>&1) ||
+		fail "detach on a failed: $err" || return
+	[ ! -e "$SHARED/xdp-vi" ] || fail "pins left: $(find "$SHARED/xdp-vi" | head)" || return
+}
+
+# Without CAP_SYS_ADMIN a process may not open the program's maps by id:
+# it reaches them through pins, and without pins it is told so.
+case_pins_without_sys_admin() {
+	local out=$T_TMP/cap.out err
+	err=$(_nx_shared b "$XDPVI" attach "$LAB_IFACE" 2>&1) || fail "attach failed: $err" ||
+		return
+	NX_T=90 _nx_shared b setpriv --bounding-set -sys_admin --inh-caps -sys_admin \
+		"$XVICAT" -u --iface "$LAB_IFACE" -w 60 -c 20 -l "$PORT" >"$out" 2>"$T_TMP/cap.err" &
+	local pid=$!
+	_wait_listed || { kill "$pid" 2>/dev/null; wait "$pid"
+		fail "endpoint without CAP_SYS_ADMIN never listed: $(tail -2 "$T_TMP/cap.err")"
+		return; }
+	_nx a "$PY" -c "$T_SEND" "$PORT" || { kill "$pid" 2>/dev/null; wait "$pid"
+		fail "kernel sender on a failed"; return; }
+	wait "$pid"
+	grep -q '^xvi-nobpffs [0-9]*$' "$out" ||
+		fail "the endpoint without CAP_SYS_ADMIN received nothing" || return
+	# No pins where it looks: the error says what to do.
+	err=$(_nx b setpriv --bounding-set -sys_admin --inh-caps -sys_admin \
+		"$XVICAT" -u --iface "$LAB_IFACE" -w 1 -l "$PORT" 2>&1 </dev/null) &&
+		fail "an endpoint opened without CAP_SYS_ADMIN and without pins" || true
+	[[ $err == *"CAP_SYS_ADMIN"* ]] ||
+		fail "the refusal does not say why: '$err'" || return
+	_nx_shared b "$XDPVI" detach "$LAB_IFACE" >/dev/null 2>&1 ||
+		fail "detach failed" || return
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	no_bpffs	case_root_bpffs_untouched	"inside ip netns exec no bpffs is on /sys/fs/bpf"
+	attach		case_attach		"xdp-vi attach, plain ip netns exec, nothing mounted by hand"
+	status		case_status		"xdp-vi status in another command finds the maps through the program"
+	endpoint	case_endpoint		"an endpoint opened in a third command receives from kernel UDP"
+	detach		case_detach		"detach in a fourth command: no program, no maps"
+	root_mounts	case_root_mounts_unchanged "the root namespace's mounts are as before"
+	shared_bpffs	case_shared_bpffs	"two namespaces share a bpffs: pins per namespace, detach of one keeps the other's"
+	no_sys_admin	case_pins_without_sys_admin "without CAP_SYS_ADMIN: the maps through pins, or an error that says so"
+)
+
+t_main "$@"
