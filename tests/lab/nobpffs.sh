@@ -32,12 +32,45 @@ _nx_shared() {
 
 _netns_ino() { _nx "$1" stat -L -c %i /proc/self/ns/net; }
 
+# _nx_bg NAME NODE CMD...: _nx in the background (_nx_shared with
+# BG_SHARED=1); the program's own pid, not the subshell's, in
+# $T_TMP/NAME.pid for _kill_bg NAME.
+_nx_bg() {
+	local pidf=$T_TMP/$1.pid node=$2 run=_nx
+	shift 2
+	[ "${BG_SHARED:-0}" = 1 ] && run=_nx_shared
+	rm -f "$pidf"
+	NX_T=${NX_T:-120} "$run" "$node" sh -c 'echo $$ >"$0"; exec "$@"' "$pidf" "$@" &
+	t_wait_file "$pidf"
+}
+
+# Until what _nx_bg NAME started exits by itself (bounded).
+_wait_bg() {
+	for _ in $(seq 600); do
+		kill -0 "$(cat "$T_TMP/$1.pid")" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Stop what _nx_bg NAME started and wait until it is gone.
+_kill_bg() {
+	local pid
+	pid=$(cat "$T_TMP/$1.pid" 2>/dev/null) || return 0
+	kill "$pid" 2>/dev/null
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		kill -0 "$pid" 2>/dev/null || return 0
+		sleep 0.1
+	done
+	kill -9 "$pid" 2>/dev/null
+}
+
 # Until status, in a command of its own, lists the live endpoint on PORT.
 _wait_listed() {
 	local i
 	for i in $(seq "$T_WAIT_TENTHS"); do
 		_nx b "$XDPVI" status --json 2>/dev/null >"$T_TMP/wl.json" &&
-			grep -q "\"udp4 0.0.0.0:$PORT\"" "$T_TMP/wl.json" &&
+			grep -q "\"udp4 [0-9.]*:$PORT\"" "$T_TMP/wl.json" &&
 			! grep -q '"bind": "pending"' "$T_TMP/wl.json" && return 0
 		sleep 0.1
 	done
@@ -97,17 +130,49 @@ case_status() {
 
 case_endpoint() {
 	local out=$T_TMP/ep.out n
-	NX_T=90 _nx b "$XVICAT" -u --iface "$LAB_IFACE" -w 60 -c 20 -l "$PORT" >"$out" 2>"$T_TMP/ep.err" &
-	local pid=$!
-	_wait_listed || { kill "$pid" 2>/dev/null; wait "$pid"
-		fail "endpoint never listed: $(tail -2 "$T_TMP/ep.err")"; return; }
-	_nx a "$PY" -c "$T_SEND" "$PORT" || { kill "$pid" 2>/dev/null; wait "$pid"
-		fail "kernel sender on a failed"; return; }
-	wait "$pid"
+	_nx_bg ep b "$XVICAT" -u --iface "$LAB_IFACE" -w 60 -c 20 -l "$PORT" >"$out" \
+		2>"$T_TMP/ep.err"
+	_wait_listed || { _kill_bg ep; fail "endpoint never listed: $(tail -2 "$T_TMP/ep.err")"
+		return; }
+	_nx a "$PY" -c "$T_SEND" "$PORT" || { _kill_bg ep; fail "kernel sender on a failed"
+		return; }
+	# xvi-cat exits after its 20 datagrams; a lost one ends it by its
+	# silence bound, and the count below says so.
+	_wait_bg ep
+	_kill_bg ep
 	n=$(grep -c '^xvi-nobpffs [0-9]*$' "$out")
 	[ "$n" -ge 1 ] || fail "the endpoint received nothing ($(tail -2 "$T_TMP/ep.err"))" ||
 		return
 	t_log "endpoint received $n of 20 datagrams"
+}
+
+# An unmodified sockperf client on a, an unprivileged xvi-perf server on b
+# through xdp-vid: each a plain ip netns exec of its own.
+case_sockperf_protected() {
+	local run=$T_TMP/run bin=$T_TMP/bin n
+	mkdir -p "$run" "$bin" && chmod 0755 "$T_TMP" "$run" "$bin"
+	cp "$T_BIN/xvi-perf" "$bin/" && chmod 0755 "$bin/xvi-perf" || return 1
+	_nx_bg vid b env XVI_RUN_DIR="$run" "$T_BIN/xdp-vid" "$LAB_IFACE" >"$T_TMP/vid.log" 2>&1
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		ls "$run"/*.sock >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	_nx_bg srv b env XVI_RUN_DIR="$run" setpriv --reuid=65534 --regid=65534 --clear-groups \
+		--inh-caps=-all "$bin/xvi-perf" server --iface "$LAB_IFACE" -i 198.18.0.2 -p "$PORT" \
+		-t 100 >"$T_TMP/srv.out" 2>&1
+	if ! _wait_listed; then
+		_kill_bg srv; _kill_bg vid
+		fail "the unprivileged server never came up: $(tail -2 "$T_TMP/srv.out") $(tail -2 \
+			"$T_TMP/vid.log")"
+		return
+	fi
+	_nx a sockperf ping-pong -i 198.18.0.2 -p "$PORT" -t 2 >"$T_TMP/sp.out" 2>&1
+	_kill_bg srv
+	_kill_bg vid
+	n=$(sed -n 's/.*ReceivedMessages=\([0-9]*\).*/\1/p' "$T_TMP/sp.out" | head -1)
+	[ "${n:-0}" -gt 0 ] || fail "sockperf got no replies through xdp-vid: $(grep -m1 -iE \
+		'no messages|error' "$T_TMP/sp.out")" || return
+	t_log "sockperf -> unprivileged xvi-perf through xdp-vid: $n replies"
 }
 
 case_detach() {
@@ -163,15 +228,15 @@ case_pins_without_sys_admin() {
 	local out=$T_TMP/cap.out err
 	err=$(_nx_shared b "$XDPVI" attach "$LAB_IFACE" 2>&1) || fail "attach failed: $err" ||
 		return
-	NX_T=90 _nx_shared b setpriv --bounding-set -sys_admin --inh-caps -sys_admin \
-		"$XVICAT" -u --iface "$LAB_IFACE" -w 60 -c 20 -l "$PORT" >"$out" 2>"$T_TMP/cap.err" &
-	local pid=$!
-	_wait_listed || { kill "$pid" 2>/dev/null; wait "$pid"
+	BG_SHARED=1 _nx_bg cap b setpriv --bounding-set -sys_admin --inh-caps -sys_admin \
+		"$XVICAT" -u --iface "$LAB_IFACE" -w 60 -c 20 -l "$PORT" >"$out" 2>"$T_TMP/cap.err"
+	_wait_listed || { _kill_bg cap
 		fail "endpoint without CAP_SYS_ADMIN never listed: $(tail -2 "$T_TMP/cap.err")"
 		return; }
-	_nx a "$PY" -c "$T_SEND" "$PORT" || { kill "$pid" 2>/dev/null; wait "$pid"
-		fail "kernel sender on a failed"; return; }
-	wait "$pid"
+	_nx a "$PY" -c "$T_SEND" "$PORT" || { _kill_bg cap; fail "kernel sender on a failed"
+		return; }
+	_wait_bg cap
+	_kill_bg cap
 	grep -q '^xvi-nobpffs [0-9]*$' "$out" ||
 		fail "the endpoint without CAP_SYS_ADMIN received nothing" || return
 	# No pins where it looks: the error says what to do.
@@ -190,6 +255,7 @@ CASES=(
 	attach		case_attach		"xdp-vi attach, plain ip netns exec, nothing mounted by hand"
 	status		case_status		"xdp-vi status in another command finds the maps through the program"
 	endpoint	case_endpoint		"an endpoint opened in a third command receives from kernel UDP"
+	sockperf_prot	case_sockperf_protected	"unmodified sockperf gets answers from an unprivileged xvi-perf through xdp-vid"
 	detach		case_detach		"detach in a fourth command: no program, no maps"
 	root_mounts	case_root_mounts_unchanged "the root namespace's mounts are as before"
 	shared_bpffs	case_shared_bpffs	"two namespaces share a bpffs: pins per namespace, detach of one keeps the other's"
