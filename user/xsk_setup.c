@@ -107,23 +107,31 @@ int xvi_xsk__setup_fd(int fd, const struct xvi_xsk_setup *s, struct xsk_ring_pro
 	};
 	struct xdp_mmap_offsets off;
 	socklen_t optlen = sizeof(off);
-	int err;
+	int err = 0;
 
 	memset(maps, 0, sizeof(*maps));
-	err = umem_reg(fd, s->area, s->size, s->frame_size, s->umem_flags, s->tx_md_len);
-	err = err ?: set_ring(fd, XDP_UMEM_FILL_RING, s->fill_size);
-	err = err ?: set_ring(fd, XDP_UMEM_COMPLETION_RING, s->comp_size);
+	if (s->join) {
+		sxdp.sxdp_flags = XDP_SHARED_UMEM | s->bind_flags;
+		sxdp.sxdp_shared_umem_fd = s->umem_fd;
+	} else {
+		err = umem_reg(fd, s->area, s->size, s->frame_size, s->umem_flags, s->tx_md_len);
+		err = err ?: set_ring(fd, XDP_UMEM_FILL_RING, s->fill_size);
+		err = err ?: set_ring(fd, XDP_UMEM_COMPLETION_RING, s->comp_size);
+	}
 	err = err ?: set_ring(fd, XDP_RX_RING, s->rx_size);
 	err = err ?: set_ring(fd, XDP_TX_RING, s->tx_size);
 	if (err)
 		return err;
 	if (getsockopt(fd, SOL_XDP, XDP_MMAP_OFFSETS, &off, &optlen))
 		return -errno;
-	err = map_ring(fd, &off.fr, s->fill_size, sizeof(__u64), XDP_UMEM_PGOFF_FILL_RING,
-		       true, fill, &maps->map[0], &maps->len[0]);
-	err = err ?: map_ring(fd, &off.cr, s->comp_size, sizeof(__u64),
-			      XDP_UMEM_PGOFF_COMPLETION_RING, false, comp, &maps->map[1],
-			      &maps->len[1]);
+	if (!s->join) {
+		err = map_ring(fd, &off.fr, s->fill_size, sizeof(__u64),
+			       XDP_UMEM_PGOFF_FILL_RING, true, fill, &maps->map[0],
+			       &maps->len[0]);
+		err = err ?: map_ring(fd, &off.cr, s->comp_size, sizeof(__u64),
+				      XDP_UMEM_PGOFF_COMPLETION_RING, false, comp,
+				      &maps->map[1], &maps->len[1]);
+	}
 	err = err ?: map_ring(fd, &off.rx, s->rx_size, sizeof(struct xdp_desc),
 			      XDP_PGOFF_RX_RING, false, rx, &maps->map[2], &maps->len[2]);
 	err = err ?: map_ring(fd, &off.tx, s->tx_size, sizeof(struct xdp_desc),

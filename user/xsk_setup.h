@@ -16,6 +16,7 @@
 #ifndef XVI_XSK_SETUP_H
 #define XVI_XSK_SETUP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <string.h>
 #include <linux/types.h>
@@ -101,11 +102,25 @@ struct xvi_xsk_setup {
 	__u16 bind_flags;	/* sxdp_flags; 0 means XDP_COPY | XDP_USE_NEED_WAKEUP */
 	__u32 umem_flags;	/* XDP_UMEM_TX_METADATA_LEN, XDP_UMEM_TX_SW_CSUM */
 	__u32 tx_md_len;	/* with XDP_UMEM_TX_METADATA_LEN */
+	/*
+	 * Join the UMEM of the bound AF_XDP socket @umem_fd on the same
+	 * device and queue (XDP_SHARED_UMEM): no registration and no fill or
+	 * completion ring of its own (the kernel refuses both: the UMEM's
+	 * first socket owns them), and the bind takes no mode flag (the
+	 * joiner gets the first socket's copy/zero-copy, need_wakeup and
+	 * multi-buffer mode).  area, size, umem_flags and the fill and
+	 * completion sizes are then ignored; bind_flags is added to
+	 * XDP_SHARED_UMEM as given (0 for a real join).
+	 */
+	bool join;
+	int umem_fd;
 };
 
 /*
  * Register the segment on the AF_XDP socket @fd, create and map the four
  * rings into the libxdp ring structs, and bind to @s->ifindex/queue_id.
+ * With @s->join only the RX and TX rings are created and mapped, and
+ * @fill and @comp are not touched (may be NULL).
  * On failure everything mapped is unmapped again (the fd stays open).
  */
 int xvi_xsk__setup_fd(int fd, const struct xvi_xsk_setup *s, struct xsk_ring_prod *fill,
