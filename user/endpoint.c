@@ -32,9 +32,6 @@
 #define MAX_RESOLVE_MS		60000
 #define HUGE_2M			(2u << 20)
 
-#ifndef SOL_XDP
-#define SOL_XDP 283
-#endif
 /* Busy polling: the uapi headers predate these (kernel 5.11). */
 #ifndef SO_BUSY_POLL
 #define SO_BUSY_POLL		46

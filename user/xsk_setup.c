@@ -10,12 +10,6 @@
 #include <sys/socket.h>
 #include "xsk_setup.h"
 
-#ifndef SOL_XDP
-#define SOL_XDP 283
-#endif
-#ifndef AF_XDP
-#define AF_XDP 44
-#endif
 
 /*
  * struct xdp_umem_reg as of kernel 6.8: the installed uapi header lacks

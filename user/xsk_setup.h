@@ -24,6 +24,13 @@
 #include <xdp/xsk.h>
 #include "csum.h"
 
+#ifndef SOL_XDP
+#define SOL_XDP				283
+#endif
+#ifndef AF_XDP
+#define AF_XDP				44
+#endif
+
 /* UMEM registration flags (struct xdp_umem_reg.flags) */
 #ifndef XDP_UMEM_TX_SW_CSUM
 /* 6.11: in copy mode the kernel computes the requested checksum itself */
