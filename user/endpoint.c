@@ -9,7 +9,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <sys/mman.h>
 #include <sys/socket.h>
 #include <linux/if_xdp.h>
 #include "broker.h"
@@ -19,6 +18,7 @@
 #include "netdev.h"
 #include "opts.h"
 #include "reserve.h"
+#include "segment.h"
 
 #define DEF_FRAME_SIZE		2048
 #define DEF_NUM_FRAMES		4096
@@ -30,7 +30,6 @@
 #define MAX_NUM_FRAMES		(1u << 18)	/* 1 GiB of 4 KiB frames */
 #define MAX_SPIN_US		1000000
 #define MAX_RESOLVE_MS		60000
-#define HUGE_2M			(2u << 20)
 
 /* Busy polling: the uapi headers predate these (kernel 5.11). */
 #ifndef SO_BUSY_POLL
@@ -262,67 +261,6 @@ int xvi_ep__resolve(void *ctx, const struct xvi_ip *dst, __u8 mac[6],
 	return 0;
 }
 
-/*
- * A 2 MiB-aligned anonymous mapping of @size bytes with transparent huge
- * pages asked for: needs no reserved pool, only THP "madvise" or "always".
- * The slack used for alignment is unmapped again, so munmap(p, size) frees
- * it all.
- */
-static void *map_thp(size_t size)
-{
-	size_t slack = HUGE_2M, head;
-	char *raw, *p;
-
-	raw = mmap(NULL, size + slack, PROT_READ | PROT_WRITE,
-		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (raw == MAP_FAILED)
-		return NULL;
-	p = (char *)(((uintptr_t)raw + HUGE_2M - 1) & ~((uintptr_t)HUGE_2M - 1));
-	head = (size_t)(p - raw);
-	if (head)
-		munmap(raw, head);
-	if (slack - head)
-		munmap(p + size, slack - head);
-	if (madvise(p, size, MADV_HUGEPAGE)) {
-		munmap(p, size);
-		return NULL;
-	}
-	/* Fault it in now: the kernel pins the whole segment at registration. */
-	memset(p, 0, size);
-	return p;
-}
-
-static void *map_segment(const char *ifname, size_t size, bool huge)
-{
-	void *p;
-
-	/*
-	 * XVI_EP_HUGEPAGES: huge pages save TLB misses across a large segment.
-	 * Reserved huge pages first (vm.nr_hugepages), then transparent ones,
-	 * then ordinary pages, saying which one it got.
-	 */
-	if (huge && !(size % HUGE_2M)) {
-		p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_HUGETLB | MAP_POPULATE, -1, 0);
-		if (p != MAP_FAILED) {
-			pr_debug("%s: segment on reserved 2 MiB pages\n", ifname);
-			return p;
-		}
-		p = map_thp(size);
-		if (p) {
-			pr_info("%s: no reserved huge pages (vm.nr_hugepages): segment on transparent huge pages\n",
-				ifname);
-			return p;
-		}
-	}
-	if (huge)
-		pr_info("%s: huge pages unavailable for a %zu-byte segment (reserve vm.nr_hugepages or enable THP): using 4 KiB pages\n",
-			ifname, size);
-	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-	return p == MAP_FAILED ? NULL : p;
-}
-
 /* max_payload() bounds a payload by the receive room, which is smaller. */
 _Static_assert(XVI_TX_HEADROOM_MD <= XVI_RX_HEADROOM,
 	       "the metadata send headroom must stay below the receive headroom");
@@ -420,195 +358,6 @@ static void choose_tx_csum(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg
 }
 
 /*
- * With TX metadata the UMEM needs flags and a tx_metadata_len that libxdp
- * 1.3.1 cannot pass: the socket and its rings are set up by hand, as for
- * the protected path, into the same ring structs.
- */
-/* The segment and ring sizes of a hand-made socket (both paths below). */
-static struct xvi_xsk_setup xsk_setup_of(const struct xvi_endpoint *ep,
-					 const struct xvi_ep_cfg *cfg)
-{
-	return (struct xvi_xsk_setup){
-		.area = ep->area,
-		.size = ep->area_size,
-		.frame_size = cfg->frame_size,
-		.fill_size = 2 * cfg->fill_size,	/* see bind_socket */
-		.comp_size = cfg->comp_size,
-		.rx_size = cfg->rx_size,
-		.tx_size = cfg->tx_size,
-	};
-}
-
-static int bind_socket_md(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
-			  __u16 mode)
-{
-	struct xvi_xsk_setup xs = xsk_setup_of(ep, cfg);
-	int err, fd;
-
-	xs.ifindex = ep->ifindex;
-	xs.queue_id = cfg->queue_id;
-	xs.bind_flags = mode | XDP_USE_NEED_WAKEUP |
-			(cfg->flags & XVI_EP_MULTI_BUFFER ? XDP_USE_SG : 0);
-	xs.umem_flags = ep->tx_umem_flags;
-	xs.tx_md_len = ep->tx_md_len;
-
-	if (!ep->rings) {
-		ep->rings = calloc(1, sizeof(*ep->rings));
-		if (!ep->rings)
-			return -ENOMEM;
-	}
-	err = xvi_xsk__create(&xs, &ep->fill, &ep->comp, &ep->rx, &ep->tx, ep->rings, &fd);
-	if (err)
-		return err;
-	ep->fd = fd;
-	ep->bind_flags = mode;
-	ep->zerocopy = mode == XDP_ZEROCOPY;
-	ep->multi_buffer = cfg->flags & XVI_EP_MULTI_BUFFER;
-	ep->need_wakeup = true;
-	return 0;
-}
-
-/*
- * Create the UMEM and the socket bound with @mode (XDP_ZEROCOPY or
- * XDP_COPY).  libxdp caches ring indices in these structs: they must start
- * zeroed on every attempt (NOTES-kernel.md, rule 5).
- */
-static int bind_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
-		       __u16 mode)
-{
-	/*
-	 * The kernel publishes its fill-ring consumer index lazily (only when
-	 * its cached entries run out), so frames it already used and we got
-	 * back through the RX ring can still look queued.  Twice the receive
-	 * pool always has room for every frame we own, seen or not.
-	 */
-	struct xsk_umem_config ucfg = {
-		.fill_size = 2 * cfg->fill_size,
-		.comp_size = cfg->comp_size,
-		.frame_size = cfg->frame_size,
-		.frame_headroom = 0,
-		.flags = 0,
-	};
-	struct xsk_socket_config scfg = {
-		.rx_size = cfg->rx_size,
-		.tx_size = cfg->tx_size,
-		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
-		.xdp_flags = 0,
-		.bind_flags = mode | XDP_USE_NEED_WAKEUP |
-			      (cfg->flags & XVI_EP_MULTI_BUFFER ? XDP_USE_SG : 0),
-	};
-	int err;
-
-	if (ep->tx_umem_flags)
-		return bind_socket_md(ep, cfg, mode);
-	memset(&ep->rx, 0, sizeof(ep->rx));
-	memset(&ep->tx, 0, sizeof(ep->tx));
-	memset(&ep->fill, 0, sizeof(ep->fill));
-	memset(&ep->comp, 0, sizeof(ep->comp));
-	err = xsk_umem__create(&ep->umem, ep->area, ep->area_size, &ep->fill,
-			       &ep->comp, &ucfg);
-	if (err) {
-		ep->umem = NULL;
-		return err < 0 ? err : -err;
-	}
-	err = xsk_socket__create(&ep->xsk, ep->ifname, cfg->queue_id, ep->umem,
-				 &ep->rx, &ep->tx, &scfg);
-	if (err) {
-		ep->xsk = NULL;
-		xsk_umem__delete(ep->umem);
-		ep->umem = NULL;
-		return err < 0 ? err : -err;
-	}
-	ep->bind_flags = mode;
-	ep->zerocopy = mode == XDP_ZEROCOPY;
-	ep->multi_buffer = cfg->flags & XVI_EP_MULTI_BUFFER;
-	ep->need_wakeup = true;
-	ep->fd = xsk_socket__fd(ep->xsk);
-	return 0;
-}
-
-static void bind_error(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int err);
-
-/* Does a live endpoint other than ours hold @queue on this interface? */
-static bool queue_held(struct xvi_endpoint *ep, __u32 queue)
-{
-	struct xvi_slot_owner o;
-	__u32 slot = XVI_CTL_SLOT_START;
-
-	while (xvi_ctl__next_owner(ep->ctl, &slot, &o) > 0)
-		if (slot != ep->slot && o.queue_id == queue &&
-		    xvi_ctl__owner_alive(o.pid, o.start_time))
-			return true;
-	return false;
-}
-
-/*
- * The kernel frees a closed socket's UMEM from a work item, so for a few tens
- * of milliseconds after another endpoint on this queue closed, a bind still
- * sees the queue busy.  Retry then, but fail at once if a live endpoint
- * really holds the queue.
- */
-#define XVI_BUSY_RETRY_MS	1000
-
-static int bind_socket_retry(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
-			     __u16 mode)
-{
-	int err, waited;
-
-	for (waited = 0;; waited += 10) {
-		err = bind_socket(ep, cfg, mode);
-		if (err != -EBUSY || waited >= XVI_BUSY_RETRY_MS ||
-		    queue_held(ep, cfg->queue_id))
-			return err;
-		usleep(10 * 1000);
-	}
-}
-
-static int create_socket(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
-{
-	int err = -EOPNOTSUPP;
-
-	if (cfg->bind_mode != XVI_BIND_COPY) {
-		err = bind_socket_retry(ep, cfg, XDP_ZEROCOPY);
-		if (!err)
-			return 0;
-		if (cfg->bind_mode == XVI_BIND_ZEROCOPY) {
-			if (err == -EOPNOTSUPP || err == -EINVAL || err == -EPROTONOSUPPORT)
-				pr_warn("%s: zero-copy bind on queue %u failed (%s): the driver lacks AF_XDP zero-copy; use XVI_BIND_AUTO or XVI_BIND_COPY\n",
-					ep->ifname, cfg->queue_id, strerror(-err));
-			else
-				bind_error(ep, cfg, err);
-			return err;
-		}
-		pr_debug("%s: zero-copy unavailable (%s), binding in copy mode\n",
-			 ep->ifname, strerror(-err));
-	}
-	err = bind_socket_retry(ep, cfg, XDP_COPY);
-	if (err)
-		bind_error(ep, cfg, err);
-	/* Kernels before 6.6 refuse the unknown bind flag with EINVAL. */
-	if ((cfg->flags & XVI_EP_MULTI_BUFFER) && err == -EINVAL)
-		err = -EOPNOTSUPP;
-	return err;
-}
-
-static void bind_error(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int err)
-{
-	if ((cfg->flags & XVI_EP_MULTI_BUFFER) && (err == -EINVAL || err == -EOPNOTSUPP))
-		pr_warn("%s: the kernel refused a multi-buffer bind (XDP_USE_SG) on queue %u: %s: XVI_EP_MULTI_BUFFER needs kernel 6.6+ and a driver (or copy mode) with AF_XDP multi-buffer support; drop XVI_EP_MULTI_BUFFER to send and receive one frame per datagram\n",
-			ep->ifname, cfg->queue_id, strerror(-err));
-	else if (err == -EBUSY)
-		pr_warn("%s: queue %u already has an AF_XDP socket with its own segment (one UMEM per queue): close it or use another queue\n",
-			ep->ifname, cfg->queue_id);
-	else if (err == -EPERM || err == -EACCES)
-		pr_warn("%s: creating an AF_XDP socket needs CAP_NET_RAW (and CAP_IPC_LOCK for the segment)\n",
-			ep->ifname);
-	else
-		pr_warn("%s: AF_XDP socket on queue %u failed: %s\n",
-			ep->ifname, cfg->queue_id, strerror(-err));
-}
-
-/*
  * XVI_EP_BUSY_POLL: the socket's syscalls (the receive wait, the send
  * doorbell) run the device's NAPI in the caller's context, and the kernel
  * prefers that to its softirq while we keep polling.  A hint: if the kernel
@@ -694,17 +443,6 @@ static __u32 max_payload(const struct xvi_ep_cfg *cfg, __u32 mtu)
 	return mtu - hdr < room ? mtu - hdr : room;
 }
 
-/*
- * Frames per send buffer: enough for the headroom and max_payload, 1 unless
- * the endpoint is multi-buffer (and even then at small MTUs).
- */
-static __u32 tx_group(const struct xvi_endpoint *ep)
-{
-	if (!ep->multi_buffer)
-		return 1;
-	return (ep->tx_headroom + ep->max_payload + ep->frame_size - 1) / ep->frame_size;
-}
-
 static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
 {
 	if (!ep)
@@ -712,28 +450,19 @@ static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
 	/* Unpublish first: the datapath must stop redirecting to the socket. */
 	if (claimed && ep->ctl)
 		xvi_ctl__release(ep->ctl, ep->slot);
-	if (ep->xsk)
-		xsk_socket__delete(ep->xsk);
-	if (ep->umem)
-		xsk_umem__delete(ep->umem);
-	if (ep->area)
-		munmap(ep->area, ep->area_size);
+	xvi_seg__close(ep);
+	/* A protected socket the segment never took over. */
+	if (ep->fd >= 0)
+		close(ep->fd);
 	if (ep->ctl)
 		xvi_ctl__close(ep->ctl);
 	/* Last: the kernel may only have the port once the datapath let go. */
 	if (ep->reserve_fd >= 0)
 		close(ep->reserve_fd);
-	/* Protected: the rings were mapped by hand and the socket is ours. */
-	if (ep->rings) {
-		xvi_xsk__unmap(ep->rings);
-		free(ep->rings);
-		if (ep->fd >= 0)
-			close(ep->fd);
-	}
 	/* Protected: the daemon sees the hangup and removes the veth pair. */
 	if (ep->broker_fd >= 0)
 		close(ep->broker_fd);
-	free(ep->free_frames);
+	free(ep->txc);
 	free(ep->stash);
 	free(ep);
 }
@@ -803,7 +532,6 @@ static void protected_defaults(const struct xvi_endpoint_opts *opts, struct xvi_
  */
 static int open_protected(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 {
-	struct xvi_xsk_setup xs = xsk_setup_of(ep, cfg);
 	struct xvi_broker_resp resp;
 	struct xvi_tag tag;
 	int err;
@@ -813,43 +541,160 @@ static int open_protected(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 			ep->ifname);
 		return -EOPNOTSUPP;
 	}
-	ep->rings = calloc(1, sizeof(*ep->rings));
-	if (!ep->rings)
-		return -ENOMEM;
 	fill_tag(cfg, &tag);
 	err = xvi_broker__open(ep->ifname, &tag, cfg->frame_size, cfg->num_frames,
 			       &ep->broker_fd, &ep->fd, &resp);
 	if (err)
 		return err;
 	ep->slot = resp.slot;
-	xs.ifindex = resp.dev_ifindex;
-	err = xvi_xsk__setup_fd(ep->fd, &xs, &ep->fill, &ep->comp, &ep->rx, &ep->tx,
-				ep->rings);
+	err = xvi_seg__open_fd(ep, cfg, ep->fd, resp.dev_ifindex);
 	if (err) {
 		if (err == -ENOBUFS || err == -ENOMEM || err == -EPERM)
 			pr_warn("%s: registering the %zu-byte segment failed (%s): it counts against RLIMIT_MEMLOCK (ulimit -l); raise the limit or shrink .num_frames\n",
-				ep->ifname, ep->area_size, strerror(-err));
+				ep->ifname, (size_t)cfg->num_frames * cfg->frame_size,
+				strerror(-err));
 		else
 			pr_warn("%s: setting up the socket on %s failed: %s\n", ep->ifname,
 				resp.dev, strerror(-err));
 		return err;
 	}
-	ep->bind_flags = XDP_COPY;
-	ep->zerocopy = false;
 	ep->need_wakeup = true;
-	return 0;
+	return xvi_broker__ready(ep->broker_fd);
+}
+
+static void busy_error(const struct xvi_endpoint *ep, __u32 holder)
+{
+	if (holder)
+		pr_warn("%s: queue %u is held by pid %u, whose endpoints have their own segment there (AF_XDP allows one per queue): open through xdp-vid (XVI_OPEN_PROTECTED) or use another queue (.queue_id)\n",
+			ep->ifname, ep->queue_id, holder);
+	else
+		pr_warn("%s: queue %u already has an AF_XDP socket with its own segment (one UMEM per queue): close it or use another queue\n",
+			ep->ifname, ep->queue_id);
+}
+
+/*
+ * Direct open: claim the slot and tag, hold the port, make the segment and
+ * the socket, publish.
+ */
+static int open_direct(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, bool *claimed)
+{
+	struct xvi_ctl_opts copts = { .sz = sizeof(copts), .bpffs = cfg->bpffs };
+	struct xvi_slot_owner owner;
+	__u32 holder;
+	int err;
+
+	ep->ctl = xvi_ctl__open(ep->ifname, &copts);
+	if (!ep->ctl)
+		return errno ? -errno : -ENOENT;
+	check_datapath_mac(ep);
+
+	memset(&owner, 0, sizeof(owner));
+	fill_tag(cfg, &owner.tag);
+	owner.queue_id = cfg->queue_id;
+	owner.mode = XVI_EP_MODE_DIRECT;
+	owner.xsk_fd = -1;
+	err = xvi_ctl__claim(ep->ctl, &owner, &ep->slot);
+	if (err)
+		return err;
+	*claimed = true;
+	/*
+	 * After the claim, so that another endpoint on the tag is reported by
+	 * ctl with its pid; before publish, so that the datapath never takes
+	 * a port a kernel socket owns.
+	 */
+	if (cfg->kind == XVI_EP_UDP) {
+		err = xvi_udp_reserve(&owner.tag);	/* logs why */
+		if (err < 0)
+			return err;
+		ep->reserve_fd = err;
+	}
+
+	choose_tx_csum(ep, cfg);
+	err = xvi_seg__open(ep, cfg, &holder);
+	if (err == -EBUSY)
+		busy_error(ep, holder);
+	if (err)
+		return err;
+	ep->need_wakeup = true;
+	if (cfg->flags & XVI_EP_BUSY_POLL)
+		set_busy_poll(ep, cfg);
+	return xvi_ctl__publish(ep->ctl, ep->slot, ep->fd, ep->bind_flags);
+}
+
+/* A new endpoint with its identity filled in from @cfg and the interface. */
+static struct xvi_endpoint *ep_new(const char *ifname, const struct xvi_ep_cfg *cfg,
+				   const struct xvi_iface *ifc)
+{
+	struct xvi_endpoint *ep;
+
+	/* Hot fields are read every frame: keep the object cache-line aligned. */
+	ep = aligned_alloc(64, (sizeof(*ep) + 63) & ~(size_t)63);
+	if (!ep)
+		return NULL;
+	memset(ep, 0, sizeof(*ep));
+	ep->fd = -1;
+	ep->broker_fd = -1;
+	ep->reserve_fd = -1;
+	snprintf(ep->ifname, sizeof(ep->ifname), "%s", ifname);
+	ep->kind = cfg->kind;
+	ep->family = cfg->family;
+	ep->local_ip = cfg->ip;
+	ep->wildcard = cfg->kind == XVI_EP_UDP && ip_is_zero(&cfg->ip);
+	ep->local_port = cfg->port;
+	ep->tag = cfg->raw_tag;
+	ep->ifindex = ifc->ifindex;
+	ep->mtu = ifc->mtu;
+	memcpy(ep->mac, ifc->mac, 6);
+	ep->queue_id = cfg->queue_id;
+	ep->wait_mode = cfg->wait_mode;
+	ep->spin_us = cfg->spin_us;
+	ep->resolve_timeout_ms = cfg->resolve_timeout_ms;
+	ep->max_payload = max_payload(cfg, ifc->mtu);
+	ep->tx_headroom = XVI_TX_HEADROOM;
+	ep->ip_id = (__u16)getpid();
+	fill_local(ep, cfg);
+	xvi_dst_cache__init(&ep->dst, xvi_ep__resolve, ep, NULL);
+	return ep;
+}
+
+/* The interface and queue exist, and the local address is on it. */
+static int check_iface(const char *ifname, const struct xvi_ep_cfg *cfg,
+		       struct xvi_iface *ifc)
+{
+	char a[INET6_ADDRSTRLEN];
+	int err;
+
+	/* The control plane (neigh.c, ctl.c) names its own failures. */
+	err = xvi_iface__query(ifname, ifc);
+	if (err)
+		return err;
+	if (cfg->queue_id >= ifc->num_rx_queues) {
+		pr_warn("%s: queue %u does not exist: the interface has %u receive queue(s)\n",
+			ifname, cfg->queue_id, ifc->num_rx_queues);
+		return -EINVAL;
+	}
+	if (cfg->kind != XVI_EP_UDP || ip_is_zero(&cfg->ip))
+		return 0;
+	err = xvi_iface__has_addr(ifc->ifindex, &cfg->ip);
+	if (err > 0)
+		return 0;
+	ip_str(&cfg->ip, a, sizeof(a));
+	if (!err) {
+		pr_warn("%s: address %s is not on the interface: add it or bind to the wildcard address\n",
+			ifname, a);
+		return -EADDRNOTAVAIL;
+	}
+	pr_warn("%s: cannot list the addresses: %s\n", ifname, strerror(-err));
+	return err;
 }
 
 struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 					const struct xvi_endpoint_opts *opts)
 {
-	struct xvi_ctl_opts copts = { .sz = sizeof(copts) };
-	struct xvi_slot_owner owner;
 	struct xvi_endpoint *ep = NULL;
 	struct xvi_ep_cfg cfg;
 	struct xvi_iface ifc;
 	bool claimed = false, protect;
-	__u32 i, idx;
 	int err;
 
 	err = xvi_ep_cfg__parse(ifname, opts, &cfg);
@@ -869,150 +714,15 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 		err = -EOPNOTSUPP;
 		goto fail;
 	}
-
-	/* The control plane (neigh.c, ctl.c) names its own failures. */
-	err = xvi_iface__query(ifname, &ifc);
+	err = check_iface(ifname, &cfg, &ifc);
 	if (err)
 		goto fail;
-	if (cfg.queue_id >= ifc.num_rx_queues) {
-		pr_warn("%s: queue %u does not exist: the interface has %u receive queue(s)\n",
-			ifname, cfg.queue_id, ifc.num_rx_queues);
-		err = -EINVAL;
-		goto fail;
-	}
-	if (cfg.kind == XVI_EP_UDP && !ip_is_zero(&cfg.ip)) {
-		err = xvi_iface__has_addr(ifc.ifindex, &cfg.ip);
-		if (err <= 0) {
-			char a[INET6_ADDRSTRLEN];
-
-			ip_str(&cfg.ip, a, sizeof(a));
-			if (!err) {
-				pr_warn("%s: address %s is not on the interface: add it or bind to the wildcard address\n",
-					ifname, a);
-				err = -EADDRNOTAVAIL;
-			} else {
-				pr_warn("%s: cannot list the addresses: %s\n", ifname,
-					strerror(-err));
-			}
-			goto fail;
-		}
-	}
-
-	/* Hot fields are read every frame: keep the object cache-line aligned. */
-	ep = aligned_alloc(64, (sizeof(*ep) + 63) & ~(size_t)63);
+	ep = ep_new(ifname, &cfg, &ifc);
 	if (!ep) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	memset(ep, 0, sizeof(*ep));
-	ep->fd = -1;
-	ep->broker_fd = -1;
-	ep->reserve_fd = -1;
-	snprintf(ep->ifname, sizeof(ep->ifname), "%s", ifname);
-	ep->kind = cfg.kind;
-	ep->family = cfg.family;
-	ep->local_ip = cfg.ip;
-	ep->wildcard = cfg.kind == XVI_EP_UDP && ip_is_zero(&cfg.ip);
-	ep->local_port = cfg.port;
-	ep->tag = cfg.raw_tag;
-	ep->ifindex = ifc.ifindex;
-	ep->mtu = ifc.mtu;
-	memcpy(ep->mac, ifc.mac, 6);
-	ep->queue_id = cfg.queue_id;
-	ep->frame_size = cfg.frame_size;
-	ep->frame_mask = ~(__u64)(cfg.frame_size - 1);
-	ep->num_frames = cfg.num_frames;
-	ep->rx_pool = cfg.fill_size;
-	ep->tx_pool = cfg.num_frames - cfg.fill_size;
-	ep->wait_mode = cfg.wait_mode;
-	ep->spin_us = cfg.spin_us;
-	ep->resolve_timeout_ms = cfg.resolve_timeout_ms;
-	ep->max_payload = max_payload(&cfg, ifc.mtu);
-	ep->tx_headroom = XVI_TX_HEADROOM;
-	ep->ip_id = (__u16)getpid();
-	fill_local(ep, &cfg);
-	xvi_dst_cache__init(&ep->dst, xvi_ep__resolve, ep, NULL);
-
-	ep->free_frames = calloc(ep->tx_pool, sizeof(*ep->free_frames));
-	ep->stash = calloc(ep->rx_pool, sizeof(*ep->stash));
-	if (!ep->free_frames || !ep->stash) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	ep->area_size = (size_t)cfg.num_frames * cfg.frame_size;
-	ep->area = map_segment(ifname, ep->area_size, cfg.flags & XVI_EP_HUGEPAGES);
-	if (!ep->area) {
-		err = -errno;
-		pr_warn("%s: cannot map a %zu-byte segment: %s\n", ifname,
-			ep->area_size, strerror(errno));
-		goto fail;
-	}
-
-	if (protect) {
-		err = open_protected(ep, &cfg);
-		if (err)
-			goto fail;
-		goto fill;
-	}
-
-	copts.bpffs = cfg.bpffs;
-	ep->ctl = xvi_ctl__open(ifname, &copts);
-	if (!ep->ctl) {
-		err = errno ? -errno : -ENOENT;
-		goto fail;
-	}
-
-	check_datapath_mac(ep);
-
-	memset(&owner, 0, sizeof(owner));
-	fill_tag(&cfg, &owner.tag);
-	owner.queue_id = cfg.queue_id;
-	owner.mode = XVI_EP_MODE_DIRECT;
-	owner.xsk_fd = -1;
-	err = xvi_ctl__claim(ep->ctl, &owner, &ep->slot);
-	if (err)
-		goto fail;
-	claimed = true;
-	/*
-	 * After the claim, so that another endpoint on the tag is reported by
-	 * ctl with its pid; before publish, so that the datapath never takes
-	 * a port a kernel socket owns.
-	 */
-	if (cfg.kind == XVI_EP_UDP) {
-		err = xvi_udp_reserve(&owner.tag);	/* logs why */
-		if (err < 0)
-			goto fail;
-		ep->reserve_fd = err;
-	}
-
-	choose_tx_csum(ep, &cfg);
-	err = create_socket(ep, &cfg);
-	if (err)
-		goto fail;
-	if (cfg.flags & XVI_EP_BUSY_POLL)
-		set_busy_poll(ep, &cfg);
-
-fill:
-	/* The whole receive pool goes to the kernel before the tag goes live. */
-	if (xsk_ring_prod__reserve(&ep->fill, ep->rx_pool, &idx) != ep->rx_pool) {
-		pr_warn("%s: fill ring refused %u frames\n", ifname, ep->rx_pool);
-		err = -ENOSPC;
-		goto fail;
-	}
-	for (i = 0; i < ep->rx_pool; i++)
-		*xsk_ring_prod__fill_addr(&ep->fill, idx + i) = (__u64)i * cfg.frame_size;
-	xsk_ring_prod__submit(&ep->fill, ep->rx_pool);
-	err = xvi_tx__init_pool(ep, tx_group(ep));
-	if (err) {
-		pr_warn("%s: the send pool (%u frames) cannot hold one %u-frame send buffer: raise num_frames\n",
-			ifname, ep->tx_pool, tx_group(ep));
-		goto fail;
-	}
-
-	if (ep->broker_fd >= 0)
-		err = xvi_broker__ready(ep->broker_fd);
-	else
-		err = xvi_ctl__publish(ep->ctl, ep->slot, ep->fd, ep->bind_flags);
+	err = protect ? open_protected(ep, &cfg) : open_direct(ep, &cfg, &claimed);
 	if (err)
 		goto fail;
 	pr_debug("%s: endpoint slot %u queue %u %s mode, %u frames of %u, send buffers of %u frame(s)%s\n",

@@ -3,16 +3,19 @@
  * The body of struct xvi_endpoint, shared by endpoint.c (open/close),
  * rx.c and tx.c.  Internal to libxvi.
  *
- * Segment (UMEM) layout, num_frames frames of frame_size bytes:
+ * Segment (UMEM, struct xvi_segment in segment.h) layout, num_frames
+ * frames of frame_size bytes:
  *
  *   frames [0, fill_size)           receive pool: they live in the fill ring,
- *                                   the RX ring, the caller's hands (struct
- *                                   xvi_msg) or the refill stash.  The fill
- *                                   ring is twice the pool (see bind_socket)
- *                                   so giving them all back always fits.
- *   frames [fill_size, num_frames)  send pool: a LIFO stack of free frames
- *                                   (the most recently completed frame is
- *                                   the warmest in cache), the TX ring, the
+ *                                   an RX ring, the caller's hands (struct
+ *                                   xvi_msg) or an endpoint's refill stash.
+ *                                   The fill ring is twice the pool (see
+ *                                   seg_bind) so giving them all back always
+ *                                   fits.
+ *   frames [fill_size, num_frames)  send pool: LIFO stacks of free buffers
+ *                                   (the segment's, and each endpoint's
+ *                                   cache; the most recently completed frame
+ *                                   is the warmest in cache), a TX ring, the
  *                                   kernel, the completion ring.
  *
  * Receive frame: the kernel writes the packet at XDP_PACKET_HEADROOM (256)
@@ -73,16 +76,19 @@
 
 struct xvi_ctl;
 struct xvi_xsk_maps;
+struct xvi_segment;
 
 struct xvi_endpoint {
 	/* ---- receive fast path ---- */
 	struct xsk_ring_cons rx;
-	struct xsk_ring_prod fill;
 	void *area;			/* segment base */
 	__u64 frame_mask;		/* ~(frame_size - 1): frame base of an address */
+	__u8 *rx_owner;			/* the segment's owner bytes (segment.h) */
+	__u32 frame_shift;		/* log2(frame_size): frame index of an address */
 	__u32 slot;
 	__u32 stash_n;			/* frames waiting to go back to the fill ring */
 	int fd;
+	__u8 member;			/* id in the segment */
 	bool need_wakeup;		/* bound with XDP_USE_NEED_WAKEUP */
 	bool zerocopy;
 	bool multi_buffer;		/* bound with XDP_USE_SG */
@@ -104,20 +110,21 @@ struct xvi_endpoint {
 
 	/* ---- send fast path ---- */
 	struct xsk_ring_prod tx;
-	struct xsk_ring_cons comp;
-	__u64 *free_frames;		/* stack of free send frames (addresses) */
-	__u32 free_n;
-	__u32 in_flight;		/* posted, not completed */
+	__u64 *txc;			/* free send buffers of this endpoint: a stack */
+	__u32 txc_n;
+	__u8 *tx_owner;			/* the segment's owner bytes (segment.h) */
+	__u64 tx_posted;		/* datagrams posted; in flight: minus tx_done */
 	__u32 max_payload;
 	/*
-	 * Send pool geometry: send buffers are groups of tx_group frames
-	 * (1 unless multi-buffer) from tx_pool_off up to tx_pool_end, each
-	 * tx_buf_cap bytes after the headroom.
+	 * Send pool geometry, the segment's (copied here for the per-frame
+	 * path): send buffers are groups of tx_group frames (1 unless
+	 * multi-buffer) from tx_pool_off up to tx_pool_end, each tx_buf_cap
+	 * bytes after the headroom.
 	 */
 	__u32 tx_group;
 	__u32 tx_group_bytes;		/* tx_group * frame_size */
 	__u32 tx_buf_cap;
-	__u32 tx_bufs;			/* groups in the pool: the free stack's bound */
+	__u32 tx_bufs;			/* groups in the pool */
 	__u64 tx_pool_off;		/* segment offset of the first send frame */
 	__u64 tx_pool_end;		/* end of the last whole group */
 	__u16 ip_id;
@@ -141,22 +148,22 @@ struct xvi_endpoint {
 	struct xvi_dst_cache dst;
 
 	/* ---- cold ---- */
+	struct xvi_segment *seg;
 	enum xvi_wait_mode wait_mode;
 	__u32 spin_us;
 	int resolve_timeout_ms;
 	__u32 frame_size;
 	__u32 num_frames;
-	__u32 rx_pool;			/* = fill_size */
+	__u32 rx_pool;			/* = the first endpoint's fill_size */
 	__u32 tx_pool;
 	__u32 queue_id;
 	__u32 mtu;
 	int ifindex;
 	__u32 bind_flags;
-	__u32 tx_umem_flags;		/* XDP_UMEM_TX_* to register with, 0 = libxdp path */
+	__u32 tx_umem_flags;		/* XDP_UMEM_TX_* asked for, 0 = libxdp path */
 	union xvi_sockaddr local;
 	size_t area_size;
-	struct xsk_umem *umem;
-	struct xsk_socket *xsk;
+	struct xsk_socket *xsk;		/* libxdp path */
 	struct xvi_ctl *ctl;		/* direct endpoints only */
 	/*
 	 * Direct UDP endpoints: a kernel UDP socket bound to the same
@@ -165,7 +172,7 @@ struct xvi_endpoint {
 	 */
 	int reserve_fd;
 	int broker_fd;			/* protected: connection to xdp-vid, else -1 */
-	struct xvi_xsk_maps *rings;	/* protected: rings mapped by hand, no libxdp */
+	struct xvi_xsk_maps *rings;	/* hand-made socket: its RX and TX ring maps */
 	char ifname[IF_NAMESIZE];
 	__u64 *stash;			/* rx_pool entries: can hold every frame */
 };
@@ -204,17 +211,19 @@ int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 #define XVI_TX_NO_SUM	(~0ULL)
 int xvi_tx__send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, const __u64 *sums, int n);
 
-/* rx.c / tx.c internals used by endpoint.c (and the unit tests). */
+/*
+ * rx.c / tx.c internals used by segment.c (and the unit tests): frames the
+ * endpoint gave back go to the shared fill ring; completions go to the
+ * shared free stack, counted for the endpoint that posted them.  Each takes
+ * the segment lock once.  reap returns the completions it took.
+ */
 void xvi_rx__flush_stash(struct xvi_endpoint *ep);
 int xvi_tx__reap(struct xvi_endpoint *ep);
+/* Kick the TX ring until the kernel took every descriptor (bounded). */
+int xvi_tx__drain(struct xvi_endpoint *ep);
 
-/*
- * Cut the send pool (frames [rx_pool, num_frames)) into groups of @group
- * frames and put every group on the free stack; sets the tx_* geometry
- * fields from frame_size, tx_headroom, rx_pool and tx_pool.  -EINVAL if not
- * even one group fits or @group is 0 or above XVI_MB_MAX_DESC.
- */
-int xvi_tx__init_pool(struct xvi_endpoint *ep, __u32 group);
+/* Sends posted and not completed yet (datagrams). */
+__u32 xvi_ep__in_flight(const struct xvi_endpoint *ep);
 
 /*
  * One RX descriptor of a multi-buffer chain (or the descriptor after one):

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Receive: RX ring -> struct xvi_msg in place, frames back to the fill ring
- * in batches.  The per-frame path makes no syscall and takes no lock.
+ * Receive: RX ring -> struct xvi_msg in place, frames back to the segment's
+ * fill ring in batches.  The per-frame path makes no syscall and takes no
+ * lock: a frame goes to the endpoint's stash, the stash to the fill ring
+ * under the segment lock once per batch.
  */
 #include <errno.h>
 #include <poll.h>
@@ -11,6 +13,7 @@
 #include <sys/socket.h>
 #include "endpoint.h"
 #include "log.h"
+#include "segment.h"
 #include "util.h"
 
 static inline void cpu_relax(void)
@@ -29,25 +32,32 @@ static inline struct xvi_rx_meta *meta_of(const struct xvi_endpoint *ep, __u64 a
 
 void xvi_rx__flush_stash(struct xvi_endpoint *ep)
 {
+	struct xvi_segment *seg = ep->seg;
 	__u32 n = ep->stash_n, idx, i;
+	bool wake;
 
 	if (!n)
 		return;
+	xvi_seg__lock(seg);
 	/*
 	 * The fill ring is twice the receive pool, so this never falls short;
 	 * if it ever did, the rest stays stashed (the stash holds the whole
 	 * pool) and goes next time instead of being lost.
 	 */
-	n = xsk_ring_prod__reserve(&ep->fill, n, &idx) ? n :
-	    xsk_ring_prod__reserve(&ep->fill, xsk_prod_nb_free(&ep->fill, n), &idx);
-	if (unlikely(!n))
-		return;
+	n = xsk_ring_prod__reserve(&seg->fill, n, &idx) ? n :
+	    xsk_ring_prod__reserve(&seg->fill, xsk_prod_nb_free(&seg->fill, n), &idx);
 	for (i = 0; i < n; i++)
-		*xsk_ring_prod__fill_addr(&ep->fill, idx + i) = ep->stash[ep->stash_n - n + i];
-	xsk_ring_prod__submit(&ep->fill, n);
+		*xsk_ring_prod__fill_addr(&seg->fill, idx + i) = ep->stash[ep->stash_n - n + i];
+	if (n)
+		xsk_ring_prod__submit(&seg->fill, n);
+	wake = n && xsk_ring_prod__needs_wakeup(&seg->fill);
+	xvi_seg__unlock(seg);
 	ep->stash_n -= n;
-	/* Zero-copy drivers sleep when the fill ring ran dry: wake them. */
-	if (xsk_ring_prod__needs_wakeup(&ep->fill))
+	/*
+	 * Zero-copy drivers sleep when the fill ring ran dry: wake them.  Any
+	 * socket of the segment's queue does.
+	 */
+	if (wake)
 		recvfrom(ep->fd, NULL, 0, MSG_DONTWAIT, NULL, NULL);
 }
 
@@ -58,6 +68,7 @@ static inline void give_back(struct xvi_endpoint *ep, __u64 addr)
 	 * a stale magic from this frame's previous life must not survive.
 	 */
 	meta_of(ep, addr)->magic = 0;
+	xvi_own__set(ep->rx_owner, (__u32)(addr >> ep->frame_shift), XVI_OWN_FREE);
 	ep->stash[ep->stash_n++] = addr & ep->frame_mask;
 	if (ep->stash_n >= XVI_FILL_BATCH)
 		xvi_rx__flush_stash(ep);
@@ -257,6 +268,11 @@ int xvi_endpoint__recv_batch(struct xvi_endpoint *ep, struct xvi_msg *msgs,
 	for (i = 0; i < n; i++) {
 		const struct xdp_desc *d = xsk_ring_cons__rx_desc(&ep->rx, idx + i);
 
+		/*
+		 * Ours until given back.  The fill ring only ever holds
+		 * receive-pool frames, so the index is below rx_pool.
+		 */
+		xvi_own__set(ep->rx_owner, (__u32)(d->addr >> ep->frame_shift), ep->member);
 		/* Only a multi-buffer endpoint ever sees XDP_PKT_CONTD. */
 		if (unlikely((d->options & XDP_PKT_CONTD) | ep->rx_chain))
 			got += xvi_rx__piece(ep, d->addr, d->len, d->options, &msgs[got]);

@@ -13,11 +13,13 @@
 #include <errno.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include "csum.h"
 #include "endpoint.h"
 #include "log.h"
+#include "segment.h"
 #include "util.h"
 #include "xsk_setup.h"
 
@@ -28,77 +30,121 @@
  */
 #define KERNEL_TX_BATCH		32
 #define REAP_BATCH		512
+/* Free send buffers an endpoint keeps for itself: one segment lock per this many */
+#define XVI_TX_CACHE		64
 /* sendto(): how long a full send queue may stay full before -EAGAIN */
 #define SENDTO_WAIT_US		10000
 
-/*
- * Multi-buffer completions: the kernel returns the address of every
- * descriptor of a chain.  Only the one in a group's first frame (the first
- * descriptor, which starts at the headers) frees the group; the others,
- * whole frames further on, are counted and passed over.  Returns the
- * datagrams completed.
- */
-static __u32 reap_groups(struct xvi_endpoint *ep, __u32 idx, __u32 n)
+/* Buffer index of segment offset @off (in the send pool). */
+static inline __u32 buf_idx(const struct xvi_endpoint *ep, __u64 off)
 {
-	__u64 span = ep->tx_pool_end - ep->tx_pool_off;
-	__u32 i, done = 0;
+	__u64 rel = off - ep->tx_pool_off;
 
+	if (likely(ep->tx_group == 1))
+		return (__u32)(rel >> ep->frame_shift);
+	return (__u32)(rel / ep->tx_group_bytes);
+}
+
+/*
+ * Completions, under the segment lock: each frees its send buffer onto the
+ * segment's free stack and counts a datagram for the endpoint that posted
+ * it (owner byte).  Multi-buffer: the kernel returns the address of every
+ * descriptor of a chain; only the one in a group's first frame (the first
+ * descriptor, which starts at the headers) frees the group, the others,
+ * whole frames further on, are passed over.  An address that is not a
+ * posted buffer of the pool is a stray and ignored, so nothing is freed
+ * twice.  Returns the completions taken off the ring.
+ */
+static __u32 reap_locked(struct xvi_endpoint *ep)
+{
+	struct xvi_segment *seg = ep->seg;
+	__u64 span = ep->tx_pool_end - ep->tx_pool_off;
+	__u32 n, idx, i, b;
+
+	n = xsk_ring_cons__peek(&seg->comp, REAP_BATCH, &idx);
 	for (i = 0; i < n; i++) {
-		__u64 rel = *xsk_ring_cons__comp_addr(&ep->comp, idx + i) - ep->tx_pool_off;
-		__u64 in = rel % ep->tx_group_bytes;
+		__u64 rel = *xsk_ring_cons__comp_addr(&seg->comp, idx + i) - ep->tx_pool_off;
+		__u8 o;
 
 		/* Underflow wraps to a huge rel: outside the pool, like any stray. */
-		if (rel >= span || in >= ep->frame_size)
+		if (unlikely(rel >= span))
 			continue;
-		done++;
-		if (likely(ep->free_n < ep->tx_bufs))
-			ep->free_frames[ep->free_n++] = ep->tx_pool_off + rel - in;
+		if (likely(ep->tx_group == 1)) {
+			b = (__u32)(rel >> ep->frame_shift);
+		} else {
+			if (rel % ep->tx_group_bytes >= ep->frame_size)
+				continue;
+			b = (__u32)(rel / ep->tx_group_bytes);
+		}
+		o = xvi_own__get(ep->tx_owner, b);
+		if (unlikely(!(o & XVI_OWN_POSTED)))
+			continue;
+		if (likely(o != XVI_OWN_ORPHAN)) {
+			__u64 *done = &seg->tx_done[o & XVI_OWN_ID];
+
+			/* Only lock holders write; in_flight reads it without the lock. */
+			__atomic_store_n(done, __atomic_load_n(done, __ATOMIC_RELAXED) + 1,
+					 __ATOMIC_RELAXED);
+		}
+		xvi_own__set(ep->tx_owner, b, XVI_OWN_FREE);
+		seg->free_bufs[seg->free_n++] = ep->tx_pool_off + (__u64)b * ep->tx_group_bytes;
 	}
-	return done;
+	if (n)
+		xsk_ring_cons__release(&seg->comp, n);
+	return n;
 }
 
 int xvi_tx__reap(struct xvi_endpoint *ep)
 {
-	__u32 n, idx, i, done;
+	__u32 n;
 
-	n = xsk_ring_cons__peek(&ep->comp, REAP_BATCH, &idx);
-	if (!n)
-		return 0;
-	if (unlikely(ep->tx_group > 1)) {
-		done = reap_groups(ep, idx, n);
-	} else {
-		for (i = 0; i < n; i++) {
-			__u64 addr = *xsk_ring_cons__comp_addr(&ep->comp, idx + i);
-
-			/* Never trust the ring to push beyond the pool we own. */
-			if (likely(ep->free_n < ep->tx_bufs))
-				ep->free_frames[ep->free_n++] = addr & ep->frame_mask;
-		}
-		done = n;
-	}
-	xsk_ring_cons__release(&ep->comp, n);
-	ep->in_flight -= done < ep->in_flight ? done : ep->in_flight;
+	xvi_seg__lock(ep->seg);
+	n = reap_locked(ep);
+	xvi_seg__unlock(ep->seg);
 	return n;
 }
 
-int xvi_tx__init_pool(struct xvi_endpoint *ep, __u32 group)
+__u32 xvi_ep__in_flight(const struct xvi_endpoint *ep)
 {
-	__u32 i;
+	return (__u32)(ep->tx_posted -
+		       __atomic_load_n(&ep->seg->tx_done[ep->member], __ATOMIC_RELAXED));
+}
 
-	if (!group || group > XVI_MB_MAX_DESC || ep->tx_pool < group)
-		return -EINVAL;
-	ep->tx_group = group;
-	ep->tx_group_bytes = group * ep->frame_size;
-	ep->tx_buf_cap = ep->tx_group_bytes - ep->tx_headroom;
-	ep->tx_bufs = ep->tx_pool / group;
-	ep->tx_pool_off = (__u64)ep->rx_pool * ep->frame_size;
-	ep->tx_pool_end = ep->tx_pool_off + (__u64)ep->tx_bufs * ep->tx_group_bytes;
-	/* Lowest group on top: the first sends walk the pool upwards. */
-	for (i = 0; i < ep->tx_bufs; i++)
-		ep->free_frames[i] = ep->tx_pool_off +
-				     (__u64)(ep->tx_bufs - 1 - i) * ep->tx_group_bytes;
-	ep->free_n = ep->tx_bufs;
-	return 0;
+/*
+ * Make the endpoint's cache of free send buffers hold at least @want (if
+ * the segment has them), topped up to XVI_TX_CACHE: one lock per batch,
+ * not per buffer.  Completions are reaped first.
+ */
+static void txc_refill(struct xvi_endpoint *ep, __u32 want)
+{
+	struct xvi_segment *seg = ep->seg;
+	__u32 target = want > XVI_TX_CACHE ? want : XVI_TX_CACHE, k;
+
+	if (target > ep->tx_bufs)
+		target = ep->tx_bufs;
+	xvi_seg__lock(seg);
+	reap_locked(ep);
+	k = target > ep->txc_n ? target - ep->txc_n : 0;
+	if (k > seg->free_n)
+		k = seg->free_n;
+	/* The top of the stack, the most recently completed, stays on top. */
+	seg->free_n -= k;
+	memcpy(ep->txc + ep->txc_n, seg->free_bufs + seg->free_n, k * sizeof(*ep->txc));
+	ep->txc_n += k;
+	xvi_seg__unlock(seg);
+}
+
+/* A cache grown past twice XVI_TX_CACHE by tx_free gives the excess back. */
+static void txc_spill(struct xvi_endpoint *ep)
+{
+	struct xvi_segment *seg = ep->seg;
+	__u32 k = ep->txc_n - XVI_TX_CACHE;
+
+	xvi_seg__lock(seg);
+	memcpy(seg->free_bufs + seg->free_n, ep->txc + XVI_TX_CACHE, k * sizeof(*ep->txc));
+	seg->free_n += k;
+	xvi_seg__unlock(seg);
+	ep->txc_n = XVI_TX_CACHE;
 }
 
 int xvi_tx__chain(__u32 frame_size, __u64 addr, __u32 len, __u32 first_opts,
@@ -163,8 +209,20 @@ static int tx_kick(struct xvi_endpoint *ep)
 		}
 		pending = tx_pending(ep);
 	}
-	xvi_tx__reap(ep);
 	return 0;
+}
+
+int xvi_tx__drain(struct xvi_endpoint *ep)
+{
+	int err = 0, tries;
+
+	/* Copy mode takes the ring in the kick; a zero-copy driver later. */
+	for (tries = 0; tries < 100 && tx_pending(ep) && !err; tries++) {
+		err = tx_kick(ep);
+		if (tx_pending(ep))
+			usleep(1000);
+	}
+	return err ?: (int)tx_pending(ep);
 }
 
 /*
@@ -209,17 +267,20 @@ int xvi_endpoint__tx_alloc(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int 
 
 	if (unlikely(!ep || !bufs || n < 0))
 		return xvi_err(-EINVAL);
-	if (ep->free_n < (__u32)n) {
-		xvi_tx__reap(ep);
+	if (ep->txc_n < (__u32)n) {
+		txc_refill(ep, (__u32)n);
 		/* Frames stuck in an unkicked ring never complete: kick them. */
-		if (!ep->free_n && tx_pending(ep))
+		if (!ep->txc_n && tx_pending(ep)) {
 			tx_kick(ep);
+			txc_refill(ep, (__u32)n);
+		}
 	}
-	if ((__u32)n > ep->free_n)
-		n = ep->free_n;
+	if ((__u32)n > ep->txc_n)
+		n = ep->txc_n;
 	for (i = 0; i < n; i++) {
-		__u64 addr = ep->free_frames[--ep->free_n];
+		__u64 addr = ep->txc[--ep->txc_n];
 
+		xvi_own__set(ep->tx_owner, buf_idx(ep, addr), ep->member);
 		bufs[i].data = xvi_ep__ptr(ep, addr + ep->tx_headroom);
 		bufs[i].cap = ep->tx_buf_cap;
 		bufs[i].len = 0;
@@ -232,11 +293,12 @@ int xvi_endpoint__tx_alloc(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, int 
 
 void xvi_endpoint__tx_free(struct xvi_endpoint *ep, const struct xvi_txbuf *bufs, int n)
 {
+	__u64 base;
 	int i;
 
 	if (!ep || !bufs)
 		return;
-	for (i = 0; i < n && ep->free_n < ep->tx_bufs; i++) {
+	for (i = 0; i < n; i++) {
 		/* Only send frames: a receive frame here would be owned twice. */
 		if (unlikely(!in_send_pool(ep, bufs[i].frame))) {
 			not_send_frame(ep, bufs[i].frame);
@@ -248,8 +310,15 @@ void xvi_endpoint__tx_free(struct xvi_endpoint *ep, const struct xvi_txbuf *bufs
 				ep->ifname, (unsigned long long)bufs[i].frame);
 			continue;
 		}
-		ep->free_frames[ep->free_n++] = bufs[i].frame & ep->frame_mask;
+		base = bufs[i].frame & ep->frame_mask;
+		/* Only a buffer this endpoint holds: a second free would be a double. */
+		if (unlikely(xvi_own__get(ep->tx_owner, buf_idx(ep, base)) != ep->member))
+			continue;
+		xvi_own__set(ep->tx_owner, buf_idx(ep, base), XVI_OWN_FREE);
+		ep->txc[ep->txc_n++] = base;
 	}
+	if (ep->txc_n > 2 * XVI_TX_CACHE)
+		txc_spill(ep);
 }
 
 static inline void ip_from_sa(const union xvi_sockaddr *sa, struct xvi_ip *ip)
@@ -406,12 +475,21 @@ static __u32 tx_reserve_all(struct xvi_endpoint *ep, __u32 n, __u32 *idx)
 	return xsk_ring_prod__reserve(&ep->tx, n, idx);
 }
 
+/*
+ * The buffer at @off is on the way: its completion is this endpoint's.
+ * Before the descriptor's submit, whose release orders it for the reaper.
+ */
+static inline void tx_mark_posted(struct xvi_endpoint *ep, __u64 off)
+{
+	xvi_own__set(ep->tx_owner, buf_idx(ep, off), ep->member | XVI_OWN_POSTED);
+}
+
 /* Post @ndesc reserved descriptors holding @ndgram datagrams. */
 static int tx_post(struct xvi_endpoint *ep, __u32 ndesc, __u32 ndgram)
 {
 	/* Release: descriptors and frame bytes before the producer index. */
 	xsk_ring_prod__submit(&ep->tx, ndesc);
-	ep->in_flight += ndgram;
+	ep->tx_posted += ndgram;
 	ep->tx_frames += ndgram;
 	return tx_kick(ep);
 }
@@ -481,6 +559,7 @@ static int tx_send_mb(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, const __u
 			ep->tx.cached_prod -= nd;
 			break;
 		}
+		tx_mark_posted(ep, head.addr);
 		/*
 		 * Published chain by chain: when the ring fills up, the kick in
 		 * tx_reserve_all must find only posted descriptors, none merely
@@ -491,7 +570,7 @@ static int tx_send_mb(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, const __u
 	if (i) {
 		int kerr;
 
-		ep->in_flight += i;
+		ep->tx_posted += i;
 		ep->tx_frames += i;
 		kerr = tx_kick(ep);
 		if (kerr)
@@ -530,6 +609,7 @@ int xvi_tx__send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, const __u64 *s
 				       sums && sums[i] != XVI_TX_NO_SUM, b->dst, &now, d);
 		if (unlikely(err))
 			break;
+		tx_mark_posted(ep, d->addr);
 	}
 	/* Hand back the reserved descriptors of the failed tail. */
 	ep->tx.cached_prod -= r - i;
@@ -563,9 +643,9 @@ ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t le
 			       tx_hlen(ep) + (__u32)len);
 	/* A free buffer and its descriptors, waiting a bounded time for both. */
 	for (;;) {
-		if (!ep->free_n)
-			xvi_tx__reap(ep);
-		if (ep->free_n && tx_reserve_all(ep, nd, &idx))
+		if (!ep->txc_n)
+			txc_refill(ep, 1);
+		if (ep->txc_n && tx_reserve_all(ep, nd, &idx))
 			break;
 		if (!until)
 			until = xvi_now_us() + SENDTO_WAIT_US;
@@ -575,7 +655,7 @@ ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t le
 		if (err)
 			return err;
 	}
-	addr = ep->free_frames[--ep->free_n];
+	addr = ep->txc[--ep->txc_n];
 	data = xvi_ep__ptr(ep, addr + ep->tx_headroom);
 	/* One pass over the payload: copy and checksum together. */
 	if (ep->kind == XVI_EP_RAW || ep->tx_csum_md)
@@ -588,9 +668,10 @@ ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf, size_t le
 		err = tx_put_chain(ep, &head, idx, nd);
 	if (unlikely(err)) {
 		ep->tx.cached_prod -= nd;
-		ep->free_frames[ep->free_n++] = addr;
+		ep->txc[ep->txc_n++] = addr;
 		return xvi_err(err);
 	}
+	tx_mark_posted(ep, addr);
 	err = tx_post(ep, nd, 1);
 	if (err)
 		pr_debug("%s: send doorbell failed: %s\n", ep->ifname, strerror(-err));
@@ -606,5 +687,6 @@ int xvi_endpoint__flush(struct xvi_endpoint *ep)
 	err = tx_kick(ep);
 	if (err)
 		return err;
-	return ep->in_flight;
+	xvi_tx__reap(ep);
+	return (int)xvi_ep__in_flight(ep);
 }

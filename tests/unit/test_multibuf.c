@@ -40,9 +40,10 @@ static struct {
 static void rings(struct xvi_endpoint *ep)
 {
 	fake_ring_prod(&ep->tx, RING, &f.tx_prod, &f.tx_cons, &f.tx_flags, f.tx_ring);
-	fake_ring_cons(&ep->comp, RING, &f.comp_prod, &f.comp_cons, &f.comp_flags, f.comp_ring);
+	fake_ring_cons(&ep->seg->comp, RING, &f.comp_prod, &f.comp_cons, &f.comp_flags,
+		       f.comp_ring);
 	fake_ring_cons(&ep->rx, RING, &f.rx_prod, &f.rx_cons, &f.rx_flags, f.rx_ring);
-	fake_ring_prod(&ep->fill, 2 * RX_POOL, &f.fill_prod, &f.fill_cons, &f.fill_flags,
+	fake_ring_prod(&ep->seg->fill, 2 * RX_POOL, &f.fill_prod, &f.fill_cons, &f.fill_flags,
 		       f.fill_ring);
 }
 
@@ -52,13 +53,10 @@ static void setup_group(__u32 group)
 	struct xvi_endpoint *ep;
 
 	memset(&f, 0, sizeof(f));
-	ep = fake_raw_ep(FRAME, NFRAMES, RX_POOL, 9000);
+	ep = fake_member(fake_seg(FRAME, NFRAMES, RX_POOL, group), 9000,
+			 group == 1 ? 1500 - XVI_RAW_HDR_LEN : 0);
 	ep->slot = SLOT;
-	ep->multi_buffer = group > 1;
-	if (group == 1)
-		ep->max_payload = 1500 - XVI_RAW_HDR_LEN;
 	rings(ep);
-	cr_assert_eq(xvi_tx__init_pool(ep, group), 0);
 	f.ep = ep;
 }
 
@@ -166,33 +164,36 @@ Test(mb_pool, single_frame_pool_unchanged)
 	cr_expect_eq(f.ep->tx_pool_end, f.ep->area_size);
 	teardown();
 	setup_group(1);
-	f.ep->tx_pool = GROUP - 1;
-	cr_expect_eq(xvi_tx__init_pool(f.ep, GROUP), -EINVAL, "a pool smaller than a group");
-	cr_expect_eq(xvi_tx__init_pool(f.ep, 0), -EINVAL);
+	f.ep->seg->tx_pool = GROUP - 1;
+	cr_expect_eq(xvi_seg__init_pool(f.ep->seg, GROUP), -EINVAL, "a pool smaller than a group");
+	cr_expect_eq(xvi_seg__init_pool(f.ep->seg, 0), -EINVAL);
 	teardown();
 }
 
 Test(mb_pool, tx_free_takes_only_group_bases, .init = setup, .fini = teardown)
 {
 	struct xvi_txbuf b = {};
-	__u32 n = f.ep->free_n;
+	__u32 n = fake_free_bufs(f.ep);
 	__u64 base;
 
 	cr_assert_eq(xvi_endpoint__tx_alloc(f.ep, &b, 1), 1);
 	base = b.frame;
 	b.frame = base + FRAME;		/* the group's second frame */
 	xvi_endpoint__tx_free(f.ep, &b, 1);
-	cr_expect_eq(f.ep->free_n, n - 1, "a frame inside a group became a buffer");
+	cr_expect_eq(fake_free_bufs(f.ep), n - 1, "a frame inside a group became a buffer");
 	b.frame = 3 * FRAME;		/* a receive frame */
 	xvi_endpoint__tx_free(f.ep, &b, 1);
-	cr_expect_eq(f.ep->free_n, n - 1, "a receive frame became a buffer");
+	cr_expect_eq(fake_free_bufs(f.ep), n - 1, "a receive frame became a buffer");
 	b.frame = f.ep->tx_pool_end;	/* the leftover frames past the last group */
 	xvi_endpoint__tx_free(f.ep, &b, 1);
-	cr_expect_eq(f.ep->free_n, n - 1, "a leftover frame became a buffer");
+	cr_expect_eq(fake_free_bufs(f.ep), n - 1, "a leftover frame became a buffer");
 	b.frame = base;
 	xvi_endpoint__tx_free(f.ep, &b, 1);
-	cr_expect_eq(f.ep->free_n, n);
-	cr_expect_eq(f.ep->free_frames[n - 1], base);
+	cr_expect_eq(fake_free_bufs(f.ep), n);
+	cr_expect_eq(f.ep->txc[f.ep->txc_n - 1], base);
+	/* Freed twice: the second is refused, nothing is owned twice. */
+	xvi_endpoint__tx_free(f.ep, &b, 1);
+	cr_expect_eq(fake_free_bufs(f.ep), n, "a buffer was freed twice");
 }
 
 /* ---- sending chains ----------------------------------------------------- */
@@ -219,19 +220,19 @@ Test(mb_send, jumbo_buffer_is_one_chain, .init = setup, .fini = teardown)
 		sum += f.tx_ring[i].len;
 	}
 	cr_expect_eq(sum, hlen + len);
-	cr_expect_eq(f.ep->in_flight, 1, "in flight counts datagrams");
+	cr_expect_eq(xvi_ep__in_flight(f.ep), 1, "in flight counts datagrams");
 	cr_expect_eq(f.ep->tx_frames, 1);
 
 	/* Completion: every descriptor's address comes back; one group is freed. */
 	for (i = 0; i < n; i++)
 		f.comp_ring[i] = f.tx_ring[i].addr;
 	f.comp_prod = n;
-	__u32 free_before = f.ep->free_n;
+	__u32 free_before = fake_free_bufs(f.ep);
 
 	cr_expect_eq(xvi_tx__reap(f.ep), (int)n);
-	cr_expect_eq(f.ep->free_n, free_before + 1);
-	cr_expect_eq(f.ep->free_frames[f.ep->free_n - 1], b.frame);
-	cr_expect_eq(f.ep->in_flight, 0);
+	cr_expect_eq(fake_free_bufs(f.ep), free_before + 1);
+	cr_expect_eq(f.ep->seg->free_bufs[f.ep->seg->free_n - 1], b.frame);
+	cr_expect_eq(xvi_ep__in_flight(f.ep), 0);
 }
 
 Test(mb_send, small_datagram_stays_one_descriptor, .init = setup, .fini = teardown)
@@ -288,7 +289,7 @@ Test(mb_send, chain_posted_whole_or_not_at_all, .init = setup, .fini = teardown)
 	cr_expect_eq(xvi_endpoint__tx_send(f.ep, b, 4), 3);
 	cr_expect_eq(f.tx_prod, 15, "a partial chain was posted: %u descriptors", f.tx_prod);
 	cr_expect_eq(f.tx_ring[14].options, 0, "the last posted descriptor ends a chain");
-	cr_expect_eq(f.ep->in_flight, 3);
+	cr_expect_eq(xvi_ep__in_flight(f.ep), 3);
 	/* Only the 4th remains: nothing fits, nothing is posted. */
 	cr_expect_eq(xvi_endpoint__tx_send(f.ep, &b[3], 1), -EAGAIN);
 	cr_expect_eq(f.tx_prod, 15);
@@ -327,16 +328,17 @@ Test(mb_send, bounds_are_the_group, .init = setup, .fini = teardown)
 
 Test(mb_send, stray_completions_free_nothing, .init = setup, .fini = teardown)
 {
-	__u32 n = f.ep->free_n;
+	__u32 n = fake_free_bufs(f.ep);
 
-	f.ep->in_flight = 1;
+	f.ep->tx_posted++;		/* one datagram in flight, as far as it knows */
 	f.comp_ring[0] = (__u64)(RX_POOL + 1) * FRAME;		/* continuation */
 	f.comp_ring[1] = 2 * FRAME;				/* receive frame */
 	f.comp_ring[2] = f.ep->tx_pool_end + 10;		/* past the groups */
-	f.comp_prod = 3;
-	cr_expect_eq(xvi_tx__reap(f.ep), 3);
-	cr_expect_eq(f.ep->free_n, n);
-	cr_expect_eq(f.ep->in_flight, 1);
+	f.comp_ring[3] = (__u64)RX_POOL * FRAME;		/* a free group, never posted */
+	f.comp_prod = 4;
+	cr_expect_eq(xvi_tx__reap(f.ep), 4);
+	cr_expect_eq(fake_free_bufs(f.ep), n);
+	cr_expect_eq(xvi_ep__in_flight(f.ep), 1);
 }
 
 /* ---- receiving pieces --------------------------------------------------- */
@@ -351,7 +353,7 @@ static void setup_rx(void)
 	f.ep->family = AF_INET;
 	/* The whole receive pool is with the kernel: the fill ring holds it. */
 	f.fill_prod = RX_POOL;
-	f.ep->fill.cached_prod = RX_POOL;
+	f.ep->seg->fill.cached_prod = RX_POOL;
 }
 
 static __u8 *rx_frame(__u32 frame)
