@@ -16,7 +16,16 @@
  * returns (errno is set too), NULL + errno for pointer returns.
  *
  * Threading: an endpoint is single-threaded.  Calls on one endpoint must not
- * run concurrently; different endpoints are independent.
+ * run concurrently; different endpoints may, from any threads, also when
+ * they share a segment (below): the library locks what they share, once per
+ * batch, never per frame.
+ *
+ * Sharing: the direct endpoints of one process on one interface queue share
+ * one segment (the kernel allows one UMEM per queue), each with its own
+ * socket, receive and send queues and tag; their free queue and send-done
+ * queue are the segment's.  Another process cannot open a direct endpoint
+ * on that queue (EBUSY): it goes through xdp-vid (XVI_OPEN_PROTECTED) or
+ * uses another queue.
  */
 #ifndef XVI_H
 #define XVI_H
@@ -145,12 +154,22 @@ struct xvi_endpoint_opts {
 	const struct sockaddr *addr;
 	socklen_t addrlen;
 	__u32 raw_tag;		/* raw endpoints: the tag, nonzero */
-	__u32 queue_id;		/* interface queue to bind; default 0 */
+	/*
+	 * Interface queue to bind; default 0.  The first direct endpoint of
+	 * the process on a queue makes the segment: its num_frames, fill_size,
+	 * comp_size and XVI_EP_HUGEPAGES.  Later ones join it and those four
+	 * of theirs are ignored (a debug message says so); their frame_size,
+	 * XVI_EP_MULTI_BUFFER, TX checksum way (XVI_INFO_TX_CSUM_OFFLOAD) and
+	 * an explicit bind_mode must match the segment's, or open fails with
+	 * EINVAL naming the mismatch.  rx_size and tx_size are each
+	 * endpoint's own.
+	 */
+	__u32 queue_id;
 	__u32 frame_size;	/* 2048 or 4096; default 2048 */
 	__u32 num_frames;	/* segment size in frames, power of 2; default 4096 */
 	__u32 rx_size;		/* ring sizes, powers of 2; default 2048 */
 	__u32 tx_size;
-	__u32 fill_size;
+	__u32 fill_size;	/* also the receive pool, in frames */
 	__u32 comp_size;
 	enum xvi_bind_mode bind_mode;
 	enum xvi_wait_mode wait_mode;
@@ -173,9 +192,12 @@ struct xvi_endpoint_opts {
  * (xdp-vi attach IFNAME).  Returns NULL with errno set on failure, and logs
  * a message that names the problem and the fix:
  *   ENODEV   no such interface;      ENOENT   datapath not attached;
- *   EADDRINUSE tag already taken;    EINVAL   bad options;
+ *   EADDRINUSE tag already taken;    EINVAL   bad options, or options that
+ *   do not fit the queue's segment (see queue_id);
  *   EPERM    not privileged;         EOPNOTSUPP  XVI_EP_MULTI_BUFFER where
- *   the kernel (< 6.6), the driver or the protected path lacks it.
+ *   the kernel (< 6.6), the driver or the protected path lacks it;
+ *   EBUSY    another process holds the queue (the message names its pid);
+ *   ENOSPC   no free slot, or 64 endpoints of this process on the queue.
  */
 XVI_API struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 					const struct xvi_endpoint_opts *opts);
@@ -216,7 +238,7 @@ struct xvi_endpoint_info {
 	 */
 	__u32 max_payload;
 	__u32 frame_size;
-	__u32 num_frames;
+	__u32 num_frames;	/* of the segment, which may be shared (queue_id) */
 	union xvi_sockaddr local; /* bound address (or raw MAC + tag) */
 	size_t :0;
 };

@@ -565,10 +565,10 @@ static int open_protected(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 static void busy_error(const struct xvi_endpoint *ep, __u32 holder)
 {
 	if (holder)
-		pr_warn("%s: queue %u is held by pid %u, whose endpoints have their own segment there (AF_XDP allows one per queue): open through xdp-vid (XVI_OPEN_PROTECTED) or use another queue (.queue_id)\n",
-			ep->ifname, ep->queue_id, holder);
+		pr_warn("%s: queue %u is held by pid %u, whose endpoints have their own segment there (AF_XDP gives a queue one segment, shared only by the direct endpoints of one process): open through xdp-vid (XVI_OPEN_PROTECTED, with 'xdp-vid %s' running) or use another queue (.queue_id)\n",
+			ep->ifname, ep->queue_id, holder, ep->ifname);
 	else
-		pr_warn("%s: queue %u already has an AF_XDP socket with its own segment (one UMEM per queue): close it or use another queue\n",
+		pr_warn("%s: queue %u already has an AF_XDP socket with its own segment, and no endpoint of another process holds it (another program's socket, or one still closing): close it or use another queue (.queue_id)\n",
 			ep->ifname, ep->queue_id);
 }
 
@@ -576,11 +576,11 @@ static void busy_error(const struct xvi_endpoint *ep, __u32 holder)
  * Direct open: claim the slot and tag, hold the port, make the segment and
  * the socket, publish.
  */
-static int open_direct(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, bool *claimed)
+static int open_direct(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, bool *claimed,
+		       __u32 *holder)
 {
 	struct xvi_ctl_opts copts = { .sz = sizeof(copts), .bpffs = cfg->bpffs };
 	struct xvi_slot_owner owner;
-	__u32 holder;
 	int err;
 
 	ep->ctl = xvi_ctl__open(ep->ifname, &copts);
@@ -610,9 +610,7 @@ static int open_direct(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, bo
 	}
 
 	choose_tx_csum(ep, cfg);
-	err = xvi_seg__open(ep, cfg, &holder);
-	if (err == -EBUSY)
-		busy_error(ep, holder);
+	err = xvi_seg__open(ep, cfg, holder);
 	if (err)
 		return err;
 	ep->need_wakeup = true;
@@ -695,6 +693,7 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	struct xvi_ep_cfg cfg;
 	struct xvi_iface ifc;
 	bool claimed = false, protect;
+	__u32 holder = 0;
 	int err;
 
 	err = xvi_ep_cfg__parse(ifname, opts, &cfg);
@@ -722,7 +721,9 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 		err = -ENOMEM;
 		goto fail;
 	}
-	err = protect ? open_protected(ep, &cfg) : open_direct(ep, &cfg, &claimed);
+	err = protect ? open_protected(ep, &cfg) : open_direct(ep, &cfg, &claimed, &holder);
+	if (err == -EBUSY)
+		busy_error(ep, holder);
 	if (err)
 		goto fail;
 	pr_debug("%s: endpoint slot %u queue %u %s mode, %u frames of %u, send buffers of %u frame(s)%s\n",

@@ -112,6 +112,7 @@ struct xvi_endpoint {
 	struct xsk_ring_prod tx;
 	__u64 *txc;			/* free send buffers of this endpoint: a stack */
 	__u32 txc_n;
+	__u32 txc_batch;		/* taken from / given back to the segment at once */
 	__u8 *tx_owner;			/* the segment's owner bytes (segment.h) */
 	__u64 tx_posted;		/* datagrams posted; in flight: minus tx_done */
 	__u32 max_payload;
@@ -219,8 +220,13 @@ int xvi_tx__send(struct xvi_endpoint *ep, struct xvi_txbuf *bufs, const __u64 *s
  */
 void xvi_rx__flush_stash(struct xvi_endpoint *ep);
 int xvi_tx__reap(struct xvi_endpoint *ep);
-/* Kick the TX ring until the kernel took every descriptor (bounded). */
+/*
+ * Kick the TX ring until the kernel took every descriptor (bounded: 0, the
+ * descriptors left, or a negative errno).
+ */
 int xvi_tx__drain(struct xvi_endpoint *ep);
+/* Give every frame on the RX ring back (an endpoint leaving its segment). */
+void xvi_rx__drain(struct xvi_endpoint *ep);
 
 /* Sends posted and not completed yet (datagrams). */
 __u32 xvi_ep__in_flight(const struct xvi_endpoint *ep);

@@ -251,6 +251,19 @@ int xvi_rx__piece(struct xvi_endpoint *ep, __u64 addr, __u32 len, __u32 options,
 	return 1;
 }
 
+void xvi_rx__drain(struct xvi_endpoint *ep)
+{
+	__u32 n, idx, i;
+
+	while ((n = xsk_ring_cons__peek(&ep->rx, XVI_RX_MAX_BATCH, &idx))) {
+		for (i = 0; i < n; i++)
+			give_back(ep, xsk_ring_cons__rx_desc(&ep->rx, idx + i)->addr);
+		xsk_ring_cons__release(&ep->rx, n);
+	}
+	ep->rx_chain = false;
+	ep->rx_left = 0;
+}
+
 int xvi_endpoint__recv_batch(struct xvi_endpoint *ep, struct xvi_msg *msgs,
 			     int max)
 {

@@ -11,6 +11,9 @@
 #include <unistd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/membarrier.h>
 #include <linux/if_xdp.h>
 #include "ctl.h"
 #include "endpoint.h"
@@ -215,6 +218,13 @@ int xvi_seg__add_member(struct xvi_segment *seg, struct xvi_endpoint *ep)
 	ep->tx_bufs = seg->tx_bufs;
 	ep->tx_pool_off = seg->tx_pool_off;
 	ep->tx_pool_end = seg->tx_pool_end;
+	/*
+	 * One lock per this many buffers; small enough that no member's cache
+	 * holds much of the pool while the others run short.
+	 */
+	ep->txc_batch = seg->tx_bufs / 8 < XVI_TX_CACHE ? seg->tx_bufs / 8 : XVI_TX_CACHE;
+	if (!ep->txc_batch)
+		ep->txc_batch = 1;
 	ep->tx_headroom = seg->layout.tx_headroom;
 	ep->tx_md_len = seg->layout.tx_md_len;
 	ep->multi_buffer = seg->layout.multi_buffer;
@@ -266,6 +276,42 @@ __u32 xvi_seg__remove_member(struct xvi_segment *seg, struct xvi_endpoint *ep)
 		pr_debug("%s: %u receive frames did not fit the fill ring at close\n",
 			 ep->ifname, ep->stash_n);
 	return orphans;
+}
+
+static const char *csum_way(bool md)
+{
+	return md ? "through TX metadata (device offload)" : "in software";
+}
+
+int xvi_seg__check_join(const struct xvi_seg_layout *have, const struct xvi_seg_want *want,
+			const char *ifname, __u32 queue_id)
+{
+	if (want->frame_size != have->frame_size) {
+		pr_warn("%s: queue %u has this process's segment of %u-byte frames, this endpoint asks for %u: endpoints of one queue share one segment, so open it with .frame_size %u or on another queue\n",
+			ifname, queue_id, have->frame_size, want->frame_size, have->frame_size);
+		return -EINVAL;
+	}
+	/* The kernel gives every socket the first bind's mode (docs/KERNEL.md 2). */
+	if (want->multi_buffer != have->multi_buffer) {
+		pr_warn("%s: queue %u has this process's segment %s XVI_EP_MULTI_BUFFER, this endpoint asks %s it: the sockets of one queue share the first one's multi-buffer mode, so open it %s the flag or on another queue\n",
+			ifname, queue_id, have->multi_buffer ? "with" : "without",
+			want->multi_buffer ? "for" : "to go without",
+			have->multi_buffer ? "with" : "without");
+		return -EINVAL;
+	}
+	if (want->has_csum_choice && want->tx_md != !!have->tx_umem_flags) {
+		pr_warn("%s: queue %u has this process's segment with UDP checksums %s, this endpoint chose them %s: the TX metadata room is fixed when the segment is registered; give every endpoint of the queue the same XVI_TX_CSUM, open a UDP endpoint first (a raw one makes the segment without TX metadata), or use another queue\n",
+			ifname, queue_id, csum_way(have->tx_umem_flags), csum_way(want->tx_md));
+		return -EINVAL;
+	}
+	if ((want->bind_mode == XVI_BIND_ZEROCOPY && !have->zerocopy) ||
+	    (want->bind_mode == XVI_BIND_COPY && have->zerocopy)) {
+		pr_warn("%s: queue %u has this process's segment bound in %s mode, this endpoint asks for %s: the sockets of one queue share the first one's mode, so use XVI_BIND_AUTO or another queue\n",
+			ifname, queue_id, have->zerocopy ? "zero-copy" : "copy",
+			want->bind_mode == XVI_BIND_ZEROCOPY ? "zero-copy" : "copy mode");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 /* ---- the segment's first socket ----------------------------------------- */
@@ -609,12 +655,13 @@ static void seg_destroy(struct xvi_segment *seg)
 	xvi_seg__free(seg, seg->area_mapped);
 }
 
-int xvi_seg__open(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, __u32 *holder)
+/* A new segment with @ep's socket as its first. */
+static int seg_open_new(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
+			__u32 *holder, struct xvi_segment **out)
 {
 	struct xvi_segment *seg;
 	int err;
 
-	*holder = 0;
 	seg = seg_make(ep, cfg, &err);
 	if (!seg)
 		return err;
@@ -630,7 +677,143 @@ int xvi_seg__open(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, __u32 *
 		seg_destroy(seg);
 		return err;
 	}
+	*out = seg;
 	return 0;
+}
+
+/*
+ * @ep's own socket on @seg's UMEM: RX and TX rings of its own, the fill and
+ * completion rings of the first socket (docs/KERNEL.md 2-5).
+ */
+static int seg_join_socket(struct xvi_segment *seg, struct xvi_endpoint *ep,
+			   const struct xvi_ep_cfg *cfg)
+{
+	struct xsk_socket_config scfg = {
+		.rx_size = cfg->rx_size,
+		.tx_size = cfg->tx_size,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+	};
+	struct xvi_xsk_setup xs = {
+		.rx_size = cfg->rx_size,
+		.tx_size = cfg->tx_size,
+		.ifindex = ep->ifindex,
+		.queue_id = cfg->queue_id,
+		.join = true,
+		.umem_fd = seg->umem_fd,
+	};
+	struct xvi_xsk_maps maps;
+	int err, fd;
+
+	memset(&ep->rx, 0, sizeof(ep->rx));
+	memset(&ep->tx, 0, sizeof(ep->tx));
+	if (seg->umem) {
+		/* libxdp finds the queue's context and binds XDP_SHARED_UMEM. */
+		err = xsk_socket__create_shared(&ep->xsk, ep->ifname, cfg->queue_id, seg->umem,
+						&ep->rx, &ep->tx, &seg->fill, &seg->comp, &scfg);
+		if (err) {
+			ep->xsk = NULL;
+			return err < 0 ? err : -err;
+		}
+		ep->fd = xsk_socket__fd(ep->xsk);
+		return 0;
+	}
+	ep->rings = calloc(1, sizeof(*ep->rings));
+	if (!ep->rings)
+		return -ENOMEM;
+	err = xvi_xsk__create(&xs, NULL, NULL, &ep->rx, &ep->tx, &maps, &fd);
+	if (err) {
+		free(ep->rings);
+		ep->rings = NULL;
+		return err;
+	}
+	*ep->rings = maps;
+	ep->fd = fd;
+	return 0;
+}
+
+/* @ep joins this process's segment of its queue. */
+static int seg_join(struct xvi_segment *seg, struct xvi_endpoint *ep,
+		    const struct xvi_ep_cfg *cfg)
+{
+	struct xvi_seg_want want = {
+		.frame_size = cfg->frame_size,
+		.multi_buffer = cfg->flags & XVI_EP_MULTI_BUFFER,
+		.has_csum_choice = cfg->kind == XVI_EP_UDP,
+		.tx_md = ep->tx_csum_md,
+		.bind_mode = cfg->bind_mode,
+	};
+	int err;
+
+	err = xvi_seg__check_join(&seg->layout, &want, ep->ifname, cfg->queue_id);
+	if (err)
+		return err;
+	if (seg->nmembers >= XVI_SEG_MAX_MEMBERS) {
+		pr_warn("%s: queue %u already has %u endpoints of this process, the most one segment takes: use another queue\n",
+			ep->ifname, cfg->queue_id, seg->nmembers);
+		return -ENOSPC;
+	}
+	if (cfg->num_frames != seg->num_frames || cfg->fill_size != seg->rx_pool ||
+	    (cfg->flags & XVI_EP_HUGEPAGES))
+		pr_debug("%s: queue %u: joining this process's segment there (%u frames of %u, receive pool %u): this endpoint's .num_frames, .fill_size, .comp_size and XVI_EP_HUGEPAGES do not apply\n",
+			 ep->ifname, cfg->queue_id, seg->num_frames, seg->layout.frame_size,
+			 seg->rx_pool);
+	err = seg_join_socket(seg, ep, cfg);
+	if (err) {
+		pr_warn("%s: joining the segment of queue %u (XDP_SHARED_UMEM) failed: %s\n",
+			ep->ifname, cfg->queue_id, strerror(-err));
+		return err;
+	}
+	err = xvi_seg__add_member(seg, ep);
+	if (err)
+		seg_close_socket(seg, ep);
+	return err;
+}
+
+/* ---- the registry: one segment per (netns, device, queue) in a process --- */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct xvi_segment *registry;
+
+/* ifindex values are per network namespace, and a thread may switch. */
+static __u64 netns_id(void)
+{
+	struct stat st;
+
+	return stat("/proc/thread-self/ns/net", &st) ? 0 : (__u64)st.st_ino;
+}
+
+int xvi_seg__open(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, __u32 *holder)
+{
+	struct xvi_segment *seg;
+	__u64 ns = netns_id();
+	int err;
+
+	*holder = 0;
+	/*
+	 * Held across the socket calls, so that two opens on one queue never
+	 * both make a segment, and joins and leaves (which libxdp's
+	 * bookkeeping of the UMEM does not lock) come one at a time.
+	 */
+	pthread_mutex_lock(&registry_lock);
+	for (seg = registry; seg; seg = seg->next)
+		if (seg->netns == ns && seg->ifindex == ep->ifindex &&
+		    seg->queue_id == cfg->queue_id)
+			break;
+	if (seg) {
+		err = seg_join(seg, ep, cfg);
+	} else {
+		err = seg_open_new(ep, cfg, holder, &seg);
+		if (!err) {
+			seg->registered = true;
+			seg->netns = ns;
+			seg->ifindex = ep->ifindex;
+			seg->queue_id = cfg->queue_id;
+			seg->next = registry;
+			registry = seg;
+		}
+	}
+	pthread_mutex_unlock(&registry_lock);
+	return err;
 }
 
 int xvi_seg__open_fd(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int fd,
@@ -663,13 +846,55 @@ int xvi_seg__open_fd(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int 
 	return err;
 }
 
+/*
+ * @ep leaves a segment others keep using: it must take nothing with it.
+ * It is out of the datapath already; once redirects in flight have landed
+ * (docs/KERNEL.md 9), the frames on its RX ring go back to the fill ring,
+ * the descriptors on its TX ring to the kernel (their completions come
+ * back to whoever reaps), and what it holds to the pools.
+ */
+static void seg_leave(struct xvi_segment *seg, struct xvi_endpoint *ep)
+{
+	__u32 orphans;
+	int left;
+
+	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0)) {
+		/* nohz_full kernels: no grace period to wait for; a NAPI poll is short. */
+		pr_debug("%s: membarrier: %s: waiting 10 ms for redirects in flight instead\n",
+			 ep->ifname, strerror(errno));
+		usleep(10 * 1000);
+	}
+	left = xvi_tx__drain(ep);
+	if (left > 0)
+		pr_warn("%s: %d sends were still queued when the endpoint closed; their buffers are lost to the segment of queue %u until its last endpoint closes\n",
+			ep->ifname, left, ep->queue_id);
+	xvi_rx__drain(ep);
+	orphans = xvi_seg__remove_member(seg, ep);
+	pr_debug("%s: left the segment of queue %u (%u endpoints stay), %u sends in flight come back to it\n",
+		 ep->ifname, ep->queue_id, seg->nmembers, orphans);
+}
+
 void xvi_seg__close(struct xvi_endpoint *ep)
 {
-	struct xvi_segment *seg = ep->seg;
+	struct xvi_segment *seg = ep->seg, **pp;
+	bool last;
 
 	if (!seg)
 		return;
+	if (seg->registered)
+		pthread_mutex_lock(&registry_lock);
+	last = seg->nmembers == 1;
+	if (!last)
+		seg_leave(seg, ep);
 	seg_close_socket(seg, ep);
-	seg_destroy(seg);
+	if (last && seg->registered) {
+		for (pp = &registry; *pp != seg; pp = &(*pp)->next)
+			;
+		*pp = seg->next;
+	}
+	if (seg->registered)
+		pthread_mutex_unlock(&registry_lock);
+	if (last)
+		seg_destroy(seg);
 	ep->seg = NULL;
 }

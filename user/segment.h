@@ -4,7 +4,12 @@
  * fill and completion rings (the UMEM's first socket owns them, see
  * docs/KERNEL.md 3-5), the receive pool and the send pool -- apart from
  * what each endpoint has for itself (its socket, RX and TX rings, slot).
- * Internal to libxvi; used by endpoint.c (open/close), rx.c and tx.c.
+ * A process-wide registry, touched only at open and close, finds the
+ * segment of a (network namespace, device, queue), so that the direct
+ * endpoints of one process on a queue share it (XDP_SHARED_UMEM); an
+ * endpoint alone on its queue, and every protected endpoint, has one of
+ * its own.  Internal to libxvi; used by endpoint.c (open/close), rx.c and
+ * tx.c.
  *
  * Locking: members of one segment may run in different threads, so the
  * shared rings and the shared free stack are touched only under
@@ -38,6 +43,8 @@
 #include "xvi.h"
 
 #define XVI_SEG_MAX_MEMBERS	64	/* ids 0..63: XVI_OWN_ID */
+/* Free send buffers a member takes from the segment at once (at most) */
+#define XVI_TX_CACHE		64
 #define XVI_OWN_ID		0x3f
 #define XVI_OWN_FREE		0x40
 #define XVI_OWN_POSTED		0x80
@@ -94,6 +101,13 @@ struct xvi_segment {
 	__u32 bind_flags;		/* XDP_COPY or XDP_ZEROCOPY */
 	bool area_mapped;		/* area is ours to munmap */
 
+	/* ---- the registry's key (direct segments) ---- */
+	bool registered;
+	__u64 netns;			/* inode of the network namespace */
+	int ifindex;
+	__u32 queue_id;
+	struct xvi_segment *next;
+
 	/* ---- the UMEM's first socket, which owns fill and completion ---- */
 	struct xsk_umem *umem;		/* libxdp path, or NULL */
 	struct xvi_xsk_maps *rings;	/* hand-made path: fill and completion maps */
@@ -137,12 +151,29 @@ int xvi_seg__add_member(struct xvi_segment *seg, struct xvi_endpoint *ep);
 __u32 xvi_seg__remove_member(struct xvi_segment *seg, struct xvi_endpoint *ep);
 
 /*
- * Direct endpoint: a segment for @ep as @cfg and the endpoint's TX checksum
- * choice (tx_umem_flags, tx_md_len, tx_headroom) ask, with its first
- * socket, bound to ep->ifindex, cfg->queue_id; the receive pool on the fill
- * ring; @ep its member.  On -EBUSY *holder is the pid of another process's
- * endpoint on the queue, or 0.  Logs everything but EBUSY.  Nothing is left
- * on failure.
+ * Join rules: frame size, multi-buffer, the TX metadata choice (for UDP
+ * endpoints; raw ones take the segment's layout) and an explicit bind
+ * mode must match what the segment was made with.  0, or -EINVAL after a
+ * message that names the mismatch and the fix.
+ */
+struct xvi_seg_want {
+	__u32 frame_size;
+	bool multi_buffer;
+	bool has_csum_choice;		/* UDP: tx_md below is its own choice */
+	bool tx_md;
+	enum xvi_bind_mode bind_mode;
+};
+int xvi_seg__check_join(const struct xvi_seg_layout *have, const struct xvi_seg_want *want,
+			const char *ifname, __u32 queue_id);
+
+/*
+ * Direct endpoint: the segment of (network namespace, ep->ifindex,
+ * cfg->queue_id) in this process, which @ep joins with a socket of its own
+ * (XDP_SHARED_UMEM), or, if there is none yet, a new one as @cfg and the
+ * endpoint's TX checksum choice (tx_umem_flags, tx_md_len, tx_headroom)
+ * ask, with @ep's socket as its first and the receive pool on its fill
+ * ring.  On -EBUSY *holder is the pid of another process's endpoint on the
+ * queue, or 0.  Logs everything but EBUSY.  Nothing is left on failure.
  */
 int xvi_seg__open(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, __u32 *holder);
 
@@ -154,7 +185,12 @@ int xvi_seg__open(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, __u32 *
 int xvi_seg__open_fd(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int fd,
 		     int ifindex);
 
-/* Close @ep's socket and leave its segment; the last member frees it. */
+/*
+ * Close @ep's socket and leave its segment; the last member frees it.  The
+ * caller has taken the endpoint out of the datapath (unpublished) first.
+ * Frames and buffers the endpoint held go back to the pools; the UMEM's
+ * first socket stays open as long as the segment lives.
+ */
 void xvi_seg__close(struct xvi_endpoint *ep);
 
 /* Lock the segment's shared rings and free stack (one batch). */

@@ -30,8 +30,6 @@
  */
 #define KERNEL_TX_BATCH		32
 #define REAP_BATCH		512
-/* Free send buffers an endpoint keeps for itself: one segment lock per this many */
-#define XVI_TX_CACHE		64
 /* sendto(): how long a full send queue may stay full before -EAGAIN */
 #define SENDTO_WAIT_US		10000
 
@@ -112,16 +110,14 @@ __u32 xvi_ep__in_flight(const struct xvi_endpoint *ep)
 
 /*
  * Make the endpoint's cache of free send buffers hold at least @want (if
- * the segment has them), topped up to XVI_TX_CACHE: one lock per batch,
- * not per buffer.  Completions are reaped first.
+ * the segment has them), topped up to txc_batch: one lock per batch, not
+ * per buffer.  Completions are reaped first.
  */
 static void txc_refill(struct xvi_endpoint *ep, __u32 want)
 {
 	struct xvi_segment *seg = ep->seg;
-	__u32 target = want > XVI_TX_CACHE ? want : XVI_TX_CACHE, k;
+	__u32 target = want > ep->txc_batch ? want : ep->txc_batch, k;
 
-	if (target > ep->tx_bufs)
-		target = ep->tx_bufs;
 	xvi_seg__lock(seg);
 	reap_locked(ep);
 	k = target > ep->txc_n ? target - ep->txc_n : 0;
@@ -134,17 +130,17 @@ static void txc_refill(struct xvi_endpoint *ep, __u32 want)
 	xvi_seg__unlock(seg);
 }
 
-/* A cache grown past twice XVI_TX_CACHE by tx_free gives the excess back. */
+/* A cache grown past twice txc_batch by tx_free gives the excess back. */
 static void txc_spill(struct xvi_endpoint *ep)
 {
 	struct xvi_segment *seg = ep->seg;
-	__u32 k = ep->txc_n - XVI_TX_CACHE;
+	__u32 k = ep->txc_n - ep->txc_batch;
 
 	xvi_seg__lock(seg);
-	memcpy(seg->free_bufs + seg->free_n, ep->txc + XVI_TX_CACHE, k * sizeof(*ep->txc));
+	memcpy(seg->free_bufs + seg->free_n, ep->txc + ep->txc_batch, k * sizeof(*ep->txc));
 	seg->free_n += k;
 	xvi_seg__unlock(seg);
-	ep->txc_n = XVI_TX_CACHE;
+	ep->txc_n = ep->txc_batch;
 }
 
 int xvi_tx__chain(__u32 frame_size, __u64 addr, __u32 len, __u32 first_opts,
@@ -317,7 +313,7 @@ void xvi_endpoint__tx_free(struct xvi_endpoint *ep, const struct xvi_txbuf *bufs
 		xvi_own__set(ep->tx_owner, buf_idx(ep, base), XVI_OWN_FREE);
 		ep->txc[ep->txc_n++] = base;
 	}
-	if (ep->txc_n > 2 * XVI_TX_CACHE)
+	if (ep->txc_n > 2 * ep->txc_batch)
 		txc_spill(ep);
 }
 

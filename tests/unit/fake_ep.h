@@ -106,8 +106,12 @@ static inline void fake_ep_free(struct xvi_endpoint *ep)
 {
 	struct xvi_segment *seg = ep->seg;
 
-	seg->members &= ~(1ULL << ep->member);
-	if (!--seg->nmembers) {
+	/* xvi_seg__remove_member may have taken it out already. */
+	if (seg->members & (1ULL << ep->member)) {
+		seg->members &= ~(1ULL << ep->member);
+		seg->nmembers--;
+	}
+	if (!seg->nmembers) {
 		free(seg->area);
 		xvi_seg__free(seg, false);
 	}
