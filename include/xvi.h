@@ -123,7 +123,11 @@ enum xvi_wait_mode {
 };
 
 enum xvi_open_path {
-	XVI_OPEN_AUTO = 0,	/* direct if privileged, else protected */
+	/*
+	 * Direct if privileged, else protected; also protected when another
+	 * process holds the queue and xdp-vid runs (logged at info level).
+	 */
+	XVI_OPEN_AUTO = 0,
 	XVI_OPEN_DIRECT,	/* own the AF_XDP socket (CAP_NET_RAW, CAP_BPF) */
 	XVI_OPEN_PROTECTED,	/* through the xdp-vid broker, unprivileged */
 };
@@ -196,7 +200,8 @@ struct xvi_endpoint_opts {
  *   do not fit the queue's segment (see queue_id);
  *   EPERM    not privileged;         EOPNOTSUPP  XVI_EP_MULTI_BUFFER where
  *   the kernel (< 6.6), the driver or the protected path lacks it;
- *   EBUSY    another process holds the queue (the message names its pid);
+ *   EBUSY    another process holds the queue (the message names its pid)
+ *            and XVI_OPEN_AUTO could not go through xdp-vid instead;
  *   ENOSPC   no free slot, or 64 endpoints of this process on the queue.
  */
 XVI_API struct xvi_endpoint *xvi_endpoint__open(const char *ifname,

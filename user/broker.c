@@ -39,6 +39,15 @@ int xvi_broker__path(const char *ifname, char *buf, size_t len)
 	return 0;
 }
 
+bool xvi_broker__listening(const char *ifname)
+{
+	char path[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct stat st;
+
+	return !xvi_broker__path(ifname, path, sizeof(path)) && !stat(path, &st) &&
+	       S_ISSOCK(st.st_mode);
+}
+
 void xvi_broker__req_init(struct xvi_broker_req *req, __u16 op)
 {
 	memset(req, 0, sizeof(*req));

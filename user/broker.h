@@ -28,6 +28,7 @@
 #ifndef XVI_BROKER_H
 #define XVI_BROKER_H
 
+#include <stdbool.h>
 #include <net/if.h>
 #include <linux/types.h>
 #include <xdp/xsk.h>
@@ -74,6 +75,11 @@ struct xvi_broker_resp {
 
 /* "<rundir>/<ifname>@<netns inode>.sock" of the calling process's namespace. */
 int xvi_broker__path(const char *ifname, char *buf, size_t len);
+/*
+ * Does an xdp-vid socket exist for @ifname in this network namespace?  (A
+ * daemon that died leaves it behind: the open then says so.)
+ */
+bool xvi_broker__listening(const char *ifname);
 
 /* Fill magic, version, op and size of a request. */
 void xvi_broker__req_init(struct xvi_broker_req *req, __u16 op);

@@ -619,6 +619,16 @@ static int open_direct(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, bo
 	return xvi_ctl__publish(ep->ctl, ep->slot, ep->fd, ep->bind_flags);
 }
 
+/*
+ * XVI_OPEN_AUTO on a queue another process holds: the broker's path works
+ * if xdp-vid runs and the options fit a protected endpoint.
+ */
+static bool may_go_protected(const char *ifname, const struct xvi_ep_cfg *cfg)
+{
+	return cfg->open_path == XVI_OPEN_AUTO && !(cfg->flags & XVI_EP_MULTI_BUFFER) &&
+	       cfg->bind_mode != XVI_BIND_ZEROCOPY && xvi_broker__listening(ifname);
+}
+
 /* A new endpoint with its identity filled in from @cfg and the interface. */
 static struct xvi_endpoint *ep_new(const char *ifname, const struct xvi_ep_cfg *cfg,
 				   const struct xvi_iface *ifc)
@@ -722,8 +732,17 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 		goto fail;
 	}
 	err = protect ? open_protected(ep, &cfg) : open_direct(ep, &cfg, &claimed, &holder);
-	if (err == -EBUSY)
+	if (err == -EBUSY && holder && may_go_protected(ifname, &cfg)) {
+		pr_info("%s: queue %u is held by pid %u: opening through xdp-vid (a protected endpoint) instead\n",
+			ifname, cfg.queue_id, holder);
+		ep_destroy(ep, claimed);
+		claimed = false;
+		protected_defaults(opts, &cfg);
+		ep = ep_new(ifname, &cfg, &ifc);
+		err = ep ? open_protected(ep, &cfg) : -ENOMEM;
+	} else if (err == -EBUSY) {
 		busy_error(ep, holder);
+	}
 	if (err)
 		goto fail;
 	pr_debug("%s: endpoint slot %u queue %u %s mode, %u frames of %u, send buffers of %u frame(s)%s\n",
