@@ -3,7 +3,7 @@
  * xskshare: asks the running kernel (and libxdp) the AF_XDP questions that
  * shared segments rest on, with raw socket calls, and prints one line per
  * fact: "ok N: ..." or "FAIL N: ...".  docs/KERNEL.md cites the facts by
- * number.
+ * number; tests/lab/shared.sh runs this on the lab veth.
  *
  *   xskshare -i IF -p PORT -r READY-FILE [-q QUEUE] [-w MS]
  *
