@@ -377,6 +377,8 @@ struct xvi_txbuf {
  * them); a negative errno only when the first buffer fails.
  *   EMSGSIZE  payload above the path MTU;   EHOSTUNREACH  no route or
  *   neighbour;  EAFNOSUPPORT  destination family does not fit the endpoint.
+ * tx_free takes back only buffers this endpoint got from tx_alloc and did
+ * not send; any other is ignored, so none is freed twice.
  */
 XVI_API int xvi_endpoint__tx_alloc(struct xvi_endpoint *ep,
 				   struct xvi_txbuf *bufs, int n);
@@ -395,8 +397,9 @@ XVI_API ssize_t xvi_endpoint__sendto(struct xvi_endpoint *ep, const void *buf,
 
 /*
  * Kick the send queue if the kernel needs it and reap send completions.
- * tx_send already does this; call it when only waiting for completions.
- * Returns the number of sends still in flight, or a negative errno.
+ * tx_send kicks too, and tx_alloc and sendto reap when they run short of
+ * buffers; call it when waiting for completions.  Returns the number of
+ * this endpoint's sends still in flight, or a negative errno.
  */
 XVI_API int xvi_endpoint__flush(struct xvi_endpoint *ep);
 
