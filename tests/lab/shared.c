@@ -6,7 +6,7 @@
  *   shared -i IF -a ADDR -p PORT -n N -d DIR [-q Q] [-t THREADS] [-k K]
  *          [-c COUNT1] [-C COUNT2] [-m] [-w SEC]
  *       Open N endpoints on ADDR:PORT..PORT+N-1, queue Q, and write
- *       DIR/open ("pid P" and one "port slot" line per endpoint).  THREADS
+ *       DIR/open ("pid P" and one "port slot info-flags" line per endpoint).  THREADS
  *       threads serve them (endpoint i in thread i % THREADS): every
  *       datagram must carry "port=<its port> seq=<S>", and is answered to
  *       its sender with "R" + the datagram (odd endpoints through
@@ -346,7 +346,7 @@ static int report(const char *name, int ph, int want)
 
 static int cmd_serve(void)
 {
-	static char text[MAX_EPS * 32 + 32];
+	static char text[MAX_EPS * 48 + 32];
 	struct xvi_endpoint_info info;
 	pthread_t th[MAX_THREADS];
 	int i, rc = 0, err;
@@ -366,7 +366,8 @@ static int cmd_serve(void)
 		}
 		info = (struct xvi_endpoint_info){ .sz = sizeof(info) };
 		xvi_endpoint__info(eps[i].ep, &info);
-		off += snprintf(text + off, sizeof(text) - off, "%d %u\n", eps[i].port, info.slot);
+		off += snprintf(text + off, sizeof(text) - off, "%d %u 0x%x\n", eps[i].port,
+				info.slot, info.flags);
 	}
 	write_file("open", text);
 	pthread_barrier_init(&barrier, NULL, a.threads + 1);

@@ -14,7 +14,8 @@
 # second process asking for the queue gets EBUSY naming the holder and the
 # fixes (and with XVI_OPEN_AUTO and xdp-vid running, a protected endpoint);
 # endpoints that do not fit the segment are refused; multi-buffer endpoints
-# share a segment too; nothing is left behind.  Waits are on files and
+# and endpoints with TX metadata (hand-made sockets) share a segment too;
+# nothing is left behind.  Waits are on files and
 # `xdp-vi status`, bounded; no fixed sleeps before traffic.
 
 . "$(dirname "$0")/_tap.sh"
@@ -171,7 +172,7 @@ case_open16() {
 	t_wait_file "$D/open" 100 ||
 		{ fail "the driver did not open $N endpoints: $(tail -3 "$T_TMP/drv.log")"; return 1; }
 	DRV_PID=$(<"$D.pid")
-	[ "$(grep -c '^[0-9]* [0-9]*$' "$D/open")" = $N ] || { fail "driver: $(cat "$D/open")"; return 1; }
+	[ "$(grep -c '^[0-9]* [0-9]* 0x[0-9a-f]*$' "$D/open")" = $N ] || { fail "driver: $(cat "$D/open")"; return 1; }
 	want=$(for p in $(seq $P0 $((P0 + N - 1))); do echo "$p $DRV_PID 0 direct"; done | sort)
 	_wait_endpoints "$want"
 }
@@ -254,6 +255,31 @@ case_auto_protected() {
 		fail "the switch to the protected path was not logged: $out"
 }
 
+# The hand-made socket path (a UMEM registered with TX metadata, as for a
+# device with AF_XDP checksum offload) joins too: XVI_TX_CSUM=sw-offload
+# takes it on veth, the kernel computes the requested checksums, and node
+# a's kernel drops any datagram whose checksum is wrong.
+case_tx_metadata() {
+	local d=$T_TMP/md rc w
+	mkdir -p "$d"
+	_bg "$d.pid" "$T_TMP/md.log" b 120 env XVI_TX_CSUM=sw-offload "$SHARED" -i "$LAB_IFACE" \
+		-a 198.18.0.2 -p 7700 -n 4 -k 2 -t 2 -c 20 -C 20 -w 60 -d "$d"
+	w=$BG_WRAP
+	t_wait_file "$d/open" 100 || { wait "$w"; fail "4 endpoints with TX metadata did not open: $(tail -3 "$T_TMP/md.log")"; return 1; }
+	# XVI_INFO_TX_CSUM_OFFLOAD (0x4) on every one of them.
+	local port flags md=0
+	while read -r port _ flags; do
+		[ "$port" != pid ] && (( flags & 4 )) && md=$((md + 1))
+	done <"$d/open"
+	[ $md = 4 ] || { : >"$d/finish"; wait "$w"
+		fail "not every endpoint took the TX metadata path: $(cat "$d/open")"; return 1; }
+	_client 7700 4 20 4 0 && _client 7702 2 20 4 0 && rc=0 || rc=1
+	: >"$d/finish"
+	wait "$w" || rc=1
+	[ $rc = 0 ] || { [ -n "$T_REASON" ] || fail "driver: $(tail -3 "$T_TMP/md.log")"; return 1; }
+	_check_verdict "$d/phase1" 20 4 && _check_verdict "$d/phase2" 20 2
+}
+
 # Tear the case's own lab down and go back to the suite's.
 _lab_back() {
 	lab_down --name "$T_LAB" >/dev/null 2>&1
@@ -292,6 +318,7 @@ CASES=(
 	nothing_left	case_nothing_left	"the driver exits cleanly and status lists no endpoint"
 	join_rules	case_join_rules		"an endpoint that does not fit the segment (frame size, multi-buffer) is refused"
 	auto_protected	case_auto_protected	"XVI_OPEN_AUTO on a queue another process holds goes through xdp-vid, and says so"
+	tx_metadata	case_tx_metadata	"endpoints with TX metadata (hand-made sockets) share a segment; checksums verify on a"
 	multibuf	case_multibuf		"multi-buffer endpoints share a segment: jumbo datagrams to and from 4 endpoints"
 )
 
