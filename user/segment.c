@@ -23,8 +23,8 @@
 
 #define HUGE_2M			(2u << 20)
 /*
- * The kernel frees a closed socket's UMEM from a work item (docs/KERNEL.md
- * 7), so for a few tens of milliseconds after another endpoint on this
+ * The kernel frees a closed socket's UMEM from a work item (docs/KERNEL.md,
+ * fact 20), so for a few tens of milliseconds after another endpoint on this
  * queue closed, a bind still sees the queue busy.  Retry then, but fail at
  * once if a live endpoint of another process really holds the queue.
  */
@@ -291,7 +291,7 @@ int xvi_seg__check_join(const struct xvi_seg_layout *have, const struct xvi_seg_
 			ifname, queue_id, have->frame_size, want->frame_size, have->frame_size);
 		return -EINVAL;
 	}
-	/* The kernel gives every socket the first bind's mode (docs/KERNEL.md 2). */
+	/* The kernel gives every socket the first bind's mode (docs/KERNEL.md, fact 15). */
 	if (want->multi_buffer != have->multi_buffer) {
 		pr_warn("%s: queue %u has this process's segment %s XVI_EP_MULTI_BUFFER, this endpoint asks %s it: the sockets of one queue share the first one's multi-buffer mode, so open it %s the flag or on another queue\n",
 			ifname, queue_id, have->multi_buffer ? "with" : "without",
@@ -683,7 +683,7 @@ static int seg_open_new(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg,
 
 /*
  * @ep's own socket on @seg's UMEM: RX and TX rings of its own, the fill and
- * completion rings of the first socket (docs/KERNEL.md 2-5).
+ * completion rings of the first socket (docs/KERNEL.md, facts 15-18).
  */
 static int seg_join_socket(struct xvi_segment *seg, struct xvi_endpoint *ep,
 			   const struct xvi_ep_cfg *cfg)
@@ -849,7 +849,7 @@ int xvi_seg__open_fd(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int 
 /*
  * @ep leaves a segment others keep using: it must take nothing with it.
  * It is out of the datapath already; once redirects in flight have landed
- * (docs/KERNEL.md 9), the frames on its RX ring go back to the fill ring,
+ * (docs/KERNEL.md, fact 22), the frames on its RX ring go back to the fill ring,
  * the descriptors on its TX ring to the kernel (their completions come
  * back to whoever reaps), and what it holds to the pools.
  */

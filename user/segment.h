@@ -2,7 +2,7 @@
 /*
  * The segment: an AF_XDP UMEM and what every endpoint on it shares -- the
  * fill and completion rings (the UMEM's first socket owns them, see
- * docs/KERNEL.md 3-5), the receive pool and the send pool -- apart from
+ * docs/KERNEL.md, facts 16-18), the receive pool and the send pool -- apart from
  * what each endpoint has for itself (its socket, RX and TX rings, slot).
  * A process-wide registry, touched only at open and close, finds the
  * segment of a (network namespace, device, queue), so that the direct

@@ -7,7 +7,7 @@
  *
  * Two (or three) hand-built endpoints on one segment over plain memory
  * rings: each its own TX and RX ring, the fill and completion rings the
- * segment's, as the kernel has them (docs/KERNEL.md 3-5).
+ * segment's, as the kernel has them (docs/KERNEL.md, facts 16-18).
  */
 #include <errno.h>
 #include <stdio.h>
