@@ -11,9 +11,21 @@
  *   - raw endpoints are tagged by a 32-bit tag carried under EtherType 0x88B5
  *     inside one L2 segment.
  *
- * Conventions (libbpf style): opaque objects with noun__verb methods, options
- * structs with a size field (declare them with XVI_OPTS), negative errno
- * returns (errno is set too), NULL + errno for pointer returns.
+ * Conventions (libbpf style), the same in xvi_stream.h and xvi_memnet.h:
+ *   - opaque objects with noun__verb methods, where the noun is the type of
+ *     the first argument (xvi_endpoint__open, xvi_stream__send,
+ *     xvi_memnet_job__wait);
+ *   - options structs with a size field (declare them with XVI_OPTS);
+ *   - negative errno returns (errno is set too), NULL + errno for pointer
+ *     returns;
+ *   - timeouts: a call that takes @timeout_ms (< 0: no bound, 0: do not
+ *     wait) returns -ETIMEDOUT when it ran out with nothing to show, 0
+ *     included; -EAGAIN is for calls without a timeout that would have to
+ *     wait (a non-blocking stream, a full send queue);
+ *   - sized output structs (info, stats): the caller sets .sz to the size
+ *     it knows; the library writes the smaller of that and its own size and
+ *     sets .sz to what it wrote, so old callers get the fields they know
+ *     and new callers learn which fields an older library filled.
  *
  * Threading: an endpoint is single-threaded.  Calls on one endpoint must not
  * run concurrently; different endpoints may, from any threads, also when
@@ -321,7 +333,7 @@ XVI_API void xvi_endpoint__release(struct xvi_endpoint *ep,
 
 /*
  * Wait until a datagram can be received, by the endpoint's wait mode.
- * @timeout_ms < 0 waits forever.  Returns 1 if ready, 0 on timeout, or a
+ * @timeout_ms < 0 waits forever.  Returns 1 if ready, -ETIMEDOUT, or a
  * negative errno.
  */
 XVI_API int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms);
@@ -329,8 +341,8 @@ XVI_API int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms);
 /*
  * Copying receive: wait up to @timeout_ms for one datagram, copy at most
  * @len bytes to @buf, fill @src if not NULL.  Returns the datagram length
- * (which may exceed @len: the rest is cut, as with MSG_TRUNC), -EAGAIN on
- * timeout, or a negative errno.  On a multi-buffer endpoint the pieces of
+ * (which may exceed @len: the rest is cut, as with MSG_TRUNC), -ETIMEDOUT,
+ * or a negative errno.  On a multi-buffer endpoint the pieces of
  * a datagram are gathered into @buf.
  */
 XVI_API ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf,

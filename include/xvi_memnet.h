@@ -1,19 +1,21 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * libxvi MemNet: the memory-mapped API of Rangarajan et al. (MemNet, 2003)
- * over libxvi streams.  Applications register memory once and then move
- * data from and to it without intermediate copies, synchronously or as
- * asynchronous jobs they complete later.
+ * libxvi MemNet: MemNet's memory-mapped API over libxvi streams.
+ * Applications register memory once and then move data from and to it
+ * without intermediate copies, synchronously or as asynchronous jobs they
+ * complete later.
  *
- *   register / deregister  a region of application memory; the handle is
- *                          the stream context's region id
- *   send_direct            send from a region, return once the peer
- *                          acknowledged every byte (the buffer is reusable)
- *   recv_direct            receive into a region until it is full or the
- *                          peer closed
- *   async_send/async_recv  the same as jobs: return a job descriptor at once
- *   job_wait               wait (bounded) for a job to complete
- *   job_done               collect a completed job's result and free it
+ *   xvi_stream_ctx__register_mem / __deregister_mem (xvi_stream.h)
+ *                              a region of application memory, by id
+ *   xvi_stream__send_direct    send from a region, return once the peer
+ *                              acknowledged every byte (the buffer is
+ *                              reusable)
+ *   xvi_stream__recv_direct    receive into a region until it is full or the
+ *                              peer closed
+ *   xvi_stream__async_send / __async_recv
+ *                              the same as jobs: a job descriptor at once
+ *   xvi_memnet_job__wait       wait (bounded) for a job to complete
+ *   xvi_memnet_job__done       collect a completed job's result and free it
  *
  * Copies, honestly:
  *   send: none in libxvi.  The stream queues a reference to the region
@@ -46,11 +48,14 @@
  *     with pending jobs cannot be closed (EBUSY): wait for them (a failed
  *     connection completes them with its error).  Freeing the context
  *     completes what is left with ECONNABORTED; job_done() still works.
- *   - Blocking (send_direct, recv_direct, job_wait with a timeout) needs a
- *     context over a real endpoint; everything else works on any context.
+ *   - Blocking (send_direct, recv_direct, job__wait with a timeout) needs a
+ *     context over a real endpoint (else -EOPNOTSUPP); everything else
+ *     works on any context.
  *
- * Conventions as in xvi.h: negative errno returns (errno set too), NULL +
- * errno for pointers.  Single-threaded, like the context.
+ * Conventions as in xvi.h: noun__verb after the first argument's type,
+ * negative errno returns (errno set too), NULL + errno for pointers,
+ * -ETIMEDOUT for a timeout that ran out.  Single-threaded, like the
+ * context.
  */
 #ifndef XVI_MEMNET_H
 #define XVI_MEMNET_H
@@ -61,48 +66,42 @@
 extern "C" {
 #endif
 
-struct xvi_mn_job;
-
-/* A handle >= 0 for [addr, addr + len), or -errno (ENOSPC: 64 regions). */
-XVI_API int xvi_memnet__register_mem(struct xvi_stream_ctx *ctx, void *addr, size_t len);
-
-/* 0, -EINVAL (no such handle) or -EBUSY (jobs or sends still use it). */
-XVI_API int xvi_memnet__deregister_mem(struct xvi_stream_ctx *ctx, int mem);
+struct xvi_memnet_job;
 
 /*
  * Send @len bytes at @off of region @mem; returns @len once the peer
  * acknowledged them, or -errno (the connection's error, EINVAL, EBUSY).
  */
-XVI_API ssize_t xvi_memnet__send_direct(struct xvi_stream *s, int mem, size_t off,
-					size_t len);
+XVI_API ssize_t xvi_stream__send_direct(struct xvi_stream *s, int mem, size_t off,
+				       size_t len);
 
 /*
  * Receive into @len bytes at @off of region @mem; returns the bytes
  * received: @len, fewer only at end of stream (0: nothing before it), or
  * -errno.
  */
-XVI_API ssize_t xvi_memnet__recv_direct(struct xvi_stream *s, int mem, size_t off,
-					size_t len);
+XVI_API ssize_t xvi_stream__recv_direct(struct xvi_stream *s, int mem, size_t off,
+				       size_t len);
 
 /* Start a send / a receive; the job descriptor, or NULL with errno. */
-XVI_API struct xvi_mn_job *xvi_memnet__async_send(struct xvi_stream *s, int mem,
-						  size_t off, size_t len);
-XVI_API struct xvi_mn_job *xvi_memnet__async_recv(struct xvi_stream *s, int mem,
-						  size_t off, size_t len);
+XVI_API struct xvi_memnet_job *xvi_stream__async_send(struct xvi_stream *s, int mem,
+						      size_t off, size_t len);
+XVI_API struct xvi_memnet_job *xvi_stream__async_recv(struct xvi_stream *s, int mem,
+						      size_t off, size_t len);
 
 /*
  * Make progress and wait until @job completed, at most @timeout_ms (< 0:
  * no bound, 0: just look).  0 when it completed (collect it with
- * job_done), -ETIMEDOUT, or -errno.
+ * xvi_memnet_job__done), -ETIMEDOUT, or -errno.
  */
-XVI_API int xvi_memnet__job_wait(struct xvi_mn_job *job, int timeout_ms);
+XVI_API int xvi_memnet_job__wait(struct xvi_memnet_job *job, int timeout_ms);
 
 /*
  * Make progress; if @job completed, store its result (bytes, or -errno) in
  * *@result, free the descriptor and return 1.  0: still pending (the
  * descriptor stays valid).  Every job must be collected exactly once.
  */
-XVI_API int xvi_memnet__job_done(struct xvi_mn_job *job, ssize_t *result);
+XVI_API int xvi_memnet_job__done(struct xvi_memnet_job *job, ssize_t *result);
 
 #ifdef __cplusplus
 }

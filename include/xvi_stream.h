@@ -150,7 +150,7 @@ XVI_API int xvi_stream_ctx__process(struct xvi_stream_ctx *ctx);
 /*
  * Block until something arrives or a timer is due (processing it), at most
  * @timeout_ms (< 0: until something happens).  Returns >0 if something was
- * processed, 0 on timeout, or a negative errno.
+ * processed, -ETIMEDOUT, or a negative errno.
  */
 XVI_API int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms);
 
@@ -284,7 +284,8 @@ XVI_API int xvi_stream__set_flags(struct xvi_stream *s, __u32 flags);
 
 /* Poll several streams of one context, like poll(2) with POLLIN, POLLOUT,
  * POLLERR, POLLHUP.  A listener is readable when accept() would succeed.
- * Returns the number of entries with revents, 0 on timeout, or -errno. */
+ * Returns the number of entries with revents, -ETIMEDOUT, or -errno
+ * (-EOPNOTSUPP: waiting on a context over no endpoint). */
 struct xvi_stream_pollfd {
 	struct xvi_stream *s;
 	short events;

@@ -270,6 +270,8 @@ static inline int xst_look(struct xst *o, struct xst_pollent *p, int n)
 		for (i = 0; i < n; i++)
 			f[i] = (struct xvi_stream_pollfd){ .s = p[i].c->s, .events = p[i].events };
 		r = n ? xvi_stream__poll(f, n, 0) : xvi_stream_ctx__process(o->ctx);
+		if (r == -ETIMEDOUT)	/* nothing ready: the look is done */
+			r = 0;
 		if (r < 0)
 			return r;
 		for (i = 0; i < n; i++)

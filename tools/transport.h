@@ -647,7 +647,7 @@ static inline int xt_wait(struct xt *t, int timeout_ms)
 
 	if (!t->kernel) {
 		r = xvi_endpoint__wait(t->ep, timeout_ms);
-		return r == -EINTR ? 0 : r;
+		return r == -EINTR || r == -ETIMEDOUT ? 0 : r;
 	}
 	if (t->wait == XVI_WAIT_BLOCK)
 		return xt_poll(t->fd, timeout_ms);

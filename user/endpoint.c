@@ -773,13 +773,10 @@ int xvi_endpoint__info(const struct xvi_endpoint *ep,
 		       struct xvi_endpoint_info *info)
 {
 	struct xvi_endpoint_info out;
-	size_t sz;
 
-	if (!ep || !info || info->sz < sizeof(size_t))
+	if (!ep || !OUT_VALID(info))
 		return xvi_err(-EINVAL);
-	sz = info->sz;
 	memset(&out, 0, sizeof(out));
-	out.sz = sz;
 	out.flags = (ep->zerocopy ? XVI_INFO_ZEROCOPY : 0) |
 		    (ep->need_wakeup ? XVI_INFO_NEED_WAKEUP : 0) |
 		    (ep->tx_csum_md ? XVI_INFO_TX_CSUM_OFFLOAD : 0) |
@@ -792,9 +789,7 @@ int xvi_endpoint__info(const struct xvi_endpoint *ep,
 	out.frame_size = ep->frame_size;
 	out.num_frames = ep->num_frames;
 	out.local = ep->local;
-	/* An older caller's struct is shorter: fill only what it has. */
-	memcpy(info, &out, sz < sizeof(out) ? sz : sizeof(out));
-	info->sz = sz;
+	OUT_COPY(info, out);
 	return 0;
 }
 
@@ -812,12 +807,10 @@ int xvi_endpoint__stats(const struct xvi_endpoint *ep,
 	struct xvi_ep_counters c;
 	struct xdp_statistics xs;
 	socklen_t len = sizeof(xs);
-	size_t sz;
 	int err;
 
-	if (!ep || !stats || stats->sz < sizeof(size_t))
+	if (!ep || !OUT_VALID(stats))
 		return xvi_err(-EINVAL);
-	sz = stats->sz;
 	memset(&out, 0, sizeof(out));
 	memset(&c, 0, sizeof(c));
 	/* Protected endpoints hold no map fd: their datapath counters are in
@@ -844,8 +837,6 @@ int xvi_endpoint__stats(const struct xvi_endpoint *ep,
 	out.tx_ring_empty = xs.tx_ring_empty_descs;
 	out.tx_frames = ep->tx_frames;
 	out.tx_kicks = ep->tx_kicks;
-	out.sz = sz;
-	memcpy(stats, &out, sz < sizeof(out) ? sz : sizeof(out));
-	stats->sz = sz;
+	OUT_COPY(stats, out);
 	return 0;
 }

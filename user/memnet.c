@@ -16,12 +16,13 @@
 #include "xvi_memnet.h"
 #include "stream_engine.h"
 #include "log.h"
+#include "util.h"
 
 enum { MN_SEND = 1, MN_RECV = 2 };
 #define MN_MAGIC	0x4d4e4a42u	/* "MNJB" */
 #define INTERNAL_COOKIE	(~0ULL)		/* stream_api.c's blocking sends */
 
-struct xvi_mn_job {
+struct xvi_memnet_job {
 	__u32 magic;
 	int kind;
 	struct xvi_stream *s;		/* NULL once the stream is gone */
@@ -34,8 +35,8 @@ struct xvi_mn_job {
 	bool done;
 	ssize_t result;
 	__u32 sum;			/* debug: CRC32C of a send buffer */
-	struct xvi_mn_job *next;	/* the stream's send or receive queue */
-	struct xvi_mn_job *pnext;	/* the context's pending jobs */
+	struct xvi_memnet_job *next;	/* the stream's send or receive queue */
+	struct xvi_memnet_job *pnext;	/* the context's pending jobs */
 };
 
 static bool mn_debug(void)
@@ -54,36 +55,11 @@ static bool mn_debug(void)
 #endif
 }
 
-static __u64 mono_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/* ---- regions ---------------------------------------------------------- */
-
-int xvi_memnet__register_mem(struct xvi_stream_ctx *ctx, void *addr, size_t len)
-{
-	return xvi_stream_ctx__register_mem(ctx, addr, len);
-}
-
-int xvi_memnet__deregister_mem(struct xvi_stream_ctx *ctx, int mem)
-{
-	int err = xvi_stream_ctx__deregister_mem(ctx, mem);
-
-	if (err == -EBUSY)
-		pr_warn("memnet: region %d still has jobs or sends in flight: complete them first\n",
-			mem);
-	return err;
-}
-
 /* ---- job bookkeeping ------------------------------------------------------ */
 
-static void pending_unlink(struct xvi_mn_job *j)
+static void pending_unlink(struct xvi_memnet_job *j)
 {
-	struct xvi_mn_job **pp;
+	struct xvi_memnet_job **pp;
 
 	if (!j->ctx)
 		return;
@@ -94,7 +70,7 @@ static void pending_unlink(struct xvi_mn_job *j)
 		}
 }
 
-static void queue_unlink(struct xvi_mn_job **head, struct xvi_mn_job *j)
+static void queue_unlink(struct xvi_memnet_job **head, struct xvi_memnet_job *j)
 {
 	for (; *head; head = &(*head)->next)
 		if (*head == j) {
@@ -103,7 +79,7 @@ static void queue_unlink(struct xvi_mn_job **head, struct xvi_mn_job *j)
 		}
 }
 
-static void complete(struct xvi_mn_job *j, ssize_t result)
+static void complete(struct xvi_memnet_job *j, ssize_t result)
 {
 	struct xvi_stream *s = j->s;
 
@@ -141,7 +117,7 @@ void xvi_mn__stream_gone(struct xvi_stream *s)
 		complete(s->mn_rxq, -ECONNABORTED);
 	while (s->mn_txq)
 		complete(s->mn_txq, -ECONNABORTED);
-	for (struct xvi_mn_job *j = s->ctx->mn_pending; j; j = j->pnext)
+	for (struct xvi_memnet_job *j = s->ctx->mn_pending; j; j = j->pnext)
 		if (j->s == s)
 			j->s = NULL;
 }
@@ -154,7 +130,7 @@ static void stream_progress(struct xvi_stream *s)
 	int n;
 
 	/* Sends, in order; -EAGAIN leaves the rest for later. */
-	for (struct xvi_mn_job *j = s->mn_txq; j; j = j->next) {
+	for (struct xvi_memnet_job *j = s->mn_txq; j; j = j->next) {
 		ssize_t r;
 
 		if (j->submitted)
@@ -170,7 +146,7 @@ static void stream_progress(struct xvi_stream *s)
 	}
 	while ((n = xvi_ss__reap(s, ck, 32)) > 0)
 		for (int i = 0; i < n; i++) {
-			struct xvi_mn_job *j = (struct xvi_mn_job *)(uintptr_t)ck[i];
+			struct xvi_memnet_job *j = (struct xvi_memnet_job *)(uintptr_t)ck[i];
 
 			if (ck[i] == INTERNAL_COOKIE || !j || j->magic != MN_MAGIC)
 				continue;
@@ -182,7 +158,7 @@ static void stream_progress(struct xvi_stream *s)
 	}
 	/* The head receive job: what waits in the ring first, then post. */
 	while (s->mn_rxq) {
-		struct xvi_mn_job *j = s->mn_rxq;
+		struct xvi_memnet_job *j = s->mn_rxq;
 		size_t got = j->posted ? s->post_done : j->result;
 		ssize_t r = 1;
 
@@ -211,7 +187,7 @@ static void stream_progress(struct xvi_stream *s)
 	}
 }
 
-static void progress(struct xvi_mn_job *j)
+static void progress(struct xvi_memnet_job *j)
 {
 	if (j->done || !j->s)
 		return;
@@ -221,12 +197,12 @@ static void progress(struct xvi_mn_job *j)
 		stream_progress(j->s);
 }
 
-static struct xvi_mn_job *job_new(struct xvi_stream *s, int kind, int mem, size_t off,
+static struct xvi_memnet_job *job_new(struct xvi_stream *s, int kind, int mem, size_t off,
 				  size_t len)
 {
 	struct xvi_stream_ctx *ctx;
 	struct xvi_sregion *r;
-	struct xvi_mn_job *j;
+	struct xvi_memnet_job *j;
 
 	if (!s || mem < 0 || mem >= XVI_SCTX_MAX_REGIONS) {
 		errno = EINVAL;
@@ -271,7 +247,7 @@ static struct xvi_mn_job *job_new(struct xvi_stream *s, int kind, int mem, size_
 	j->pnext = ctx->mn_pending;
 	ctx->mn_pending = j;
 	{
-		struct xvi_mn_job **tail = kind == MN_SEND ? &s->mn_txq : &s->mn_rxq;
+		struct xvi_memnet_job **tail = kind == MN_SEND ? &s->mn_txq : &s->mn_rxq;
 
 		while (*tail)
 			tail = &(*tail)->next;
@@ -281,25 +257,25 @@ static struct xvi_mn_job *job_new(struct xvi_stream *s, int kind, int mem, size_
 	return j;
 }
 
-struct xvi_mn_job *xvi_memnet__async_send(struct xvi_stream *s, int mem, size_t off,
+struct xvi_memnet_job *xvi_stream__async_send(struct xvi_stream *s, int mem, size_t off,
 					  size_t len)
 {
 	return job_new(s, MN_SEND, mem, off, len);
 }
 
-struct xvi_mn_job *xvi_memnet__async_recv(struct xvi_stream *s, int mem, size_t off,
+struct xvi_memnet_job *xvi_stream__async_recv(struct xvi_stream *s, int mem, size_t off,
 					  size_t len)
 {
 	return job_new(s, MN_RECV, mem, off, len);
 }
 
-int xvi_memnet__job_wait(struct xvi_mn_job *j, int timeout_ms)
+int xvi_memnet_job__wait(struct xvi_memnet_job *j, int timeout_ms)
 {
 	__u64 end;
 
 	if (!j || j->magic != MN_MAGIC)
 		return xvi_err(-EINVAL);
-	end = timeout_ms > 0 ? mono_ms() + (__u64)timeout_ms : 0;
+	end = timeout_ms > 0 ? (__u64)xvi_now_ms() + (__u64)timeout_ms : 0;
 	for (;;) {
 		progress(j);
 		if (j->done)
@@ -311,7 +287,7 @@ int xvi_memnet__job_wait(struct xvi_mn_job *j, int timeout_ms)
 		if (!j->ctx->api)
 			return xvi_err(-EOPNOTSUPP);	/* nothing to block on */
 		if (timeout_ms > 0) {
-			__u64 now = mono_ms();
+			__u64 now = (__u64)xvi_now_ms();
 
 			if (now >= end)
 				return xvi_err(-ETIMEDOUT);
@@ -322,7 +298,7 @@ int xvi_memnet__job_wait(struct xvi_mn_job *j, int timeout_ms)
 	}
 }
 
-int xvi_memnet__job_done(struct xvi_mn_job *j, ssize_t *result)
+int xvi_memnet_job__done(struct xvi_memnet_job *j, ssize_t *result)
 {
 	if (!j || j->magic != MN_MAGIC)
 		return xvi_err(-EINVAL);
@@ -336,14 +312,14 @@ int xvi_memnet__job_done(struct xvi_mn_job *j, ssize_t *result)
 	return 1;
 }
 
-static ssize_t run_sync(struct xvi_mn_job *j)
+static ssize_t run_sync(struct xvi_memnet_job *j)
 {
 	ssize_t r;
 	int err;
 
 	if (!j)
 		return -errno;
-	err = xvi_memnet__job_wait(j, -1);
+	err = xvi_memnet_job__wait(j, -1);
 	if (err && err != -EOPNOTSUPP)
 		return err;
 	if (err) {
@@ -352,20 +328,20 @@ static ssize_t run_sync(struct xvi_mn_job *j)
 		pr_warn("memnet: send_direct/recv_direct need a context over an endpoint\n");
 		complete(j, -EOPNOTSUPP);
 	}
-	xvi_memnet__job_done(j, &r);
+	xvi_memnet_job__done(j, &r);
 	return r;
 }
 
-ssize_t xvi_memnet__send_direct(struct xvi_stream *s, int mem, size_t off, size_t len)
+ssize_t xvi_stream__send_direct(struct xvi_stream *s, int mem, size_t off, size_t len)
 {
-	ssize_t r = run_sync(xvi_memnet__async_send(s, mem, off, len));
+	ssize_t r = run_sync(xvi_stream__async_send(s, mem, off, len));
 
 	return r < 0 ? xvi_err((int)r) : r;
 }
 
-ssize_t xvi_memnet__recv_direct(struct xvi_stream *s, int mem, size_t off, size_t len)
+ssize_t xvi_stream__recv_direct(struct xvi_stream *s, int mem, size_t off, size_t len)
 {
-	ssize_t r = run_sync(xvi_memnet__async_recv(s, mem, off, len));
+	ssize_t r = run_sync(xvi_stream__async_recv(s, mem, off, len));
 
 	return r < 0 ? xvi_err((int)r) : r;
 }

@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <string.h>
 #include "log.h"
 
 static inline bool xvi_opts_tail_zero(const char *opts, size_t known,
@@ -40,6 +41,25 @@ static inline bool xvi_opts_valid(const char *opts, size_t user_sz,
 		return false;
 	}
 	return true;
+}
+
+/*
+ * Sized output structs (xvi_endpoint_info, *_stats, xvi_stream_info): the
+ * caller's ->sz is the room it has.  OUT_VALID refuses a struct whose size
+ * field was not set; OUT_COPY writes the smaller of the caller's size and
+ * ours and leaves in ->sz what it wrote (see "Conventions" in xvi.h).
+ */
+#define OUT_VALID(out)	((out) && (out)->sz >= sizeof(size_t))
+#define OUT_COPY(out, ours)	xvi_out_copy((out), &(ours), sizeof(ours))
+
+static inline void xvi_out_copy(void *out, const void *ours, size_t ours_sz)
+{
+	size_t theirs, n;
+
+	memcpy(&theirs, out, sizeof(theirs));
+	n = theirs < ours_sz ? theirs : ours_sz;
+	memcpy(out, ours, n);
+	memcpy(out, &n, sizeof(n));
 }
 
 #define OPTS_HAS(opts, field)						\

@@ -355,13 +355,12 @@ static int block_until(struct xvi_endpoint *ep, int timeout_ms)
 	return 1;
 }
 
-int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms)
+/* 1 when a datagram can be received, 0 when @timeout_ms ran out, -errno. */
+static int wait_ready(struct xvi_endpoint *ep, int timeout_ms)
 {
 	__u64 start, until = 0, spin_end;
 	int left;
 
-	if (!ep)
-		return xvi_err(-EINVAL);
 	if (rx_ready(ep))
 		return 1;
 	/* Nothing can arrive while the free frames sit in our stash. */
@@ -394,6 +393,18 @@ int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms)
 	/* Round up: poll() must not wake before the deadline. */
 	left = (int)((until - xvi_now_us() + 999) / 1000);
 	return block_until(ep, left > 0 ? left : 0);
+}
+
+int xvi_endpoint__wait(struct xvi_endpoint *ep, int timeout_ms)
+{
+	int r;
+
+	if (!ep)
+		return xvi_err(-EINVAL);
+	r = wait_ready(ep, timeout_ms);
+	if (r < 0)
+		return xvi_err(r);
+	return r ? r : xvi_err(-ETIMEDOUT);
 }
 
 ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf, size_t len,
@@ -433,14 +444,12 @@ ssize_t xvi_endpoint__recvfrom(struct xvi_endpoint *ep, void *buf, size_t len,
 		if (timeout_ms > 0) {
 			now = xvi_now_us();
 			if (now >= until)
-				return xvi_err(-EAGAIN);
+				return xvi_err(-ETIMEDOUT);
 			left = (int)((until - now + 999) / 1000);
 		}
 		r = xvi_endpoint__wait(ep, left);
 		if (r < 0)
 			return r;
-		if (r == 0)
-			return xvi_err(-EAGAIN);
 	}
 	return total;
 }

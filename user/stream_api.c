@@ -51,14 +51,6 @@ struct xvi_sapi {
 	struct xvi_gather gather;
 };
 
-static __u64 mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (__u64)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
 /* ---- the endpoint link ------------------------------------------------ */
 
 static void ep_flush(void *priv)
@@ -148,7 +140,7 @@ static void ep_tx_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr
 
 static __u64 ep_now(void *priv)
 {
-	return mono_us();
+	return xvi_now_us();
 }
 
 static void ep_timer_arm(void *priv, __u64 at)
@@ -202,7 +194,7 @@ static int pump(struct xvi_stream_ctx *ctx)
 	}
 	if (n)
 		xvi_endpoint__release(a->ep, a->msgs, n);
-	if (a->tfd_at && a->tfd_at <= mono_us()) {
+	if (a->tfd_at && a->tfd_at <= xvi_now_us()) {
 		__u64 exp;
 
 		/* Drain it, or the fd stays readable. */
@@ -317,14 +309,14 @@ int xvi_stream_ctx__process(struct xvi_stream_ctx *ctx)
 int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms)
 {
 	struct epoll_event ev;
-	__u64 start = mono_us(), next;
+	__u64 start = xvi_now_us(), next;
 	int n, ms;
 
 	n = xvi_stream_ctx__process(ctx);
 	if (n)
 		return n;
 	/* A short spin catches an answer already on its way (ping-pong). */
-	while (mono_us() - start < SPIN_US && (timeout_ms < 0 || timeout_ms > 0)) {
+	while (xvi_now_us() - start < SPIN_US && (timeout_ms < 0 || timeout_ms > 0)) {
 		n = xvi_stream_ctx__process(ctx);
 		if (n)
 			return n;
@@ -332,7 +324,7 @@ int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms)
 	ms = timeout_ms;
 	next = xvi_sctx__next(ctx);
 	if (next) {
-		__u64 now = mono_us();
+		__u64 now = xvi_now_us();
 		int dms = next > now ? (int)((next - now + 999) / 1000) : 0;
 
 		if (ms < 0 || dms < ms)
@@ -346,7 +338,10 @@ int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms)
 			return xvi_err(-errno);
 	}
 	n = xvi_stream_ctx__process(ctx);
-	return n < 0 ? n : n > 0 ? n : (next && next <= mono_us() ? 1 : 0);
+	if (n)
+		return n;
+	/* A timer that fell due was processed too: that is progress. */
+	return next && next <= xvi_now_us() ? 1 : xvi_err(-ETIMEDOUT);
 }
 
 void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx)
@@ -366,8 +361,8 @@ void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx)
 				next = ctx->all;	/* list changed under us */
 		}
 		/* Orphans: a last bounded chance to finish FIN/FINACK. */
-		until = mono_us() + ctx->linger_us;
-		while (xvi_sctx__orphans(ctx) && mono_us() < until)
+		until = xvi_now_us() + ctx->linger_us;
+		while (xvi_sctx__orphans(ctx) && xvi_now_us() < until)
 			xvi_stream_ctx__wait(ctx, 10);
 		xvi_stream_ctx__process(ctx);
 		ep_flush(ctx->api);
@@ -407,26 +402,24 @@ int xvi_stream_ctx__deregister_mem(struct xvi_stream_ctx *ctx, int region)
 	if (!ctx || region < 0 || region >= XVI_SCTX_MAX_REGIONS || !ctx->regions[region].used)
 		return xvi_err(-EINVAL);
 	r = &ctx->regions[region];
-	if (r->refs)
+	if (r->refs) {
+		pr_warn("region %d still has sends or MemNet jobs in flight: complete them first\n",
+			region);
 		return xvi_err(-EBUSY);
+	}
 	r->used = false;
 	return 0;
 }
 
 int xvi_stream_ctx__stats(const struct xvi_stream_ctx *ctx, struct xvi_stream_ctx_stats *st)
 {
-	size_t sz;
+	struct xvi_stream_ctx_stats out;
 
-	if (!ctx || !st || st->sz < sizeof(size_t))
+	if (!ctx || !OUT_VALID(st))
 		return xvi_err(-EINVAL);
-	sz = st->sz < sizeof(*st) ? st->sz : sizeof(*st);
-	{
-		struct xvi_stream_ctx_stats tmp = ctx->stats;
-
-		tmp.sz = sz;
-		tmp.conns = ctx->nconns;
-		memcpy(st, &tmp, sz);
-	}
+	out = ctx->stats;
+	out.conns = ctx->nconns;
+	OUT_COPY(st, out);
 	return 0;
 }
 
@@ -734,7 +727,7 @@ int xvi_stream__poll(struct xvi_stream_pollfd *fds, int n, int timeout_ms)
 		if (!fds[i].s || fds[i].s->ctx != ctx)
 			return xvi_err(-EINVAL);	/* one context per call */
 	if (timeout_ms > 0)
-		until = mono_us() + (__u64)timeout_ms * 1000;
+		until = xvi_now_us() + (__u64)timeout_ms * 1000;
 	for (;;) {
 		progress(ctx);
 		ready = 0;
@@ -744,15 +737,19 @@ int xvi_stream__poll(struct xvi_stream_pollfd *fds, int n, int timeout_ms)
 			fds[i].revents = ev & (fds[i].events | POLLERR | POLLHUP);
 			ready += fds[i].revents != 0;
 		}
-		if (ready || !timeout_ms || !ctx->api)
+		if (ready)
 			return ready;
+		if (!timeout_ms)
+			return xvi_err(-ETIMEDOUT);
+		if (!ctx->api)
+			return xvi_err(-EOPNOTSUPP);	/* nothing to block on */
 		if (timeout_ms < 0) {
 			xvi_stream_ctx__wait(ctx, -1);
 		} else {
-			__u64 now = mono_us();
+			__u64 now = xvi_now_us();
 
 			if (now >= until)
-				return 0;
+				return xvi_err(-ETIMEDOUT);
 			xvi_stream_ctx__wait(ctx, (int)((until - now + 999) / 1000));
 		}
 	}
@@ -761,13 +758,10 @@ int xvi_stream__poll(struct xvi_stream_pollfd *fds, int n, int timeout_ms)
 int xvi_stream__info(const struct xvi_stream *s, struct xvi_stream_info *info)
 {
 	struct xvi_stream_info t;
-	size_t sz;
 
-	if (!s || !info || info->sz < sizeof(size_t))
+	if (!s || !OUT_VALID(info))
 		return xvi_err(-EINVAL);
-	sz = info->sz < sizeof(t) ? info->sz : sizeof(t);
 	t = s->st_;
-	t.sz = sz;
 	t.state = s->state;
 	t.error = s->err;
 	t.peer = s->peer;
@@ -783,6 +777,6 @@ int xvi_stream__info(const struct xvi_stream *s, struct xvi_stream_info *info)
 	t.peer_wnd = s->peer_wnd;
 	t.rcv_queued = s->segs ? xvi_srq__ready(&s->rq) : 0;
 	t.snd_queued = s->segs ? xvi_ssq__queued(&s->sq) : 0;
-	memcpy(info, &t, sz);
+	OUT_COPY(info, t);
 	return 0;
 }

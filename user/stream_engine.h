@@ -161,7 +161,7 @@ struct xvi_stream {
 	 * from in-order segments, and the jobs that wait on this stream */
 	__u8 *post;
 	__u32 post_len, post_done;
-	struct xvi_mn_job *mn_rxq, *mn_txq;
+	struct xvi_memnet_job *mn_rxq, *mn_txq;
 	__u32 mn_jobs;
 	/* reference send completions */
 	__u64 *done;
@@ -196,7 +196,7 @@ struct xvi_stream_ctx {
 	__u64 now;			/* cached for one run */
 	struct xvi_sregion regions[XVI_SCTX_MAX_REGIONS];
 	struct xvi_stream_ctx_stats stats;
-	struct xvi_mn_job *mn_pending;	/* MemNet jobs not yet completed */
+	struct xvi_memnet_job *mn_pending;	/* MemNet jobs not yet completed */
 	/* the real link (stream_api.c), NULL under test */
 	struct xvi_sapi *api;
 };
