@@ -20,7 +20,9 @@ CC      ?= gcc
 CLANG   ?= clang
 BPFTOOL ?= bpftool
 
-VERSION := 0.1.0
+# The one place the version is written: include/xvi.h (XVI_VERSION_*).
+xvi_ver = $(shell sed -n 's/^\#define XVI_VERSION_$(1)[[:space:]]*\([0-9]*\).*/\1/p' include/xvi.h)
+VERSION := $(call xvi_ver,MAJOR).$(call xvi_ver,MINOR).$(call xvi_ver,PATCH)
 SONAME  := libxvi.so.$(firstword $(subst ., ,$(VERSION)))
 ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine 2>/dev/null || echo x86_64-linux-gnu)
 

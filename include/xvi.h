@@ -60,7 +60,16 @@ extern "C" {
 #endif
 
 #define XVI_VERSION_MAJOR 0
-#define XVI_VERSION_MINOR 1
+#define XVI_VERSION_MINOR 2
+#define XVI_VERSION_PATCH 0
+
+/*
+ * The version of the libxvi actually loaded, "MAJOR.MINOR.PATCH", which may
+ * differ from the XVI_VERSION_* the program was compiled against.
+ */
+XVI_API const char *xvi_version(void);
+XVI_API __u32 xvi_version_major(void);
+XVI_API __u32 xvi_version_minor(void);
 
 /*
  * Declare and zero an options struct, set its size, and fill the named

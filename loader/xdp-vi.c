@@ -110,10 +110,14 @@ static int print_libxdp(enum libxdp_print_level level, const char *fmt, va_list 
 	return vfprintf(stderr, fmt, args);
 }
 
-/* XDPVI_VERSION: the Makefile's VERSION, passed at build time. */
+/*
+ * XDPVI_VERSION: the Makefile's VERSION, passed at build time; the
+ * library's is asked at run time (the command links libxvi statically, so
+ * they agree unless the build is broken).
+ */
 static int print_version(void)
 {
-	printf("xdp-vi %s\n", XDPVI_VERSION);
+	printf("xdp-vi %s (libxvi %s)\n", XDPVI_VERSION, xvi_version());
 	return 0;
 }
 

@@ -11,7 +11,8 @@
 #     DESTDIR with nothing but pkg-config, against libxvi.so and against
 #     libxvi.a, and both run: opening an interface that does not exist fails
 #     with ENODEV and a libxvi message (nothing needs root);
-#   - the installed xdp-vi --version prints the Makefile's VERSION;
+#   - the installed xdp-vi --version prints the version (include/xvi.h), its
+#     own and the library's;
 #   - ldconfig (LDCONFIG, a recording stand-in here) runs after install and
 #     uninstall with an empty DESTDIR, never with one;
 #   - make uninstall leaves nothing in DESTDIR but empty directories.
@@ -22,7 +23,9 @@
 I_PREFIX=/usr
 I_DEST=$T_TMP/dest
 I_ROOT=$I_DEST$I_PREFIX
-I_VERSION=$(sed -n 's/^VERSION *:= *//p' "$T_ROOT/Makefile")
+# The version is written once, in include/xvi.h.
+_xvi_ver() { sed -n "s/^#define XVI_VERSION_$1[[:space:]]*\([0-9]*\).*/\1/p" "$T_ROOT/include/xvi.h"; }
+I_VERSION=$(_xvi_ver MAJOR).$(_xvi_ver MINOR).$(_xvi_ver PATCH)
 I_SONAME=libxvi.so.${I_VERSION%%.*}
 I_EXAMPLE=$T_ROOT/tests/install/readme_example.c
 I_NODEV=xvinone0
@@ -122,8 +125,8 @@ case_headers() {
 case_version() {
 	local o
 	for o in --version -V; do
-		[ "$("$I_ROOT/bin/xdp-vi" "$o")" = "xdp-vi $I_VERSION" ] ||
-			{ fail "xdp-vi $o printed '$("$I_ROOT/bin/xdp-vi" "$o" 2>&1)', want 'xdp-vi $I_VERSION'"; return 1; }
+		[ "$("$I_ROOT/bin/xdp-vi" "$o")" = "xdp-vi $I_VERSION (libxvi $I_VERSION)" ] ||
+			{ fail "xdp-vi $o printed '$("$I_ROOT/bin/xdp-vi" "$o" 2>&1)', want 'xdp-vi $I_VERSION (libxvi $I_VERSION)'"; return 1; }
 	done
 }
 
