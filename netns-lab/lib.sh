@@ -207,7 +207,7 @@ _lab_build_m() {
 		# than the MTU, which the relay could not send as one frame.
 		# AF_XDP TX from a or b still reaches M: copy-mode TX goes
 		# through veth's ndo_start_xmit, not the XDP redirect path that
-		# needs GRO or XDP on the receiver (NOTES-kernel.md rule 4);
+		# needs GRO or XDP on the receiver (docs/KERNEL.md, fact 7);
 		# tests/lab/relay.sh checks xvi-cat -> M -> kernel both ways.
 		_lab_try ip netns exec "$ns" ethtool -K "${LAB_M_IFACES[i]}" gro off || return 1
 		# The relay sends complete frames (no CHECKSUM_PARTIAL from an

@@ -16,7 +16,7 @@
 # rate uses the library's default adaptive wait, as in tests/bench/run.
 #
 # usage: B=build tests/bench/protected.sh [-t SEC] [-m BYTES] [-r ROUNDS]
-# Targets (issue #3): protected >= 70 % of the direct message rate, ping-pong
+# Targets: protected >= 70 % of the direct message rate, ping-pong
 # latency <= 1.3x direct.
 
 set -u -o pipefail

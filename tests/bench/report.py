@@ -16,7 +16,7 @@ import statistics
 import subprocess
 import time
 
-STREAMS_TODO = "streams not built yet (issue 4)"
+STREAMS_TODO = "streams not built"
 WAIT_MODES = ("busy", "adaptive", "block")
 # The UDP ping-pong goal is judged with the same wait mode at both ends of
 # both transports; the headline mode is fixed here, before any number is
@@ -777,7 +777,7 @@ def main():
     texts = [r["text"] for r in prot if r.get("text")]
     texts += [get(r, "client", "unparsed") for r in prot if get(r, "client", "unparsed")]
     if texts:
-        w("From tests/bench/protected.sh (engineer h6's script, its own lab, run by "
+        w("From tests/bench/protected.sh (its own lab, run by "
           "make bench; its output verbatim):")
         w("")
         w("```")

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# protected.sh: protected endpoints through the xdp-vid broker (issue #3).
+# protected.sh: protected endpoints through the xdp-vid broker.
 #
 #   node a (kernel sockets, tcpdump)  <--xv0--xv0-->  node b (xdp-vi + xdp-vid)
 #                                                      unprivileged clients:

@@ -13,7 +13,7 @@
 #include <criterion/criterion.h>
 #include <xvi.h>
 
-#define NOIF "h2-nosuch0"
+#define NOIF "xvinosuch0"
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 static char last_msg[512];

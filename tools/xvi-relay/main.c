@@ -6,7 +6,7 @@
  * three-node lab runs it; see docs/man/xvi-relay.1 and docs/LAB.md.
  *
  * Why AF_PACKET and not netem or tc: this kernel has no netem, and AF_XDP
- * TX bypasses qdiscs and tc egress (NOTES-kernel.md rule 3), so an
+ * TX bypasses qdiscs and tc egress (docs/KERNEL.md, fact 3), so an
  * impairment on the sender could be skipped by the very frames we want to
  * impair.  A forwarder on a node of its own sees everything.
  */
