@@ -12,9 +12,13 @@
  *   - UDP endpoint: IPv4 or IPv6 as bound, UDP right after the fixed
  *     header, not a fragment, source address one of the allowed ones,
  *     source port = the endpoint's port;
- *   - raw endpoint: EtherType 0x88B5, source tag = the endpoint's tag.
- * Everything else (ARP, VLAN tags, other protocols, runts) is dropped and
- * counted in the endpoint's slot of the datapath's xvi_ep_stats.
+ *   - raw endpoint: EtherType 0x88B5, source tag = the endpoint's tag;
+ * and only if it is what the host's own sockets send, unless the policy
+ * allows more (xvi_guard_cfg.allow): a unicast destination (MAC and IP),
+ * no IPv4 options, no network-control DSCP, no control protocol's UDP
+ * port, at most the host end's MTU long.  Everything else (ARP, VLAN tags,
+ * other protocols, runts) is dropped and counted in the endpoint's slot of
+ * the datapath's xvi_ep_stats.
  *
  * Why TC and not XDP: an XDP_REDIRECT into a veth is dropped unless the
  * peer of that veth runs XDP or has GRO on, and the interface's peer is
@@ -78,9 +82,95 @@ static __always_inline bool addr_allowed(const struct xvi_guard_cfg *cfg, const 
 	return false;
 }
 
-/* Does the frame at @c carry the endpoint's identity?  Counts why not. */
-static __always_inline bool identity_ok(struct xvi_cursor *c, const struct xvi_guard_cfg *cfg,
+/*
+ * UDP destination ports of control protocols (XVI_GUARD_ALLOW_CTL_PORTS):
+ * a datagram to one of them from the host's address speaks for the host
+ * to its routers, neighbours or clocks.
+ */
+static __always_inline bool ctl_port(__be16 port)
+{
+	switch (bpf_ntohs(port)) {
+	case 67: case 68:		/* DHCP server, client */
+	case 137: case 138:		/* NetBIOS name, datagram */
+	case 319: case 320:		/* PTP event, general */
+	case 520: case 521:		/* RIP, RIPng */
+	case 546: case 547:		/* DHCPv6 client, server */
+	case 646:			/* LDP discovery */
+	case 1900:			/* SSDP */
+	case 1985:			/* HSRP */
+	case 2029:			/* HSRP for IPv6 */
+	case 3222:			/* GLBP */
+	case 3702:			/* WS-Discovery */
+	case 3784: case 3785:		/* BFD control, echo */
+	case 4784:			/* BFD multihop */
+	case 5351:			/* NAT-PMP, PCP */
+	case 5353:			/* mDNS */
+	case 5355:			/* LLMNR */
+	case 6784:			/* BFD on LAG members */
+		return true;
+	}
+	return false;
+}
+
+static __always_inline bool bcast4(const struct xvi_guard_cfg *cfg, __be32 dst)
+{
+	__u32 i;
+
+	if ((bpf_ntohl(dst) >> 28) == 0xe || dst == 0xffffffff)
+		return true;			/* 224.0.0.0/4, 255.255.255.255 */
+	for (i = 0; i < XVI_GUARD_MAX_ADDRS; i++) {
+		if (i >= cfg->nbcast)
+			break;
+		if (cfg->bcast4[i] == dst)
+			return true;
+	}
+	return false;
+}
+
+/* What the endpoint may send from its own address (enum xvi_guard_allow). */
+static __always_inline bool ip4_allowed(const struct iphdr *iph, __u32 hlen,
+					const struct xvi_guard_cfg *cfg,
 					struct xvi_ep_counters *ep)
+{
+	if (!(cfg->allow & XVI_GUARD_ALLOW_GROUP) && bcast4(cfg, iph->daddr)) {
+		ep->drop_guard_group++;
+		return false;
+	}
+	if (!(cfg->allow & XVI_GUARD_ALLOW_IP_OPTIONS) && hlen > sizeof(*iph)) {
+		ep->drop_guard_ip_options++;
+		return false;
+	}
+	/* DSCP 48-63: the top two bits of the TOS byte set */
+	if (!(cfg->allow & XVI_GUARD_ALLOW_NET_CONTROL) && iph->tos >= 0xc0) {
+		ep->drop_guard_dscp++;
+		return false;
+	}
+	return true;
+}
+
+static __always_inline bool ip6_allowed(const struct ipv6hdr *ip6h,
+					const struct xvi_guard_cfg *cfg,
+					struct xvi_ep_counters *ep)
+{
+	if (!(cfg->allow & XVI_GUARD_ALLOW_GROUP) && ip6h->daddr.in6_u.u6_addr8[0] == 0xff) {
+		ep->drop_guard_group++;
+		return false;
+	}
+	/* The traffic class's top nibble: DSCP 48-63 is 0xc and above. */
+	if (!(cfg->allow & XVI_GUARD_ALLOW_NET_CONTROL) && ip6h->priority >= 0xc) {
+		ep->drop_guard_dscp++;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Does the frame at @c carry the endpoint's identity, and is it what the
+ * endpoint may send (cfg->allow)?  Counts why not.
+ */
+static __always_inline bool frame_allowed(struct xvi_cursor *c,
+					  const struct xvi_guard_cfg *cfg,
+					  struct xvi_ep_counters *ep)
 {
 	struct ethhdr *eth = c->pos;
 	struct udphdr *uh;
@@ -94,6 +184,10 @@ static __always_inline bool identity_ok(struct xvi_cursor *c, const struct xvi_g
 	}
 	if (!mac_eq(eth->h_source, cfg->mac)) {
 		ep->drop_guard_mac++;
+		return false;
+	}
+	if (!(cfg->allow & XVI_GUARD_ALLOW_GROUP) && (eth->h_dest[0] & 1)) {
+		ep->drop_guard_group++;		/* I/G bit: multicast or broadcast */
 		return false;
 	}
 
@@ -111,6 +205,8 @@ static __always_inline bool identity_ok(struct xvi_cursor *c, const struct xvi_g
 			ep->drop_guard_ip++;
 			return false;
 		}
+		if (!ip4_allowed(iph, hlen, cfg, ep))
+			return false;
 	} else if (proto == bpf_htons(ETH_P_IPV6)) {
 		struct ipv6hdr *ip6h;
 
@@ -123,6 +219,8 @@ static __always_inline bool identity_ok(struct xvi_cursor *c, const struct xvi_g
 			ep->drop_guard_ip++;
 			return false;
 		}
+		if (!ip6_allowed(ip6h, cfg, ep))
+			return false;
 	} else if (proto == bpf_htons(XVI_ETH_P_RAW)) {
 		struct xvi_raw_hdr *rh;
 
@@ -150,6 +248,10 @@ static __always_inline bool identity_ok(struct xvi_cursor *c, const struct xvi_g
 		ep->drop_guard_port++;
 		return false;
 	}
+	if (!(cfg->allow & XVI_GUARD_ALLOW_CTL_PORTS) && ctl_port(uh->dest)) {
+		ep->drop_guard_ctl_port++;
+		return false;
+	}
 	return true;
 }
 
@@ -168,6 +270,11 @@ int xvi_guard(struct __sk_buff *skb)
 	ep = bpf_map_lookup_elem(&xvi_ep_stats, &slot);
 	if (!ep)
 		return TC_ACT_SHOT;	/* slot out of range: not configured */
+	/* skb->len counts the Ethernet header here (and any fragments). */
+	if (skb->len > cfg->max_frame) {
+		ep->drop_guard_len++;
+		return TC_ACT_SHOT;
+	}
 
 	/* Headers are read from the linear part: pull them in if a
 	 * (multi-buffer) skb keeps them in fragments.  A failed pull leaves
@@ -175,7 +282,7 @@ int xvi_guard(struct __sk_buff *skb)
 	if ((void *)(long)skb->data + XVI_GUARD_HDRS > (void *)(long)skb->data_end)
 		bpf_skb_pull_data(skb, skb->len < XVI_GUARD_HDRS ? skb->len : XVI_GUARD_HDRS);
 	xvi_cursor_init_skb(&c, skb);
-	if (!identity_ok(&c, cfg, ep))
+	if (!frame_allowed(&c, cfg, ep))
 		return TC_ACT_SHOT;
 	/* No interface (being set up or torn down): drop, never pass. */
 	if (!cfg->out_ifindex) {

@@ -12,7 +12,7 @@
 
 #include <linux/types.h>
 
-#define XVI_WIRE_VERSION	4
+#define XVI_WIRE_VERSION	5
 
 /* IEEE 802 local experimental EtherType 1: raw xvi frames inside one L2. */
 #define XVI_ETH_P_RAW		0x88B5
@@ -134,6 +134,15 @@ struct xvi_ep_counters {
 					 * ARP, VLAN, fragments, runts, ... */
 	__u64 rx_csum_partial;		/* of rx_frames: partial UDP checksum
 					 * accepted (XVI_RX_CSUM_PARTIAL) */
+	/*
+	 * Protected endpoints: frames with the endpoint's identity that the
+	 * guard still keeps in (struct xvi_guard_cfg, allow and max_frame).
+	 */
+	__u64 drop_guard_group;		/* multicast or broadcast destination */
+	__u64 drop_guard_ip_options;	/* IPv4 header longer than 20 bytes */
+	__u64 drop_guard_dscp;		/* DSCP 48-63: network control */
+	__u64 drop_guard_ctl_port;	/* to a control protocol's UDP port */
+	__u64 drop_guard_len;		/* longer than max_frame */
 };
 
 /* Global counters: a per-CPU array with one element, written by XDP. */
@@ -210,13 +219,55 @@ struct xvi_guard_cfg {
 	__be16 port;			/* UDP source port, network order */
 	__be32 raw_tag;			/* raw source tag, network order */
 	__u8 mac[6];			/* source MAC: the interface's */
-	__u8 pad[2];
+	__u8 nbcast;			/* valid entries in bcast4[] */
+	__u8 pad;
 	__u32 out_ifindex;		/* the interface: accepted frames leave
 					 * through its egress, 0 = drop all */
 	/* Allowed source addresses: the bound one, or for a wildcard
 	 * endpoint the interface's addresses of that family at open time.
 	 * IPv4 in the first 4 bytes. */
 	__u8 addrs[XVI_GUARD_MAX_ADDRS][16];
+	/*
+	 * What the host does not send, dropped unless the policy allows it
+	 * (enum xvi_guard_allow).  0, the default, lets none of it out: a
+	 * bit is set only for what the policy explicitly allows.
+	 */
+	__u32 allow;
+	/* Longest frame let out, Ethernet header included: the host end's
+	 * MTU + 14 (VLAN tags are never let out).  0 lets nothing out. */
+	__u32 max_frame;
+	/* Directed broadcast addresses of the interface's IPv4 subnets,
+	 * group destinations like 255.255.255.255. */
+	__be32 bcast4[XVI_GUARD_MAX_ADDRS];
+};
+
+/*
+ * Bits of xvi_guard_cfg.allow.  Each lets out one kind of frame that a
+ * host's own sockets would not send on their own, or that speaks for the
+ * whole host to its network: the guard drops it, counted, unless xdp-vid
+ * set the bit because the policy allows it for this endpoint.
+ */
+enum xvi_guard_allow {
+	/*
+	 * Group destinations: a multicast or broadcast destination MAC
+	 * (I/G bit), IPv4 224.0.0.0/4, 255.255.255.255 or a directed
+	 * broadcast of the interface (bcast4[]), IPv6 ff00::/8.  Counted in
+	 * drop_guard_group.
+	 */
+	XVI_GUARD_ALLOW_GROUP = 1 << 0,
+	/* IPv4 options (IHL > 5): source routes, CIPSO labels, router
+	 * alert.  Counted in drop_guard_ip_options. */
+	XVI_GUARD_ALLOW_IP_OPTIONS = 1 << 1,
+	/* DSCP 48-63 (CS6, CS7 and the rest of IP precedence 6 and 7,
+	 * network control), IPv4 and IPv6.  Counted in drop_guard_dscp. */
+	XVI_GUARD_ALLOW_NET_CONTROL = 1 << 2,
+	/* UDP destination ports of control protocols that speak for the
+	 * host or the network: routing and redundancy (HSRP, GLBP, RIP, BFD,
+	 * LDP), name and service discovery (mDNS, LLMNR, NetBIOS, SSDP,
+	 * WS-Discovery), address and port configuration (DHCP, DHCPv6,
+	 * NAT-PMP/PCP) and time (PTP).  docs/DATAPATH.md lists the ports.
+	 * Counted in drop_guard_ctl_port. */
+	XVI_GUARD_ALLOW_CTL_PORTS = 1 << 3,
 };
 
 #endif /* XVI_WIRE_H */

@@ -42,7 +42,9 @@ static const struct counter_name ep_fields[] = {
 /* TX guard of protected endpoints (host end of the veth pair). */
 static const struct counter_name guard_fields[] = {
 	EPC(tx_guard_pass), EPC(drop_guard_mac), EPC(drop_guard_ip), EPC(drop_guard_port),
-	EPC(drop_guard_tag), EPC(drop_guard_other), { NULL },
+	EPC(drop_guard_tag), EPC(drop_guard_other), EPC(drop_guard_group),
+	EPC(drop_guard_ip_options), EPC(drop_guard_dscp), EPC(drop_guard_ctl_port),
+	EPC(drop_guard_len), { NULL },
 };
 #define GC(f) { #f, offsetof(struct xvi_global_counters, f) }
 static const struct counter_name global_fields[] = {
@@ -482,11 +484,18 @@ static const struct ep_sample *find_ep(const struct if_sample *s, const struct e
 	return NULL;
 }
 
+/* Every drop_* counter of the datapath's and the guard's tables. */
 static __u64 ep_drops(const struct xvi_ep_counters *c)
 {
-	return c->drop_bad_ip_csum + c->drop_bad_l4_csum + c->drop_malformed +
-	       c->drop_no_socket + c->drop_meta + c->drop_guard_mac + c->drop_guard_ip +
-	       c->drop_guard_port + c->drop_guard_tag + c->drop_guard_other;
+	const struct counter_name *tabs[] = { ep_fields, guard_fields }, *n;
+	__u64 sum = 0;
+	size_t t;
+
+	for (t = 0; t < sizeof(tabs) / sizeof(tabs[0]); t++)
+		for (n = tabs[t]; n->name; n++)
+			if (!strncmp(n->name, "drop_", 5))
+				sum += field(c, n);
+	return sum;
 }
 
 static void rates_print(struct json *j, bool json, const struct if_sample *a,

@@ -131,7 +131,7 @@ static int build_ip4(const struct fx_frame_spec *s, __u8 *l3, struct fx_frame *f
 
 	iph->version = 4;
 	iph->ihl = hlen / 4;
-	iph->tos = 0;
+	iph->tos = s->tos;
 	iph->tot_len = htons(hlen + 8 + s->payload);
 	iph->id = htons(0x1234);
 	iph->frag_off = htons(s->frag_off);
@@ -170,6 +170,8 @@ static int build_ip6(const struct fx_frame_spec *s, __u8 *l3, struct fx_frame *f
 	__u16 c;
 
 	ip6h->version = 6;
+	ip6h->priority = s->tos >> 4;
+	ip6h->flow_lbl[0] = (s->tos & 0xf) << 4;
 	ip6h->payload_len = htons(8 + s->payload + s->l3_len_delta);
 	ip6h->nexthdr = s->proto ? s->proto & 0xff : IPPROTO_UDP;
 	ip6h->hop_limit = 64;

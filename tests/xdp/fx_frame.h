@@ -25,6 +25,7 @@ struct fx_frame_spec {
 	__u8 ihl;		/* IPv4 header words, 0 means 5; > 5 adds options */
 	__u16 proto;		/* 0 means UDP; FX_PROTO(p) for any other (even 0) */
 	__u16 frag_off;		/* IPv4 frag_off field, host order */
+	__u8 tos;		/* IPv4 TOS, IPv6 traffic class (DSCP << 2) */
 	const __u8 *dmac;	/* destination MAC, NULL for FX_DMAC */
 	const char *dst;	/* destination address, NULL for the default */
 	__u16 dport;		/* UDP destination port, host order */

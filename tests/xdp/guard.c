@@ -42,12 +42,21 @@ struct g_case {
 	struct fx_frame_spec f;
 	int verdict;
 	size_t counter;		/* offset of the counter that moves by one */
+	__u32 allow;		/* xvi_guard_cfg.allow: what the policy lets out */
 };
+
+/* The guard's length bound in every case: a 1500-byte MTU. */
+#define G_MAX_FRAME	1514
+#define G_BCAST4	"198.18.0.255"
 
 #pragma GCC diagnostic ignored "-Woverride-init"
 #define V4(...)		{ .l3 = FX_IP4, .dport = 9000, .payload = 32, __VA_ARGS__ }
 #define V6(...)		{ .l3 = FX_IP6, .dport = 9000, .payload = 32, __VA_ARGS__ }
 #define RAW(...)	{ .l3 = FX_RAW, .raw_tag = 0x77, .payload = 32, __VA_ARGS__ }
+static const __u8 mac_bcast[6] = { 0xff, 0xff, 0xff, 0xff, 0xff, 0xff };
+static const __u8 mac_mcast4[6] = { 0x01, 0x00, 0x5e, 0x7f, 0xff, 0xfa };	/* SSDP */
+static const __u8 mac_mcast6[6] = { 0x33, 0x33, 0x00, 0x00, 0x00, 0xfb };
+
 #define PASS		.verdict = TC_ACT_REDIRECT, .counter = C(tx_guard_pass)
 #define DROP(f)		.verdict = TC_ACT_SHOT, .counter = C(f)
 
@@ -71,6 +80,69 @@ static const struct g_case g_cases[] = {
 	/* BPF_PROG_RUN refuses an skb whose IP EtherType has no whole IP
 	 * header (EINVAL): the runt below the L3 header is a raw one. */
 	{ "raw_runt", ID_RAW, RAW(.cut = 15), DROP(drop_guard_other) },
+
+	/* Group destinations: dropped, unless the policy allows them. */
+	{ "udp4_bcast_mac", ID_UDP4, V4(.dmac = mac_bcast, .dst = "255.255.255.255"),
+	  DROP(drop_guard_group) },
+	{ "udp4_limited_bcast_unicast_mac", ID_UDP4, V4(.dst = "255.255.255.255"),
+	  DROP(drop_guard_group) },
+	{ "udp4_directed_bcast", ID_UDP4, V4(.dst = G_BCAST4), DROP(drop_guard_group) },
+	{ "udp4_multicast_ip", ID_UDP4, V4(.dst = "239.255.255.250"), DROP(drop_guard_group) },
+	{ "udp4_multicast_ip_low", ID_UDP4, V4(.dst = "224.0.0.2"), DROP(drop_guard_group) },
+	{ "udp4_multicast_mac", ID_UDP4, V4(.dmac = mac_mcast4), DROP(drop_guard_group) },
+	{ "udp6_multicast_ip", ID_UDP6, V6(.dst = "ff02::fb"), DROP(drop_guard_group) },
+	{ "udp6_multicast_mac", ID_UDP6, V6(.dmac = mac_mcast6), DROP(drop_guard_group) },
+	{ "raw_bcast_mac", ID_RAW, RAW(.dmac = mac_bcast), DROP(drop_guard_group) },
+	{ "udp4_last_unicast_below_mcast", ID_UDP4, V4(.dst = "223.255.255.255"), PASS },
+	{ "udp4_first_above_mcast", ID_UDP4, V4(.dst = "240.0.0.1"), PASS },
+	{ "udp4_bcast_allowed", ID_UDP4, V4(.dmac = mac_bcast, .dst = "255.255.255.255"), PASS,
+	  .allow = XVI_GUARD_ALLOW_GROUP },
+	{ "udp6_multicast_allowed", ID_UDP6, V6(.dmac = mac_mcast6, .dst = "ff02::fb"), PASS,
+	  .allow = XVI_GUARD_ALLOW_GROUP },
+
+	/* IPv4 options. */
+	{ "udp4_options", ID_UDP4, V4(.ihl = 6), DROP(drop_guard_ip_options) },
+	{ "udp4_options_ihl15", ID_UDP4, V4(.ihl = 15), DROP(drop_guard_ip_options) },
+	{ "udp4_options_allowed", ID_UDP4, V4(.ihl = 6), PASS,
+	  .allow = XVI_GUARD_ALLOW_IP_OPTIONS },
+
+	/* DSCP: CS6 and CS7 (and the rest of precedence 6 and 7) stay in. */
+	{ "udp4_dscp_cs6", ID_UDP4, V4(.tos = 48 << 2), DROP(drop_guard_dscp) },
+	{ "udp4_dscp_cs7", ID_UDP4, V4(.tos = 56 << 2), DROP(drop_guard_dscp) },
+	{ "udp4_dscp_63_ecn", ID_UDP4, V4(.tos = (63 << 2) | 3), DROP(drop_guard_dscp) },
+	{ "udp4_dscp_ef", ID_UDP4, V4(.tos = 46 << 2), PASS },
+	{ "udp4_dscp_47_ecn", ID_UDP4, V4(.tos = (47 << 2) | 3), PASS },
+	{ "udp6_dscp_cs6", ID_UDP6, V6(.tos = 48 << 2), DROP(drop_guard_dscp) },
+	{ "udp6_dscp_cs7", ID_UDP6, V6(.tos = 56 << 2), DROP(drop_guard_dscp) },
+	{ "udp6_dscp_af41", ID_UDP6, V6(.tos = 34 << 2), PASS },
+	{ "udp4_dscp_cs6_allowed", ID_UDP4, V4(.tos = 48 << 2), PASS,
+	  .allow = XVI_GUARD_ALLOW_NET_CONTROL },
+
+	/* Control protocols' destination ports. */
+	{ "udp4_to_hsrp", ID_UDP4, V4(.dport = 1985), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_glbp", ID_UDP4, V4(.dport = 3222), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_mdns", ID_UDP4, V4(.dport = 5353), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_llmnr", ID_UDP4, V4(.dport = 5355), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_ssdp", ID_UDP4, V4(.dport = 1900), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_bfd", ID_UDP4, V4(.dport = 3784), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_bfd_echo", ID_UDP4, V4(.dport = 3785), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_bfd_multihop", ID_UDP4, V4(.dport = 4784), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_dhcp_server", ID_UDP4, V4(.dport = 67), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_pcp", ID_UDP4, V4(.dport = 5351), DROP(drop_guard_ctl_port) },
+	{ "udp6_to_dhcp6_server", ID_UDP6, V6(.dport = 547), DROP(drop_guard_ctl_port) },
+	{ "udp4_to_5354", ID_UDP4, V4(.dport = 5354), PASS },
+	{ "udp4_to_hsrp_allowed", ID_UDP4, V4(.dport = 1985), PASS,
+	  .allow = XVI_GUARD_ALLOW_CTL_PORTS },
+
+	/* Length: the host end's MTU + 14 at most (1500 + 14 here). */
+	{ "udp4_mtu_exactly", ID_UDP4, V4(.payload = 1472), PASS },
+	{ "udp4_mtu_plus_1", ID_UDP4, V4(.payload = 1473), DROP(drop_guard_len) },
+	{ "udp4_mtu_plus_4", ID_UDP4, V4(.payload = 1476), DROP(drop_guard_len) },
+	{ "udp6_mtu_exactly", ID_UDP6, V6(.payload = 1452), PASS },
+	{ "udp6_mtu_plus_1", ID_UDP6, V6(.payload = 1453), DROP(drop_guard_len) },
+	{ "raw_mtu_plus_1", ID_RAW, RAW(.payload = 1489), DROP(drop_guard_len) },
+	{ "udp4_mtu_plus_1_all_allowed", ID_UDP4, V4(.payload = 1473), DROP(drop_guard_len),
+	  .allow = ~0u },
 };
 
 static struct {
@@ -95,12 +167,15 @@ static void g_teardown(void)
 	xvi_guard_bpf__destroy(g.skel);
 }
 
-static void set_identity(enum gid id)
+static void set_identity(enum gid id, __u32 allow)
 {
 	struct xvi_guard_cfg cfg = { .slot = G_SLOT, .kind = XVI_TAG_UDP4, .naddrs = 1,
-				     .mac = { 0x02, 0, 0, 0, 0, 0x01 } };
+				     .mac = { 0x02, 0, 0, 0, 0, 0x01 }, .nbcast = 1,
+				     .max_frame = G_MAX_FRAME };
 	__u32 zero = 0, out = if_nametoindex(G_IFACE);
 
+	cfg.allow = allow;
+	inet_pton(AF_INET, G_BCAST4, &cfg.bcast4[0]);
 	cfg.port = htons(FX_SPORT);
 	cfg.out_ifindex = out;
 	inet_pton(AF_INET, FX_SRC4, cfg.addrs[0]);
@@ -173,7 +248,7 @@ ParameterizedTest(unsigned int *i, guard, cases, .init = g_setup, .fini = g_tear
 
 	LIBBPF_OPTS(bpf_test_run_opts, opts);
 	cr_log_info("guard case %s", c->name);
-	set_identity(c->id);
+	set_identity(c->id, c->allow);
 	cr_assert_eq(fx_frame_build(&c->f, &f), 0, "%s: frame build", c->name);
 	opts.data_in = f.buf;
 	opts.data_size_in = f.len;

@@ -387,12 +387,65 @@ static int tc_ingress_attach(int ifindex, int prog_fd)
 	return bpf_tc_attach(&hook, &opts);
 }
 
+/* Directed broadcast addresses of the interface's IPv4 subnets, up to @max. */
+static int iface_bcast4(__be32 *out, int max)
+{
+	struct ifaddrs *ifa, *a;
+	int n = 0;
+
+	if (getifaddrs(&ifa))
+		return 0;
+	for (a = ifa; a && n < max; a = a->ifa_next)
+		if (a->ifa_addr && a->ifa_addr->sa_family == AF_INET &&
+		    (a->ifa_flags & IFF_BROADCAST) && a->ifa_broadaddr &&
+		    !strcmp(a->ifa_name, d.ifname))
+			out[n++] = ((struct sockaddr_in *)a->ifa_broadaddr)->sin_addr.s_addr;
+	freeifaddrs(ifa);
+	return n;
+}
+
+/*
+ * What the guard lets out: the endpoint's identity, and nothing a host's
+ * own sockets would not send unless the policy allows it.  The policy has
+ * no words for that yet, so allow stays 0: group destinations, IPv4
+ * options, network-control DSCP and control ports are dropped.
+ */
+static void guard_config(const struct xvid_ep *e, const struct xvi_tag *tag, __u32 mtu,
+			 struct xvi_guard_cfg *cfg)
+{
+	static const __u8 nul[16];
+	int n;
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->slot = e->slot;
+	cfg->kind = tag->kind;
+	cfg->port = tag->port;
+	cfg->raw_tag = tag->raw_tag;
+	memcpy(cfg->mac, d.ifc.mac, 6);
+	cfg->out_ifindex = d.ifc.ifindex;
+	cfg->allow = 0;
+	cfg->max_frame = mtu + 14;	/* the Ethernet header; VLAN tags never pass */
+	n = iface_bcast4(cfg->bcast4, XVI_GUARD_MAX_ADDRS);
+	cfg->nbcast = n;
+	if (tag->kind == XVI_TAG_RAW)
+		return;
+	if (memcmp(tag->addr, nul, 16)) {
+		memcpy(cfg->addrs[0], tag->addr, 16);
+		n = 1;
+	} else {
+		n = xvid_iface_addrs(d.ifname, tag->kind == XVI_TAG_UDP6 ? AF_INET6 : AF_INET,
+				     cfg->addrs, XVI_GUARD_MAX_ADDRS);
+		if (n < 0)
+			n = 0;
+	}
+	cfg->naddrs = n;
+}
+
 static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why, size_t len)
 {
 	struct xvi_guard_cfg cfg;
 	__u32 zero = 0;
-	static const __u8 nul[16];
-	int err, n;
+	int err;
 
 	e->cskel = xvi_client_bpf__open_and_load();
 	if (!e->cskel) {
@@ -415,25 +468,7 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why
 		return err;
 	}
 
-	memset(&cfg, 0, sizeof(cfg));
-	cfg.slot = e->slot;
-	cfg.kind = tag->kind;
-	cfg.port = tag->port;
-	cfg.raw_tag = tag->raw_tag;
-	memcpy(cfg.mac, d.ifc.mac, 6);
-	cfg.out_ifindex = d.ifc.ifindex;
-	if (tag->kind != XVI_TAG_RAW) {
-		if (memcmp(tag->addr, nul, 16)) {
-			memcpy(cfg.addrs[0], tag->addr, 16);
-			n = 1;
-		} else {
-			n = xvid_iface_addrs(d.ifname, tag->kind == XVI_TAG_UDP6 ? AF_INET6 : AF_INET,
-					     cfg.addrs, XVI_GUARD_MAX_ADDRS);
-			if (n < 0)
-				n = 0;
-		}
-		cfg.naddrs = n;
-	}
+	guard_config(e, tag, d.ifc.mtu, &cfg);
 	if (bpf_map_update_elem(bpf_map__fd(e->gskel->maps.xvi_guard_cfg), &zero, &cfg, 0)) {
 		err = -errno;
 		snprintf(why, len, "cannot configure the guard: %s", strerror(-err));
