@@ -302,6 +302,7 @@ static void json_device(struct json *j, const char *key, const struct xvi_iface 
 	json_obj_open(j, key);
 	json_str(j, "ifname", d->name);
 	json_int(j, "ifindex", d->ifindex);
+	json_u64(j, "mtu", d->mtu);
 	json_u64(j, "rx_dropped", d->rx_dropped);
 	json_u64(j, "tx_dropped", d->tx_dropped);
 }
@@ -410,7 +411,7 @@ static void status_text(const struct if_sample *s)
 		if (e->have_xsk)
 			text_counters("      socket:  ", &e->xsk, xsk_fields);
 		if (e->have_dev)
-			printf("      host end %s: %s\n", e->dev.name,
+			printf("      host end %s, mtu %u: %s\n", e->dev.name, e->dev.mtu,
 			       e->dev_accepts > 0 ? "accepts redirected frames" :
 			       !e->dev_accepts ? "REFUSES redirected frames (the client end "
 			       "lost its program): they are dropped, counted in rx_dropped above" :

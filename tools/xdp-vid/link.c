@@ -39,9 +39,9 @@ static int nl_talk(struct nlmsghdr *nlh)
 	return xvi_nl__run(nlh, NULL, NULL);
 }
 
-static int link_set_up(int ifindex)
+/* An RTM_NEWLINK request that changes the existing link @ifindex. */
+static struct nlmsghdr *link_change(char *buf, int ifindex)
 {
-	char buf[256];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct ifinfomsg *ifm;
 
@@ -49,8 +49,26 @@ static int link_set_up(int ifindex)
 	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
 	ifm->ifi_family = AF_UNSPEC;
 	ifm->ifi_index = ifindex;
+	return nlh;
+}
+
+static int link_set_up(int ifindex)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = link_change(buf, ifindex);
+	struct ifinfomsg *ifm = mnl_nlmsg_get_payload(nlh);
+
 	ifm->ifi_flags = IFF_UP;
 	ifm->ifi_change = IFF_UP;
+	return nl_talk(nlh);
+}
+
+int xvid_link_set_mtu(int ifindex, __u32 mtu)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = link_change(buf, ifindex);
+
+	mnl_attr_put_u32(nlh, IFLA_MTU, mtu);
 	return nl_talk(nlh);
 }
 

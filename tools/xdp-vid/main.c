@@ -441,11 +441,41 @@ static void guard_config(const struct xvid_ep *e, const struct xvi_tag *tag, __u
 	cfg->naddrs = n;
 }
 
-static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why, size_t len)
+/*
+ * Neither end of the pair takes a frame longer than what one frame of the
+ * client's segment holds: the guard and the client do not handle
+ * multi-buffer frames, and copy-mode AF_XDP puts a received frame at
+ * XDP_PACKET_HEADROOM (256) in one segment frame.  Never more than the
+ * interface's MTU.  Returns the MTU set.
+ */
+static int veth_cap_mtu(const struct xvid_ep *e, __u32 frame_size, char *why, size_t len)
+{
+	__u32 mtu = frame_size - 256 - 14;
+	int err;
+
+	if (mtu > d.ifc.mtu)
+		mtu = d.ifc.mtu;
+	err = xvid_link_set_mtu(e->host_ifx, mtu);
+	if (!err)
+		err = xvid_link_set_mtu(e->client_ifx, mtu);
+	if (err) {
+		snprintf(why, len, "cannot set the MTU of %s/%s to %u: %s", e->host, e->client,
+			 mtu, strerror(-err));
+		return err;
+	}
+	return mtu;
+}
+
+static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size,
+			 char *why, size_t len)
 {
 	struct xvi_guard_cfg cfg;
 	__u32 zero = 0;
-	int err;
+	int err, mtu;
+
+	mtu = veth_cap_mtu(e, frame_size, why, len);
+	if (mtu < 0)
+		return mtu;
 
 	e->cskel = xvi_client_bpf__open_and_load();
 	if (!e->cskel) {
@@ -468,7 +498,7 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why
 		return err;
 	}
 
-	guard_config(e, tag, d.ifc.mtu, &cfg);
+	guard_config(e, tag, mtu, &cfg);
 	if (bpf_map_update_elem(bpf_map__fd(e->gskel->maps.xvi_guard_cfg), &zero, &cfg, 0)) {
 		err = -errno;
 		snprintf(why, len, "cannot configure the guard: %s", strerror(-err));
@@ -491,7 +521,8 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, char *why
 }
 
 /* A request that passed validation and policy: build the endpoint. */
-static int setup(struct xvid_ep *e, const struct xvi_tag *tag, char *why, size_t len)
+static int setup(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size, char *why,
+		 size_t len)
 {
 	int i, err;
 
@@ -550,7 +581,7 @@ static int setup(struct xvid_ep *e, const struct xvi_tag *tag, char *why, size_t
 			 strerror(-err));
 		return err;
 	}
-	err = load_programs(e, tag, why, len);
+	err = load_programs(e, tag, frame_size, why, len);
 	if (err)
 		return err;
 
@@ -706,7 +737,7 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 		reply(e, q->op, err, -1, "%s", why);
 		return false;
 	}
-	err = setup(e, &q->tag, why, sizeof(why));
+	err = setup(e, &q->tag, q->frame_size, why, sizeof(why));
 	if (err) {
 		log_warn("%s: pid %d: %s\n", d.ifname, (int)e->id.pid, why);
 		reply(e, q->op, err, -1, "%s", why);

@@ -75,6 +75,7 @@ int xvid_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE],
 int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_ifx,
 		     int *client_ifx);
 int xvid_link_del(int ifindex);
+int xvid_link_set_mtu(int ifindex, __u32 mtu);
 /* Delete every veth this daemon's naming gives to @ifindex.  Returns how many. */
 int xvid_veth_sweep(int ifindex);
 /* Addresses of @ifindex of @family (AF_INET or AF_INET6), up to @max. */
