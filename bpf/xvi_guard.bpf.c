@@ -293,4 +293,28 @@ int xvi_guard(struct __sk_buff *skb)
 	return bpf_redirect(cfg->out_ifindex, 0);
 }
 
+/*
+ * xvi_host_egress: TC egress of the host end.  Nothing the host's own
+ * stack sends may enter the pair: the datapath's frames for the endpoint
+ * arrive through the DEVMAP redirect (ndo_xdp_xmit), which never passes
+ * TC egress (docs/KERNEL.md), so every skb here is someone else's, such as
+ * a local socket with SO_BINDTODEVICE on the host end.  Dropped, counted.
+ */
+SEC("tc")
+int xvi_host_egress(struct __sk_buff *skb)
+{
+	struct xvi_guard_cfg *cfg;
+	struct xvi_ep_counters *ep;
+	__u32 zero = 0, slot;
+
+	cfg = bpf_map_lookup_elem(&xvi_guard_cfg, &zero);
+	if (cfg) {
+		slot = cfg->slot;
+		ep = bpf_map_lookup_elem(&xvi_ep_stats, &slot);
+		if (ep)
+			ep->drop_host_egress++;
+	}
+	return TC_ACT_SHOT;
+}
+
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -25,6 +25,7 @@
 /* Programs of a protected endpoint's veth pair (loaded by xdp-vid). */
 #define XVI_GUARD_PROG_NAME	"xvi_guard"	/* host end: TX guard */
 #define XVI_CLIENT_PROG_NAME	"xvi_client"	/* client end: to the socket */
+#define XVI_HOST_EGRESS_PROG_NAME "xvi_host_egress" /* host end: drops the host's own */
 
 /* Pin directory: <bpffs>/xdp-vi/<ifname>/<map name>. */
 #define XVI_PIN_SUBDIR		"xdp-vi"
@@ -143,6 +144,14 @@ struct xvi_ep_counters {
 	__u64 drop_guard_dscp;		/* DSCP 48-63: network control */
 	__u64 drop_guard_ctl_port;	/* to a control protocol's UDP port */
 	__u64 drop_guard_len;		/* longer than max_frame */
+	/*
+	 * Protected endpoints: frames that entered the veth pair some other
+	 * way than the datapath's redirect.
+	 */
+	__u64 drop_host_egress;		/* sent by the host's stack into the
+					 * host end (xvi_host_egress) */
+	__u64 drop_client_meta;		/* reached the client end without the
+					 * datapath's metadata for this slot */
 };
 
 /* Global counters: a per-CPU array with one element, written by XDP. */

@@ -44,7 +44,7 @@ static const struct counter_name guard_fields[] = {
 	EPC(tx_guard_pass), EPC(drop_guard_mac), EPC(drop_guard_ip), EPC(drop_guard_port),
 	EPC(drop_guard_tag), EPC(drop_guard_other), EPC(drop_guard_group),
 	EPC(drop_guard_ip_options), EPC(drop_guard_dscp), EPC(drop_guard_ctl_port),
-	EPC(drop_guard_len), { NULL },
+	EPC(drop_guard_len), EPC(drop_host_egress), EPC(drop_client_meta), { NULL },
 };
 #define GC(f) { #f, offsetof(struct xvi_global_counters, f) }
 static const struct counter_name global_fields[] = {

@@ -16,25 +16,23 @@
  *   XVI_XDP_CASE=udp4_bound build/tests/xdp-fixtures --verbose   one case
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <sys/mman.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <linux/in.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
-#include <xdp/xsk.h>
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include "xvi_wire.h"
 #include "xvi_demux.skel.h"
 #include "fx_frame.h"
+#include "fx_env.h"
 
 /* Endpoint table of every case. */
 #define SLOT_V4		3	/* 198.18.0.2:7000 */
@@ -288,17 +286,10 @@ static const struct fx_case fx_cases[] = {
 
 /* ---- per-case environment ------------------------------------------------ */
 
-#define FX_UMEM_FRAMES	16
-
 static struct {
 	struct xvi_demux_bpf *skel;
 	int ncpus;
-	void *umem_area;
-	struct xsk_umem *umem;
-	struct xsk_socket *xsk;
-	struct xsk_ring_prod fq;
-	struct xsk_ring_cons cq;
-	struct xsk_ring_cons rx;
+	struct fx_xsk x;
 } env;
 
 static void add_tag(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u32 slot)
@@ -328,7 +319,7 @@ static void set_config(const __u8 mac[6], __u16 flags)
 
 static void add_xsk(__u32 slot)
 {
-	int fd = xsk_socket__fd(env.xsk);
+	int fd = xsk_socket__fd(env.x.xsk);
 
 	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_xsks), &slot, &fd, 0),
 		     0, "xvi_xsks[%u] update: %s", slot, strerror(errno));
@@ -336,38 +327,12 @@ static void add_xsk(__u32 slot)
 
 static void fx_setup(void)
 {
-	struct xsk_socket_config cfg = {
-		.rx_size = XSK_RING_CONS__DEFAULT_NUM_DESCS,
-		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
-		.bind_flags = XDP_COPY,
-	};
-	size_t len = FX_UMEM_FRAMES * XSK_UMEM__DEFAULT_FRAME_SIZE;
-	int err;
-
-	/* A private netns per case: the veth and the socket vanish with the
-	 * process, whatever way it exits. */
-	cr_assert_eq(unshare(CLONE_NEWNET), 0, "unshare(CLONE_NEWNET): %s (run as root)",
-		     strerror(errno));
-	cr_assert_eq(system("ip link add " FX_IFACE " type veth peer name " FX_PEER
-			    " && ip link set " FX_IFACE " up && ip link set " FX_PEER " up"),
-		     0, "could not create the veth pair in the private netns");
-
+	fx_netns_veth(FX_IFACE, FX_PEER);
 	env.ncpus = libbpf_num_possible_cpus();
 	cr_assert_gt(env.ncpus, 0);
 	env.skel = xvi_demux_bpf__open_and_load();
 	cr_assert_not_null(env.skel, "xvi_demux_bpf__open_and_load: %s", strerror(errno));
-
-	/* libxdp 1.3.1 needs zeroed rings (NOTES-kernel.md rule 5). */
-	memset(&env.fq, 0, sizeof(env.fq));
-	memset(&env.cq, 0, sizeof(env.cq));
-	memset(&env.rx, 0, sizeof(env.rx));
-	env.umem_area = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS,
-			     -1, 0);
-	cr_assert_neq(env.umem_area, MAP_FAILED, "mmap umem: %s", strerror(errno));
-	err = xsk_umem__create(&env.umem, env.umem_area, len, &env.fq, &env.cq, NULL);
-	cr_assert_eq(err, 0, "xsk_umem__create: %s", strerror(-err));
-	err = xsk_socket__create(&env.xsk, FX_IFACE, 0, env.umem, &env.rx, NULL, &cfg);
-	cr_assert_eq(err, 0, "xsk_socket__create on %s: %s", FX_IFACE, strerror(-err));
+	fx_xsk_open(&env.x, FX_IFACE);
 
 	/* What xvi_ctl__attach writes: the receiving interface's MAC. */
 	set_config((const __u8[6])FX_DMAC, XVI_CFG_MAC);
@@ -387,12 +352,7 @@ static void fx_setup(void)
 
 static void fx_teardown(void)
 {
-	if (env.xsk)
-		xsk_socket__delete(env.xsk);
-	if (env.umem)
-		xsk_umem__delete(env.umem);
-	if (env.umem_area && env.umem_area != MAP_FAILED)
-		munmap(env.umem_area, FX_UMEM_FRAMES * XSK_UMEM__DEFAULT_FRAME_SIZE);
+	fx_xsk_close(&env.x);
 	xvi_demux_bpf__destroy(env.skel);
 	memset(&env, 0, sizeof(env));
 }

@@ -10,7 +10,6 @@
  *   build/tests/xdp-fixtures --filter 'guard/...' --verbose
  */
 #include <errno.h>
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -25,6 +24,7 @@
 #include "xvi_wire.h"
 #include "xvi_guard.skel.h"
 #include "fx_frame.h"
+#include "fx_env.h"
 
 #define G_IFACE		"xvigd0"
 #define G_PEER		"xvigd1"
@@ -147,17 +147,11 @@ static const struct g_case g_cases[] = {
 
 static struct {
 	struct xvi_guard_bpf *skel;
-	int ncpus;
 } g;
 
 static void g_setup(void)
 {
-	cr_assert_eq(unshare(CLONE_NEWNET), 0, "unshare(CLONE_NEWNET): %s (run as root)",
-		     strerror(errno));
-	cr_assert_eq(system("ip link add " G_IFACE " type veth peer name " G_PEER
-			    " && ip link set " G_IFACE " up && ip link set " G_PEER " up"),
-		     0, "could not create the veth pair in the private netns");
-	g.ncpus = libbpf_num_possible_cpus();
+	fx_netns_veth(G_IFACE, G_PEER);
 	g.skel = xvi_guard_bpf__open_and_load();
 	cr_assert_not_null(g.skel, "xvi_guard_bpf__open_and_load: %s", strerror(errno));
 }
@@ -216,20 +210,6 @@ static void set_identity(enum gid id, __u32 allow)
 		     0, "guard cfg: %s", strerror(errno));
 }
 
-static void read_slot(struct xvi_ep_counters *sum)
-{
-	struct xvi_ep_counters per[g.ncpus];
-	__u32 k = G_SLOT;
-	int cpu;
-	size_t w;
-
-	cr_assert_eq(bpf_map_lookup_elem(bpf_map__fd(g.skel->maps.xvi_ep_stats), &k, per), 0);
-	memset(sum, 0, sizeof(*sum));
-	for (cpu = 0; cpu < g.ncpus; cpu++)
-		for (w = 0; w < sizeof(*sum) / 8; w++)
-			((__u64 *)sum)[w] += ((__u64 *)&per[cpu])[w];
-}
-
 ParameterizedTestParameters(guard, cases)
 {
 	static unsigned int idx[sizeof(g_cases) / sizeof(g_cases[0])];
@@ -257,7 +237,7 @@ ParameterizedTest(unsigned int *i, guard, cases, .init = g_setup, .fini = g_tear
 	cr_assert_eq(err, 0, "%s: BPF_PROG_RUN: %s", c->name, strerror(-err));
 	cr_expect_eq(opts.retval, (__u32)c->verdict, "%s: verdict %u, want %d", c->name,
 		     opts.retval, c->verdict);
-	read_slot(&after);
+	fx_read_slot(bpf_map__fd(g.skel->maps.xvi_ep_stats), G_SLOT, &after);
 	memset(&want, 0, sizeof(want));
 	*(__u64 *)((char *)&want + c->counter) = 1;
 	cr_expect_eq(memcmp(&after, &want, sizeof(want)), 0,
@@ -280,4 +260,37 @@ Test(guard, unconfigured_drops, .init = g_setup, .fini = g_teardown)
 	cr_assert_eq(bpf_prog_test_run_opts(bpf_program__fd(g.skel->progs.xvi_guard), &opts), 0);
 	cr_expect_eq(opts.retval, TC_ACT_SHOT);
 	fx_frame_free(&f);
+}
+
+/*
+ * The host end's TC egress: whatever the host's stack sends into the pair
+ * (a local socket with SO_BINDTODEVICE) is dropped and counted, whatever
+ * it looks like, the endpoint's own identity included.
+ */
+Test(guard, host_egress_drops_all, .init = g_setup, .fini = g_teardown)
+{
+	static const struct fx_frame_spec specs[] = {
+		V4(.dmac = mac_bcast, .dst = "255.255.255.255"), V4(), V6(), RAW(),
+		{ .l3 = FX_ARP },
+	};
+	struct xvi_ep_counters after, want = { .drop_host_egress = 5 };
+	struct fx_frame f;
+	unsigned int i;
+
+	set_identity(ID_UDP4, 0);
+	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		LIBBPF_OPTS(bpf_test_run_opts, opts);
+		cr_assert_eq(fx_frame_build(&specs[i], &f), 0);
+		opts.data_in = f.buf;
+		opts.data_size_in = f.len;
+		opts.repeat = 1;
+		cr_assert_eq(bpf_prog_test_run_opts(
+				     bpf_program__fd(g.skel->progs.xvi_host_egress), &opts), 0);
+		cr_expect_eq(opts.retval, TC_ACT_SHOT, "frame %u: verdict %u", i, opts.retval);
+		fx_frame_free(&f);
+	}
+	fx_read_slot(bpf_map__fd(g.skel->maps.xvi_ep_stats), G_SLOT, &after);
+	cr_expect_eq(memcmp(&after, &want, sizeof(want)), 0,
+		     "drop_host_egress %llu, want 5, and nothing else",
+		     (unsigned long long)after.drop_host_egress);
 }

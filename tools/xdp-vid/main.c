@@ -370,13 +370,13 @@ static bool addr_on_iface(const struct xvi_tag *t)
 
 /*
  * The guard runs at TC ingress of the host end (see bpf/xvi_guard.bpf.c for
- * why not XDP).  The clsact qdisc and the filter go away with the veth
- * pair, so nothing here needs undoing on the way out.
+ * why not XDP), xvi_host_egress at its TC egress.  The clsact qdisc and the
+ * filters go away with the veth pair, so nothing here needs undoing on the
+ * way out.
  */
-static int tc_ingress_attach(int ifindex, int prog_fd)
+static int tc_attach(int ifindex, enum bpf_tc_attach_point point, int prog_fd)
 {
-	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex,
-			    .attach_point = BPF_TC_INGRESS);
+	DECLARE_LIBBPF_OPTS(bpf_tc_hook, hook, .ifindex = ifindex, .attach_point = point);
 	DECLARE_LIBBPF_OPTS(bpf_tc_opts, opts, .prog_fd = prog_fd, .handle = 1,
 			    .priority = 1);
 	int err;
@@ -477,9 +477,21 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 fra
 	if (mtu < 0)
 		return mtu;
 
-	e->cskel = xvi_client_bpf__open_and_load();
+	/*
+	 * Both programs count in the endpoint's slot of the datapath's
+	 * counters; the client takes only metadata for that slot.
+	 */
+	e->cskel = xvi_client_bpf__open();
 	if (!e->cskel) {
 		err = -errno;
+		snprintf(why, len, "cannot open %s: %s", XVI_CLIENT_PROG_NAME, strerror(-err));
+		return err;
+	}
+	e->cskel->rodata->xvi_slot = e->slot;
+	err = bpf_map__reuse_fd(e->cskel->maps.xvi_ep_stats, xvi_ctl__ep_stats_fd(d.ctl));
+	if (!err)
+		err = xvi_client_bpf__load(e->cskel);
+	if (err) {
 		snprintf(why, len, "cannot load %s: %s", XVI_CLIENT_PROG_NAME, strerror(-err));
 		return err;
 	}
@@ -489,7 +501,6 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 fra
 		snprintf(why, len, "cannot open %s: %s", XVI_GUARD_PROG_NAME, strerror(-err));
 		return err;
 	}
-	/* Guard drops land in the endpoint's slot of the datapath's counters. */
 	err = bpf_map__reuse_fd(e->gskel->maps.xvi_ep_stats, xvi_ctl__ep_stats_fd(d.ctl));
 	if (!err)
 		err = xvi_guard_bpf__load(e->gskel);
@@ -511,10 +522,18 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 fra
 		snprintf(why, len, "cannot attach XDP to %s: %s", e->client, strerror(-err));
 		return err;
 	}
-	err = tc_ingress_attach(e->host_ifx, bpf_program__fd(e->gskel->progs.xvi_guard));
+	err = tc_attach(e->host_ifx, BPF_TC_INGRESS, bpf_program__fd(e->gskel->progs.xvi_guard));
 	if (err) {
 		snprintf(why, len, "cannot attach the guard at TC ingress of %s: %s", e->host,
 			 strerror(-err));
+		return err;
+	}
+	/* No local socket can send into the pair (SO_BINDTODEVICE on the host end). */
+	err = tc_attach(e->host_ifx, BPF_TC_EGRESS,
+			bpf_program__fd(e->gskel->progs.xvi_host_egress));
+	if (err) {
+		snprintf(why, len, "cannot attach %s at TC egress of %s: %s",
+			 XVI_HOST_EGRESS_PROG_NAME, e->host, strerror(-err));
 		return err;
 	}
 	return 0;
