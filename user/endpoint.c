@@ -824,7 +824,7 @@ int xvi_endpoint__stats(const struct xvi_endpoint *ep,
 	out.rx_bytes = c.rx_bytes;
 	/* Datapath drops plus the ones the software fallback made. */
 	out.drop_bad_csum = c.drop_bad_ip_csum + c.drop_bad_l4_csum + ep->sw_bad_csum;
-	out.drop_malformed = c.drop_malformed + c.drop_meta + ep->sw_malformed;
+	out.drop_malformed = c.drop_malformed + c.drop_meta + ep->sw_malformed + ep->sw_foreign;
 	out.drop_no_socket = c.drop_no_socket;
 
 	memset(&xs, 0, sizeof(xs));

@@ -98,6 +98,7 @@ struct xvi_endpoint {
 	__u64 sw_bad_csum;		/* dropped by the software fallback */
 	__u64 sw_malformed;
 	__u64 sw_parsed;		/* frames that arrived without metadata */
+	__u64 sw_foreign;		/* of those, not addressed to this endpoint */
 	/*
 	 * Multi-buffer receive: inside a descriptor chain (the last one had
 	 * XDP_PKT_CONTD), the payload bytes still to hand out (0: the rest of

@@ -101,6 +101,31 @@ static inline void set_peer(const struct xvi_endpoint *ep, const __u8 *f,
 }
 
 /*
+ * Is a frame without metadata addressed to this endpoint, as the datapath
+ * would have judged it?  Unicast to the endpoint's port and address (any
+ * unicast address for a wildcard endpoint), or its raw tag.  A protected
+ * endpoint's veth pair carries only the datapath's frames, but a frame that
+ * entered the pair some other way must not pass for one of them.
+ */
+static bool rx_for_us(const struct xvi_endpoint *ep, const struct xvi_frame_info *fi)
+{
+	if (fi->dst_mac[0] & 1)
+		return false;			/* multicast or broadcast MAC */
+	if (ep->kind == XVI_EP_RAW)
+		return fi->dst_tag == ep->tag;
+	if (fi->dport != ep->local_port)
+		return false;
+	if (!ep->wildcard)
+		return !memcmp(fi->dst.a, ep->local_ip.a, fi->dst.family == AF_INET6 ? 16 : 4);
+	if (fi->dst.family == AF_INET6)
+		return fi->dst.a[0] != 0xff;
+	/* 224.0.0.0/4 and 255.255.255.255 */
+	return (fi->dst.a[0] & 0xf0) != 0xe0 &&
+	       !(fi->dst.a[0] == 0xff && fi->dst.a[1] == 0xff && fi->dst.a[2] == 0xff &&
+		 fi->dst.a[3] == 0xff);
+}
+
+/*
  * No usable metadata (datapath without adjust_meta support, or a frame it
  * did not verify): parse and verify in software.  Returns false to drop.
  */
@@ -120,6 +145,11 @@ static bool rx_slow(struct xvi_endpoint *ep, const __u8 *f, __u32 len,
 	if ((ep->kind == XVI_EP_RAW) != !!(fi.flags & XVI_RX_RAW) ||
 	    (ep->kind == XVI_EP_UDP && fi.src.family != ep->family)) {
 		ep->sw_malformed++;
+		return false;
+	}
+	if (!rx_for_us(ep, &fi)) {
+		ep->sw_foreign++;
+		pr_debug("%s: dropped a frame addressed to another endpoint\n", ep->ifname);
 		return false;
 	}
 	err = xvi_frame__verify(f, &fi);
