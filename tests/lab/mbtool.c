@@ -15,6 +15,10 @@
  *   mbtool ... -t SEC perf-recv
  *       as fast as possible for SEC seconds; print "msgs=N bytes=N secs=F"
  *       (perf-recv: from the first datagram to the last)
+ *   mbtool ... frames
+ *       post whole frames, one a line of stdin in hex (XVI_TX_FRAME); an
+ *       empty line waits for completions and prints "sent N"; the endpoint
+ *       stays open until stdin ends
  *
  * -m opens with XVI_EP_MULTI_BUFFER, -x through xdp-vid (XVI_OPEN_PROTECTED).  Exit 0 on success; errors name the
  * call and strerror (EMSGSIZE prints "Message too long").
@@ -180,13 +184,43 @@ static void drain(struct xvi_endpoint *ep)
 		usleep(100);
 }
 
+/* One free send buffer, waiting (bounded) for completions. */
+static int alloc_one(struct xvi_endpoint *ep, struct xvi_txbuf *b)
+{
+	double until = now_s() + 2;
+	int n;
+
+	while ((n = xvi_endpoint__tx_alloc(ep, b, 1)) == 0 && now_s() < until)
+		xvi_endpoint__flush(ep);
+	if (n != 1) {
+		fprintf(stderr, "mbtool: tx_alloc: no free send buffer\n");
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/* Post @b (the send queue may be full for a while); frees it on failure. */
+static int post_one(struct xvi_endpoint *ep, struct xvi_txbuf *b)
+{
+	double until = now_s() + 2;
+	int n;
+
+	while ((n = xvi_endpoint__tx_send(ep, b, 1)) == -EAGAIN && now_s() < until)
+		xvi_endpoint__flush(ep);
+	if (n != 1) {
+		fprintf(stderr, "mbtool: tx_send %u bytes: %s\n", b->len, strerror(-n));
+		xvi_endpoint__tx_free(ep, b, 1);
+		return n < 0 ? n : -EIO;
+	}
+	return 0;
+}
+
 static int send_one(struct xvi_endpoint *ep, const struct args *a, const void *p,
 		    size_t len, const union xvi_sockaddr *dst)
 {
-	double until = now_s() + 2;
 	struct xvi_txbuf b;
 	ssize_t r;
-	int n;
+	int err;
 
 	if (!a->zc) {
 		r = xvi_endpoint__sendto(ep, p, len, dst);
@@ -194,22 +228,52 @@ static int send_one(struct xvi_endpoint *ep, const struct args *a, const void *p
 			fprintf(stderr, "mbtool: sendto %zu bytes: %s\n", len, strerror((int)-r));
 		return r < 0 ? (int)r : 0;
 	}
-	while ((n = xvi_endpoint__tx_alloc(ep, &b, 1)) == 0 && now_s() < until)
-		xvi_endpoint__flush(ep);
-	if (n != 1) {
-		fprintf(stderr, "mbtool: tx_alloc: no free send buffer\n");
-		return -EAGAIN;
-	}
+	err = alloc_one(ep, &b);
+	if (err)
+		return err;
 	/* Too long for the buffer: fill it, claim the length, let tx_send judge. */
 	memcpy(b.data, p, len < b.cap ? len : b.cap);
 	b.len = (__u32)len;
 	b.dst = dst;
-	while ((n = xvi_endpoint__tx_send(ep, &b, 1)) == -EAGAIN && now_s() < until)
-		xvi_endpoint__flush(ep);
-	if (n != 1) {
-		fprintf(stderr, "mbtool: tx_send %zu bytes: %s\n", len, strerror(-n));
-		xvi_endpoint__tx_free(ep, &b, 1);
-		return n < 0 ? n : -EIO;
+	return post_one(ep, &b);
+}
+
+/*
+ * Whole frames, one a line of stdin in hex, each posted as it is
+ * (XVI_TX_FRAME).  An empty line waits for the sends to complete and
+ * prints "sent N"; the endpoint stays open until stdin ends.
+ */
+static int cmd_frames(struct xvi_endpoint *ep)
+{
+	static char line[2 * MAX_DGRAM + 2];
+	struct xvi_txbuf b;
+	unsigned int sent = 0;
+	size_t n, i;
+	int err;
+
+	while (fgets(line, sizeof(line), stdin)) {
+		n = strcspn(line, "\r\n") / 2;
+		if (!n) {
+			drain(ep);
+			printf("sent %u\n", sent);
+			fflush(stdout);
+			continue;
+		}
+		err = alloc_one(ep, &b);
+		if (err)
+			return 1;
+		if (n > b.cap) {
+			fprintf(stderr, "mbtool: a %zu-byte frame, the buffer holds %u\n", n, b.cap);
+			xvi_endpoint__tx_free(ep, &b, 1);
+			return 1;
+		}
+		for (i = 0; i < n; i++)
+			sscanf(line + 2 * i, "%2hhx", (unsigned char *)b.data + i);
+		b.len = (__u32)n;
+		b.flags = XVI_TX_FRAME;
+		if (post_one(ep, &b))
+			return 1;
+		sent++;
 	}
 	return 0;
 }
@@ -339,7 +403,7 @@ int main(int argc, char **argv)
 		}
 	}
 	if (optind != argc - 1 || !a.iface || !a.laddr || !a.port) {
-		fprintf(stderr, "usage: mbtool -i IF -l ADDR -p PORT [opts] info|recv|send|perf-send|perf-recv\n");
+		fprintf(stderr, "usage: mbtool -i IF -l ADDR -p PORT [opts] info|recv|send|perf-send|perf-recv|frames\n");
 		return 2;
 	}
 	cmd = argv[optind];
@@ -361,6 +425,8 @@ int main(int argc, char **argv)
 		rc = cmd_perf_send(ep, &a);
 	else if (!strcmp(cmd, "perf-recv"))
 		rc = cmd_perf_recv(ep, &a);
+	else if (!strcmp(cmd, "frames"))
+		rc = cmd_frames(ep);
 	else {
 		fprintf(stderr, "mbtool: unknown command %s\n", cmd);
 		rc = 2;
