@@ -128,16 +128,23 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 /*
  * Look the tag up and map its slot to the endpoint's counters.  NULL (and
  * no_endpoint counted) for an unknown tag, a tag still being set up
- * (XVI_SLOT_PENDING is past the stats array) or a corrupt entry.
+ * (XVI_SLOT_PENDING is past the stats array) or a corrupt entry.  A
+ * protected endpoint takes no 802.1Q-tagged frame (vlan_protected, passed):
+ * endpoints are not per VLAN, so a tagged frame is for a VLAN interface of
+ * this host, if any, not for the endpoint on the untagged one.
  */
 static __always_inline struct xvi_ep_counters *xvi_match(struct xvi_tag *tag,
 							  struct xvi_global_counters *g,
-							  __u32 *slot, __u32 *vflags)
+							  __u16 flags, __u32 *slot, __u32 *vflags)
 {
 	struct xvi_ep_counters *ep = NULL;
 	struct xvi_ep_value *v;
 
 	v = xvi_lookup(tag);
+	if (v && (v->flags & XVI_EP_F_DEVMAP) && (flags & XVI_RX_VLAN)) {
+		g->vlan_protected++;
+		return NULL;
+	}
 	if (v) {
 		*slot = v->slot;
 		*vflags = v->flags;
@@ -230,7 +237,7 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	tag.kind = XVI_TAG_UDP4;
 	tag.port = uh->dest;
 	__builtin_memcpy(tag.addr, &iph->daddr, sizeof(iph->daddr));
-	ep = xvi_match(&tag, g, &slot, &vflags);
+	ep = xvi_match(&tag, g, flags, &slot, &vflags);
 	if (!ep)
 		return XDP_PASS;
 
@@ -320,7 +327,7 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	tag.kind = XVI_TAG_UDP6;
 	tag.port = uh->dest;
 	__builtin_memcpy(tag.addr, &ip6h->daddr, sizeof(ip6h->daddr));
-	ep = xvi_match(&tag, g, &slot, &vflags);
+	ep = xvi_match(&tag, g, flags, &slot, &vflags);
 	if (!ep)
 		return XDP_PASS;
 
@@ -367,7 +374,7 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	}
 	tag.kind = XVI_TAG_RAW;
 	tag.raw_tag = rh->dst_tag;
-	ep = xvi_match(&tag, g, &slot, &vflags);
+	ep = xvi_match(&tag, g, flags, &slot, &vflags);
 	if (!ep)
 		return XDP_PASS;
 

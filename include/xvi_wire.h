@@ -166,6 +166,8 @@ struct xvi_global_counters {
 	/* Frames not addressed to this station, all passed to the kernel: */
 	__u64 group_dst;		/* multicast/broadcast destination MAC */
 	__u64 other_host;		/* unicast to another MAC (promiscuous) */
+	/* Frames for a tag that its endpoint does not take, passed: */
+	__u64 vlan_protected;		/* 802.1Q-tagged, for a protected endpoint */
 };
 
 /*

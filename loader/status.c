@@ -49,7 +49,8 @@ static const struct counter_name guard_fields[] = {
 #define GC(f) { #f, offsetof(struct xvi_global_counters, f) }
 static const struct counter_name global_fields[] = {
 	GC(rx_frames), GC(redirected), GC(passed), GC(dropped), GC(no_endpoint),
-	GC(malformed), GC(fragments), GC(group_dst), GC(other_host), { NULL },
+	GC(malformed), GC(fragments), GC(group_dst), GC(other_host), GC(vlan_protected),
+	{ NULL },
 };
 #define XC(f) { #f, offsetof(struct xdp_statistics, f) }
 static const struct counter_name xsk_fields[] = {

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <linux/if_link.h>
 #include <linux/if_xdp.h>
 #include <linux/in.h>
@@ -41,11 +42,14 @@
 #define SLOT_EXACT	6	/* 198.18.0.2:7001, beats the wildcard */
 #define SLOT_DEAD	7	/* 198.18.0.2:7002, no socket in the XSKMAP */
 #define SLOT_RAW	9	/* raw tag 0x00c0ffee */
+#define SLOT_PROT	10	/* 198.18.0.2:7003 and raw tag 0x00c0fff0, protected */
 #define NO_SLOT		(-1)
 
 #define PORT		7000
 #define PORT_WILD	7001
 #define PORT_DEAD	7002
+#define PORT_PROT	7003
+#define RAW_TAG_PROT	0x00c0fff0
 #define RAW_TAG		0x00c0ffee
 
 #define FX_IFACE	"xvifx0"	/* lives only in the case's own netns */
@@ -205,6 +209,15 @@ static const struct fx_case fx_cases[] = {
 	  .meta_flags = OK6 | XVI_RX_VLAN },
 	{ "vlan_udp4_bad_udp_csum", V4(.vlan = true, .bad_l4_csum = true), BAD_L4(SLOT_V4) },
 
+	/* Protected endpoints (through xvi_devs) take no tagged frame. */
+	{ "udp4_protected", V4(.dport = PORT_PROT), DELIVER, .slot = SLOT_PROT, .meta_flags = OK4 },
+	{ "vlan_udp4_protected", V4(.vlan = true, .dport = PORT_PROT), .verdict = XDP_PASS,
+	  .slot = NO_SLOT, .g = { .vlan_protected = 1 } },
+	{ "raw_protected", RAW(.raw_tag = RAW_TAG_PROT), DELIVER, .slot = SLOT_PROT,
+	  .meta_flags = XVI_RX_RAW },
+	{ "vlan_raw_protected", RAW(.vlan = true, .raw_tag = RAW_TAG_PROT), .verdict = XDP_PASS,
+	  .slot = NO_SLOT, .g = { .vlan_protected = 1 } },
+
 	/* Raw xvi frames. */
 	{ "raw_known_tag", RAW(), DELIVER, .slot = SLOT_RAW, .meta_flags = XVI_RX_RAW },
 	{ "raw_known_tag_vlan", RAW(.vlan = true), DELIVER, .slot = SLOT_RAW,
@@ -292,9 +305,10 @@ static struct {
 	struct fx_xsk x;
 } env;
 
-static void add_tag(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u32 slot)
+static void add_tag_flags(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u32 slot,
+			  __u32 flags)
 {
-	struct xvi_ep_value v = { .slot = slot };
+	struct xvi_ep_value v = { .slot = slot, .flags = flags };
 	struct xvi_tag t = { .kind = kind };
 	int fd = bpf_map__fd(env.skel->maps.xvi_endpoints);
 
@@ -305,6 +319,21 @@ static void add_tag(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u3
 				       t.addr), 1, "bad test address %s", addr);
 	cr_assert_eq(bpf_map_update_elem(fd, &t, &v, BPF_NOEXIST), 0,
 		     "xvi_endpoints update: %s", strerror(errno));
+}
+
+static void add_tag(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u32 slot)
+{
+	add_tag_flags(kind, addr, port, raw_tag, slot, 0);
+}
+
+/* A protected endpoint: its tag redirects through xvi_devs to a device. */
+static void add_protected(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u32 slot)
+{
+	__u32 ifindex = if_nametoindex(FX_PEER);
+
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_devs), &slot, &ifindex,
+					 0), 0, "xvi_devs[%u] update: %s", slot, strerror(errno));
+	add_tag_flags(kind, addr, port, raw_tag, slot, XVI_EP_F_DEVMAP);
 }
 
 static void set_config(const __u8 mac[6], __u16 flags)
@@ -343,6 +372,8 @@ static void fx_setup(void)
 	add_tag(XVI_TAG_UDP4, "198.18.0.2", PORT_WILD, 0, SLOT_EXACT);
 	add_tag(XVI_TAG_UDP4, "198.18.0.2", PORT_DEAD, 0, SLOT_DEAD);
 	add_tag(XVI_TAG_RAW, NULL, 0, RAW_TAG, SLOT_RAW);
+	add_protected(XVI_TAG_UDP4, "198.18.0.2", PORT_PROT, 0, SLOT_PROT);
+	add_protected(XVI_TAG_RAW, NULL, 0, RAW_TAG_PROT, SLOT_PROT);
 	add_xsk(SLOT_V4);
 	add_xsk(SLOT_V6);
 	add_xsk(SLOT_WILD);
@@ -365,7 +396,7 @@ struct fx_counters {
 };
 
 #define G_FIELDS(X) X(rx_frames) X(redirected) X(passed) X(dropped) X(no_endpoint) \
-	X(malformed) X(fragments) X(group_dst) X(other_host)
+	X(malformed) X(fragments) X(group_dst) X(other_host) X(vlan_protected)
 #define EP_FIELDS(X) X(rx_frames) X(rx_bytes) X(drop_bad_ip_csum) X(drop_bad_l4_csum) \
 	X(drop_malformed) X(drop_no_socket) X(drop_meta) X(rx_csum_partial)
 
