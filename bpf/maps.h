@@ -64,6 +64,20 @@ struct {
 	__type(value, struct xvi_config);
 } xvi_config SEC(".maps");
 
+/*
+ * The host's own addresses, of every interface: key {kind = XVI_TAG_UDP4 or
+ * XVI_TAG_UDP6, addr}, port and raw tag 0; the value is unused.  Written by
+ * the control plane (at attach, at every claim, and by whoever follows the
+ * host's addresses), read by XDP: a wildcard endpoint takes a datagram only
+ * for one of them.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, XVI_MAX_LOCAL_ADDRS);
+	__type(key, struct xvi_tag);
+	__type(value, __u32);
+} xvi_local_addrs SEC(".maps");
+
 /* slot -> owner.  Control plane only (claimed with BPF_NOEXIST); XDP never reads it. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);

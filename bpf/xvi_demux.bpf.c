@@ -48,15 +48,32 @@ struct xvi_ph6_tail {
 	__u8 nexthdr;
 };
 
-static __always_inline struct xvi_ep_value *xvi_lookup(struct xvi_tag *tag)
+/*
+ * The exact tag, else the wildcard of its family.  The wildcard takes a
+ * datagram only for one of this host's addresses (xvi_local_addrs), as a
+ * kernel socket bound to 0.0.0.0 or :: would: a destination the host
+ * merely routes to (a container, another namespace) stays with the kernel
+ * (*not_local).  Only wildcard hits pay for the second lookup.
+ */
+static __always_inline struct xvi_ep_value *xvi_lookup(struct xvi_tag *tag, bool *not_local)
 {
 	struct xvi_ep_value *v;
+	__u8 dst[16];
 
 	v = bpf_map_lookup_elem(&xvi_endpoints, tag);
 	if (v || tag->kind == XVI_TAG_RAW)
 		return v;
+	__builtin_memcpy(dst, tag->addr, sizeof(dst));
 	__builtin_memset(tag->addr, 0, sizeof(tag->addr));
-	return bpf_map_lookup_elem(&xvi_endpoints, tag);
+	v = bpf_map_lookup_elem(&xvi_endpoints, tag);
+	if (!v)
+		return NULL;
+	__builtin_memcpy(tag->addr, dst, sizeof(dst));
+	tag->port = 0;
+	if (bpf_map_lookup_elem(&xvi_local_addrs, tag))
+		return v;
+	*not_local = true;
+	return NULL;
 }
 
 static __always_inline int xvi_malformed(struct xvi_global_counters *g,
@@ -128,7 +145,8 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 /*
  * Look the tag up and map its slot to the endpoint's counters.  NULL (and
  * no_endpoint counted) for an unknown tag, a tag still being set up
- * (XVI_SLOT_PENDING is past the stats array) or a corrupt entry.  A
+ * (XVI_SLOT_PENDING is past the stats array) or a corrupt entry; NULL and
+ * not_local for a wildcard's datagram to another host's address.  A
  * protected endpoint takes no 802.1Q-tagged frame (vlan_protected, passed):
  * endpoints are not per VLAN, so a tagged frame is for a VLAN interface of
  * this host, if any, not for the endpoint on the untagged one.
@@ -138,9 +156,14 @@ static __always_inline struct xvi_ep_counters *xvi_match(struct xvi_tag *tag,
 							  __u16 flags, __u32 *slot, __u32 *vflags)
 {
 	struct xvi_ep_counters *ep = NULL;
+	bool not_local = false;
 	struct xvi_ep_value *v;
 
-	v = xvi_lookup(tag);
+	v = xvi_lookup(tag, &not_local);
+	if (not_local) {
+		g->not_local++;
+		return NULL;
+	}
 	if (v && (v->flags & XVI_EP_F_DEVMAP) && (flags & XVI_RX_VLAN)) {
 		g->vlan_protected++;
 		return NULL;

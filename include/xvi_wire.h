@@ -20,6 +20,9 @@
 /* Size of the XSKMAP and of every per-endpoint table. */
 #define XVI_MAX_ENDPOINTS	256
 
+/* The host's addresses the datapath knows (xvi_local_addrs), at most. */
+#define XVI_MAX_LOCAL_ADDRS	1024
+
 /* Name of the XDP program, used to find it again on an interface. */
 #define XVI_PROG_NAME		"xvi_demux"
 /* Programs of a protected endpoint's veth pair (loaded by xdp-vid). */
@@ -168,6 +171,8 @@ struct xvi_global_counters {
 	__u64 other_host;		/* unicast to another MAC (promiscuous) */
 	/* Frames for a tag that its endpoint does not take, passed: */
 	__u64 vlan_protected;		/* 802.1Q-tagged, for a protected endpoint */
+	__u64 not_local;		/* for a wildcard endpoint, to an address
+					 * that is not this host's */
 };
 
 /*

@@ -50,7 +50,7 @@ static const struct counter_name guard_fields[] = {
 static const struct counter_name global_fields[] = {
 	GC(rx_frames), GC(redirected), GC(passed), GC(dropped), GC(no_endpoint),
 	GC(malformed), GC(fragments), GC(group_dst), GC(other_host), GC(vlan_protected),
-	{ NULL },
+	GC(not_local), { NULL },
 };
 #define XC(f) { #f, offsetof(struct xdp_statistics, f) }
 static const struct counter_name xsk_fields[] = {

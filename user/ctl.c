@@ -309,6 +309,10 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 	err = gc_locked(ctl);
 	if (err < 0)
 		return err;
+	/* A wildcard endpoint takes datagrams for the host's addresses of now. */
+	err = xvi_ctl_sync_local(ctl->ifname, ctl->fds[MAP_LOCAL_ADDRS]);
+	if (err)
+		return err;
 
 	/* gc ran under the same lock: any owner naming the tag is alive */
 	if (!bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &owner->tag, &v)) {

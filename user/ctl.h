@@ -138,6 +138,13 @@ int xvi_ctl__next_owner(struct xvi_ctl *ctl, __u32 *slot,
 int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out);
 
 /*
+ * Bring the datapath's table of this host's addresses up to date (attach
+ * and every claim do it): a wildcard endpoint takes datagrams only for
+ * those.  For a daemon that follows address changes.  0 or -errno.
+ */
+int xvi_ctl__sync_local_addrs(struct xvi_ctl *ctl);
+
+/*
  * The device the datapath redirects @slot's frames to (a protected
  * endpoint's host end, xvi_devs): its ifindex, or -ENOENT.
  */

@@ -8,10 +8,12 @@
  * program, no pins, no directory.
  */
 #include <errno.h>
+#include <ifaddrs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <arpa/inet.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <xdp/libxdp.h>
@@ -27,6 +29,99 @@ static const char *mac_str(const __u8 m[6], char buf[18])
 	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
 		 m[5]);
 	return buf;
+}
+
+/*
+ * A frame from outside for a loopback address is martian, and a link-local
+ * destination is the host's only on its own link: neither is an address a
+ * wildcard endpoint on @ifname would get from a kernel socket.
+ */
+static bool local_key(const struct ifaddrs *a, const char *ifname, struct xvi_tag *key)
+{
+	const __u8 *ip;
+
+	memset(key, 0, sizeof(*key));
+	if (a->ifa_addr->sa_family == AF_INET) {
+		ip = (const __u8 *)&((const struct sockaddr_in *)a->ifa_addr)->sin_addr;
+		key->kind = XVI_TAG_UDP4;
+		memcpy(key->addr, ip, 4);
+		return ip[0] != 127;
+	}
+	ip = (const __u8 *)&((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr;
+	key->kind = XVI_TAG_UDP6;
+	memcpy(key->addr, ip, 16);
+	if (IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)ip))
+		return false;
+	return !IN6_IS_ADDR_LINKLOCAL((const struct in6_addr *)ip) || !strcmp(a->ifa_name, ifname);
+}
+
+static bool key_in(const struct xvi_tag *k, const struct xvi_tag *set, int n)
+{
+	while (n--)
+		if (!memcmp(k, &set[n], sizeof(*k)))
+			return true;
+	return false;
+}
+
+int xvi_ctl_sync_local(const char *ifname, int fd)
+{
+	struct xvi_tag *want, key, next, stale[64];
+	struct ifaddrs *ifa, *a;
+	int n = 0, nstale, err = 0, i;
+	__u32 one = 1;
+	bool more;
+
+	want = calloc(XVI_MAX_LOCAL_ADDRS, sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	if (getifaddrs(&ifa)) {
+		err = -errno;
+		goto out;
+	}
+	for (a = ifa; a; a = a->ifa_next) {
+		if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET &&
+				     a->ifa_addr->sa_family != AF_INET6))
+			continue;
+		if (!local_key(a, ifname, &key) || key_in(&key, want, n))
+			continue;
+		if (n == XVI_MAX_LOCAL_ADDRS) {
+			pr_warn("%s: more than %d addresses on this host: wildcard endpoints "
+				"get datagrams for the first %d only\n", ifname,
+				XVI_MAX_LOCAL_ADDRS, XVI_MAX_LOCAL_ADDRS);
+			break;
+		}
+		want[n++] = key;
+	}
+	freeifaddrs(ifa);
+	/* New ones first: an address that stays never disappears meanwhile. */
+	for (i = 0; i < n && !err; i++)
+		if (bpf_map_update_elem(fd, &want[i], &one, BPF_ANY))
+			err = -errno;
+	/* Then the stale ones, collected before deleting (a hash walk restarts
+	 * when its current key goes), a batch at a time. */
+	do {
+		nstale = 0;
+		more = false;
+		for (i = bpf_map_get_next_key(fd, NULL, &next); !i && !err;
+		     i = bpf_map_get_next_key(fd, &key, &next)) {
+			key = next;
+			if (key_in(&key, want, n))
+				continue;
+			if (nstale == (int)(sizeof(stale) / sizeof(stale[0]))) {
+				more = true;
+				break;
+			}
+			stale[nstale++] = key;
+		}
+		for (i = 0; i < nstale; i++)
+			bpf_map_delete_elem(fd, &stale[i]);
+	} while (more && !err);
+	if (err)
+		pr_warn("%s: cannot update the datapath's table of local addresses: %s\n",
+			ifname, strerror(-err));
+out:
+	free(want);
+	return err;
 }
 
 /*
@@ -74,6 +169,20 @@ int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out)
 	if (bpf_map_lookup_elem(ctl->fds[MAP_CONFIG], &zero, out))
 		return xvi_err(-errno);
 	return 0;
+}
+
+int xvi_ctl__sync_local_addrs(struct xvi_ctl *ctl)
+{
+	int err;
+
+	if (!ctl)
+		return xvi_err(-EINVAL);
+	err = xvi_lock_ex(ctl->lock_fd);
+	if (err)
+		return xvi_err(err);
+	err = xvi_ctl_sync_local(ctl->ifname, ctl->fds[MAP_LOCAL_ADDRS]);
+	xvi_lock_un(ctl->lock_fd);
+	return err ? xvi_err(err) : 0;
 }
 
 /* libxdp finds its dispatcher state in LIBXDP_BPFFS: keep it next to our pins. */
@@ -198,6 +307,8 @@ static int load_and_attach(const char *ifname, int ifindex, enum xdp_attach_mode
 	 * endpoint can be published (claims find the maps only now).
 	 */
 	err = write_config(ifname, fds[MAP_CONFIG]);
+	if (!err)
+		err = xvi_ctl_sync_local(ifname, fds[MAP_LOCAL_ADDRS]);
 	if (err)
 		goto detach;
 	if (bpffs)
@@ -221,6 +332,8 @@ static int refresh(const char *ifname, int ifindex, const char *bpffs, const cha
 	if (err)
 		return err;
 	err = write_config(ifname, fds[MAP_CONFIG]);
+	if (!err)
+		err = xvi_ctl_sync_local(ifname, fds[MAP_LOCAL_ADDRS]);
 	if (!err && bpffs)
 		sync_pins(ifname, bpffs, dir, fds);
 	for (i = 0; i < MAP_NR; i++)

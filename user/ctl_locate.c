@@ -43,18 +43,22 @@
 #define XVI_PROG_MAX_MAPS	32
 
 const struct xvi_map_def xvi_map_defs[MAP_NR] = {
-	[MAP_ENDPOINTS] = { "xvi_endpoints", BPF_MAP_TYPE_HASH,
-			    sizeof(struct xvi_tag), sizeof(struct xvi_ep_value) },
-	[MAP_XSKS] = { "xvi_xsks", BPF_MAP_TYPE_XSKMAP, sizeof(__u32), sizeof(__u32) },
+	[MAP_ENDPOINTS] = { "xvi_endpoints", BPF_MAP_TYPE_HASH, sizeof(struct xvi_tag),
+			    sizeof(struct xvi_ep_value), XVI_MAX_ENDPOINTS },
+	[MAP_XSKS] = { "xvi_xsks", BPF_MAP_TYPE_XSKMAP, sizeof(__u32), sizeof(__u32),
+		       XVI_MAX_ENDPOINTS },
 	[MAP_EP_STATS] = { "xvi_ep_stats", BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),
-			   sizeof(struct xvi_ep_counters) },
+			   sizeof(struct xvi_ep_counters), XVI_MAX_ENDPOINTS },
 	[MAP_GLOBAL_STATS] = { "xvi_global_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
-			       sizeof(__u32), sizeof(struct xvi_global_counters) },
+			       sizeof(__u32), sizeof(struct xvi_global_counters), 1 },
 	[MAP_OWNERS] = { "xvi_owners", BPF_MAP_TYPE_HASH, sizeof(__u32),
-			 sizeof(struct xvi_slot_owner) },
-	[MAP_DEVS] = { "xvi_devs", BPF_MAP_TYPE_DEVMAP, sizeof(__u32), sizeof(__u32) },
+			 sizeof(struct xvi_slot_owner), XVI_MAX_ENDPOINTS },
+	[MAP_DEVS] = { "xvi_devs", BPF_MAP_TYPE_DEVMAP, sizeof(__u32), sizeof(__u32),
+		       XVI_MAX_ENDPOINTS },
 	[MAP_CONFIG] = { "xvi_config", BPF_MAP_TYPE_ARRAY, sizeof(__u32),
-			 sizeof(struct xvi_config) },
+			 sizeof(struct xvi_config), 1 },
+	[MAP_LOCAL_ADDRS] = { "xvi_local_addrs", BPF_MAP_TYPE_HASH, sizeof(struct xvi_tag),
+			      sizeof(__u32), XVI_MAX_LOCAL_ADDRS },
 };
 
 int xvi_netns_ino(__u64 *ino)
@@ -371,9 +375,7 @@ static int check_map(const char *ifname, int fd, int i)
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -errno;
 	if (info.type != d->type || info.key_size != d->key_size ||
-	    info.value_size != d->value_size || info.max_entries < 1 ||
-	    (i != MAP_GLOBAL_STATS && i != MAP_CONFIG &&
-	     info.max_entries != XVI_MAX_ENDPOINTS)) {
+	    info.value_size != d->value_size || info.max_entries != d->max_entries) {
 		pr_warn("%s: the datapath's map %s has another layout than this libxvi expects "
 			"(the datapath is from another version): run 'xdp-vi detach %s' "
 			"and 'xdp-vi attach %s'\n", ifname, d->name, ifname, ifname);

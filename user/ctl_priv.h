@@ -26,6 +26,7 @@ enum {
 	MAP_OWNERS,
 	MAP_DEVS,
 	MAP_CONFIG,
+	MAP_LOCAL_ADDRS,
 	MAP_NR,
 };
 
@@ -35,6 +36,7 @@ struct xvi_map_def {
 	__u32 type;
 	__u32 key_size;
 	__u32 value_size;
+	__u32 max_entries;
 };
 extern const struct xvi_map_def xvi_map_defs[MAP_NR];
 
@@ -107,6 +109,13 @@ int xvi_ctl_bind_maps(int prog_fd, const int map_fds[MAP_NR]);
  */
 int xvi_ctl_bpffs_for_pins(const struct xvi_ctl_opts *opts, bool mount_default,
 			   const char **bpffs);
+
+/*
+ * Bring the datapath's table of the host's addresses (xvi_local_addrs, map
+ * @fd) up to date: every address of every interface, but loopback ones and
+ * link-local ones of interfaces other than @ifname.  0 or a negative errno.
+ */
+int xvi_ctl_sync_local(const char *ifname, int fd);
 
 /* Number of the datapath's maps pinned in @dir, and their removal. */
 int xvi_ctl_pins_present(const char *dir);

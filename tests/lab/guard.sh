@@ -14,7 +14,8 @@
 # an endpoint's host end, to 255.255.255.255 with SO_BROADCAST and
 # SO_NO_CHECK; the endpoint never sees it, whether the host end's egress
 # program stops it or, without that program, the client end's.  A wildcard
-# endpoint does not get datagrams for an address node b only routes to.
+# endpoint does not get datagrams for an address node b only routes to: the
+# kernel forwards them.
 # Out: frames the endpoint's own identity may not carry by default (group
 # destinations, IPv4 options, DSCP CS6, a control protocol's port, longer
 # than the capped MTU) are dropped by the guard, counted, and absent from
@@ -300,6 +301,51 @@ case_mtu() {
 	_attack long drop_guard_len 7832 $((1778 + 18))
 }
 
+# Node b routes 198.19.7.0/24 to a network behind it (a veth pair inside
+# node b standing for a container's), node a routes it via node b.  A
+# wildcard endpoint on b gets a datagram to b's own address there
+# (198.19.7.1), not one to 198.19.7.7, which the kernel forwards.
+case_wildcard_not_local() {
+	local tok="NOTLOCAL-$RANDOM" ok="LOCAL-$RANDOM" before after cpid
+	t_x b ip link add xgc0 type veth peer name xgc1 &&
+		t_x b ip addr add 198.19.7.1/24 dev xgc0 && t_x b ip link set xgc0 up &&
+		t_x b ip link set xgc1 up && t_x b sysctl -qw net.ipv4.ip_forward=1 &&
+		t_x b ip neigh replace 198.19.7.7 lladdr 02:00:00:00:07:07 dev xgc0 &&
+		t_x a ip route replace 198.19.7.0/24 via 198.18.0.2 ||
+		fail "cannot build the routed network" || return
+	# the claim reads the host's addresses: 198.19.7.1 is one now
+	_listen 0.0.0.0 7840 || fail "listener: $(cat "$T_TMP/l-7840.err")" || return
+	t_x -T 60 b tcpdump -i xgc1 -n -A -l udp >"$T_TMP/cap-fwd" 2>"$T_TMP/cap-fwd.err" &
+	cpid=$!
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		grep -q "listening on" "$T_TMP/cap-fwd.err" 2>/dev/null && break
+		sleep 0.1
+	done
+	t_xdpvi b status --json >"$T_TMP/nl.json"
+	before=$(t_json_values "$T_TMP/nl.json" not_local | head -1)
+	_send_from_a "$tok" 7840 198.19.7.7
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		grep -q "$tok" "$T_TMP/cap-fwd" && break
+		sleep 0.1
+	done
+	_send_from_a "$ok" 7840 198.19.7.1
+	wait "$LJOB"
+	kill "$cpid" 2>/dev/null
+	wait "$cpid" 2>/dev/null
+	t_xdpvi b status --json >"$T_TMP/nl.json"
+	after=$(t_json_values "$T_TMP/nl.json" not_local | head -1)
+	t_x b ip link del xgc0
+	t_x a ip route del 198.19.7.0/24
+	t_log "not_local $before -> $after"
+	grep -q "$tok" "$T_TMP/cap-fwd" ||
+		fail "the kernel did not forward the datagram for 198.19.7.7" || return
+	! grep -q "$tok" "$T_TMP/l-7840.out" ||
+		fail "the wildcard endpoint took a datagram for 198.19.7.7" || return
+	grep -q "$ok" "$T_TMP/l-7840.out" ||
+		fail "the wildcard endpoint missed its datagram for 198.19.7.1" || return
+	[ "$((after - before))" -ge 1 ] || fail "not_local went $before -> $after"
+}
+
 case_no_leftovers() {
 	local after
 	_stop_vid
@@ -320,6 +366,7 @@ CASES=(
 	dscp		case_dscp		"DSCP CS6: dropped, counted, not on the wire"
 	ctlport		case_ctlport		"to HSRP's port: dropped, counted, not on the wire"
 	mtu		case_mtu		"MTU capped at one frame; longer frames dropped, counted"
+	wildcard_not_local case_wildcard_not_local "a wildcard endpoint gets no datagram for a routed address"
 	no_leftovers	case_no_leftovers	"veths, XDP and TC programs as before; no socket left"
 )
 

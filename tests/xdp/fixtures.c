@@ -42,6 +42,7 @@
 #define SLOT_EXACT	6	/* 198.18.0.2:7001, beats the wildcard */
 #define SLOT_DEAD	7	/* 198.18.0.2:7002, no socket in the XSKMAP */
 #define SLOT_RAW	9	/* raw tag 0x00c0ffee */
+#define SLOT_WILD2	12	/* *:7011 (v4), no exact tag on its port */
 #define SLOT_PROT	10	/* 198.18.0.2:7003 and raw tag 0x00c0fff0, protected */
 #define NO_SLOT		(-1)
 
@@ -110,6 +111,16 @@ static const struct fx_case fx_cases[] = {
 	  .slot = SLOT_WILD, .meta_flags = OK4 },
 	{ "udp6_wildcard_addr", V6(.dst = "2001:2::77", .dport = PORT_WILD), DELIVER,
 	  .slot = SLOT_WILD, .meta_flags = OK6 },
+	/* The wildcard takes only this host's addresses (xvi_local_addrs). */
+	{ "udp4_wildcard_not_local", V4(.dst = "198.18.9.9", .dport = PORT_WILD),
+	  .verdict = XDP_PASS, .slot = NO_SLOT, .g = { .not_local = 1 } },
+	{ "udp6_wildcard_not_local", V6(.dst = "2001:2::99", .dport = PORT_WILD),
+	  .verdict = XDP_PASS, .slot = NO_SLOT, .g = { .not_local = 1 } },
+	{ "udp4_wildcard_own_addr", V4(.dport = PORT_WILD + 10), DELIVER, .slot = SLOT_WILD2,
+	  .meta_flags = OK4 },
+	{ "udp4_wildcard_not_local_bad_csum", V4(.dst = "198.18.9.9", .dport = PORT_WILD,
+						 .bad_l4_csum = true),
+	  .verdict = XDP_PASS, .slot = NO_SLOT, .g = { .not_local = 1 } },
 	{ "udp4_exact_beats_wildcard", V4(.dport = PORT_WILD), DELIVER, .slot = SLOT_EXACT,
 	  .meta_flags = OK4 },
 	{ "udp4_other_addr_no_wildcard", V4(.dst = "198.18.0.77"), NO_EP },
@@ -326,6 +337,16 @@ static void add_tag(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u3
 	add_tag_flags(kind, addr, port, raw_tag, slot, 0);
 }
 
+static void add_local(__u8 kind, const char *addr)
+{
+	struct xvi_tag t = { .kind = kind };
+	__u32 one = 1;
+
+	cr_assert_eq(inet_pton(kind == XVI_TAG_UDP6 ? AF_INET6 : AF_INET, addr, t.addr), 1);
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_local_addrs), &t, &one,
+					 0), 0, "xvi_local_addrs: %s", strerror(errno));
+}
+
 /* A protected endpoint: its tag redirects through xvi_devs to a device. */
 static void add_protected(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u32 slot)
 {
@@ -372,7 +393,14 @@ static void fx_setup(void)
 	add_tag(XVI_TAG_UDP4, "198.18.0.2", PORT_WILD, 0, SLOT_EXACT);
 	add_tag(XVI_TAG_UDP4, "198.18.0.2", PORT_DEAD, 0, SLOT_DEAD);
 	add_tag(XVI_TAG_RAW, NULL, 0, RAW_TAG, SLOT_RAW);
+	add_tag(XVI_TAG_UDP4, NULL, PORT_WILD + 10, 0, SLOT_WILD2);
+	add_xsk(SLOT_WILD2);
 	add_protected(XVI_TAG_UDP4, "198.18.0.2", PORT_PROT, 0, SLOT_PROT);
+	/* What xvi_ctl_sync_local writes: the host's addresses. */
+	add_local(XVI_TAG_UDP4, "198.18.0.2");
+	add_local(XVI_TAG_UDP4, "198.18.0.77");
+	add_local(XVI_TAG_UDP6, "2001:2::2");
+	add_local(XVI_TAG_UDP6, "2001:2::77");
 	add_protected(XVI_TAG_RAW, NULL, 0, RAW_TAG_PROT, SLOT_PROT);
 	add_xsk(SLOT_V4);
 	add_xsk(SLOT_V6);
@@ -396,7 +424,8 @@ struct fx_counters {
 };
 
 #define G_FIELDS(X) X(rx_frames) X(redirected) X(passed) X(dropped) X(no_endpoint) \
-	X(malformed) X(fragments) X(group_dst) X(other_host) X(vlan_protected)
+	X(malformed) X(fragments) X(group_dst) X(other_host) X(vlan_protected) \
+	X(not_local)
 #define EP_FIELDS(X) X(rx_frames) X(rx_bytes) X(drop_bad_ip_csum) X(drop_bad_l4_csum) \
 	X(drop_malformed) X(drop_no_socket) X(drop_meta) X(rx_csum_partial)
 
