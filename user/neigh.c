@@ -114,6 +114,10 @@ static int link_cb(const struct nlmsghdr *nlh, void *data)
 			if (!mnl_attr_validate(attr, MNL_TYPE_U32))
 				out->mtu = mnl_attr_get_u32(attr);
 			break;
+		case IFLA_MAX_MTU:
+			if (!mnl_attr_validate(attr, MNL_TYPE_U32))
+				out->max_mtu = mnl_attr_get_u32(attr);
+			break;
 		case IFLA_NUM_RX_QUEUES:
 			if (!mnl_attr_validate(attr, MNL_TYPE_U32))
 				out->num_rx_queues = mnl_attr_get_u32(attr);

@@ -21,6 +21,7 @@ struct xvi_ip {
 struct xvi_iface {
 	int ifindex;
 	__u32 mtu;
+	__u32 max_mtu;		/* IFLA_MAX_MTU, 0 when the kernel does not say */
 	__u8 mac[6];
 	__u32 num_rx_queues;
 	char kind[16];		/* rtnetlink link kind ("veth"), "" for a plain device */

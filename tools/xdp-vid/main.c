@@ -441,29 +441,41 @@ static void guard_config(const struct xvid_ep *e, const struct xvi_tag *tag, __u
 	cfg->naddrs = n;
 }
 
+static int veth_set_mtu(const struct xvid_ep *e, __u32 mtu, char *why, size_t len)
+{
+	int err = xvid_link_set_mtu(e->host_ifx, mtu);
+
+	if (!err)
+		err = xvid_link_set_mtu(e->client_ifx, mtu);
+	if (err)
+		snprintf(why, len, "cannot set the MTU of %s/%s to %u: %s", e->host, e->client,
+			 mtu, strerror(-err));
+	return err;
+}
+
 /*
  * Neither end of the pair takes a frame longer than what one frame of the
  * client's segment holds: the guard and the client do not handle
  * multi-buffer frames, and copy-mode AF_XDP puts a received frame at
  * XDP_PACKET_HEADROOM (256) in one segment frame.  Never more than the
- * interface's MTU.  Returns the MTU set.
+ * interface's MTU, nor than the kernel lets the host end carry into a
+ * single-buffer XDP program on the client end (what one page holds,
+ * docs/KERNEL.md fact 25): called with xvi_client attached, when the
+ * kernel reports that bound as the host end's max_mtu.  Returns the MTU
+ * set.
  */
 static int veth_cap_mtu(const struct xvid_ep *e, __u32 frame_size, char *why, size_t len)
 {
 	__u32 mtu = frame_size - 256 - 14;
+	struct xvi_iface host;
 	int err;
 
 	if (mtu > d.ifc.mtu)
 		mtu = d.ifc.mtu;
-	err = xvid_link_set_mtu(e->host_ifx, mtu);
-	if (!err)
-		err = xvid_link_set_mtu(e->client_ifx, mtu);
-	if (err) {
-		snprintf(why, len, "cannot set the MTU of %s/%s to %u: %s", e->host, e->client,
-			 mtu, strerror(-err));
-		return err;
-	}
-	return mtu;
+	if (!xvi_iface__query_index(e->host_ifx, &host) && host.max_mtu && mtu > host.max_mtu)
+		mtu = host.max_mtu;
+	err = veth_set_mtu(e, mtu, why, len);
+	return err ? err : (int)mtu;
 }
 
 static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size,
@@ -472,10 +484,6 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 fra
 	struct xvi_guard_cfg cfg;
 	__u32 zero = 0;
 	int err, mtu;
-
-	mtu = veth_cap_mtu(e, frame_size, why, len);
-	if (mtu < 0)
-		return mtu;
 
 	/*
 	 * Both programs count in the endpoint's slot of the datapath's
@@ -509,17 +517,28 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 fra
 		return err;
 	}
 
-	guard_config(e, tag, mtu, &cfg);
-	if (bpf_map_update_elem(bpf_map__fd(e->gskel->maps.xvi_guard_cfg), &zero, &cfg, 0)) {
-		err = -errno;
-		snprintf(why, len, "cannot configure the guard: %s", strerror(-err));
+	/*
+	 * The pair came with the interface's MTU, and the kernel refuses a
+	 * single-buffer XDP program on a veth whose peer's MTU exceeds a page:
+	 * 1500 first, which any page holds, the cap once the program is on.
+	 */
+	err = veth_set_mtu(e, d.ifc.mtu < 1500 ? d.ifc.mtu : 1500, why, len);
+	if (err)
 		return err;
-	}
-
 	err = bpf_xdp_attach(e->client_ifx, bpf_program__fd(e->cskel->progs.xvi_client),
 			     XDP_FLAGS_DRV_MODE, NULL);
 	if (err) {
 		snprintf(why, len, "cannot attach XDP to %s: %s", e->client, strerror(-err));
+		return err;
+	}
+	mtu = veth_cap_mtu(e, frame_size, why, len);
+	if (mtu < 0)
+		return mtu;
+
+	guard_config(e, tag, mtu, &cfg);
+	if (bpf_map_update_elem(bpf_map__fd(e->gskel->maps.xvi_guard_cfg), &zero, &cfg, 0)) {
+		err = -errno;
+		snprintf(why, len, "cannot configure the guard: %s", strerror(-err));
 		return err;
 	}
 	err = tc_attach(e->host_ifx, BPF_TC_INGRESS, bpf_program__fd(e->gskel->progs.xvi_guard));
