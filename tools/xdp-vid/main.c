@@ -641,16 +641,6 @@ static int setup(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size,
 
 /* ---- requests ----------------------------------------------------------- */
 
-static bool zero_bytes(const void *p, size_t n)
-{
-	const __u8 *b = p;
-
-	while (n--)
-		if (*b++)
-			return false;
-	return true;
-}
-
 static int count_uid(uid_t uid)
 {
 	int i, n = 0;
@@ -721,29 +711,9 @@ static int check_datapath(struct xvid_ep *except)
 static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 {
 	char why[200] = "";
-	__u64 seg;
 	int err;
 
 	xvi_tag__format(&q->tag, e->tagstr, sizeof(e->tagstr));
-	if (strnlen(q->ifname, sizeof(q->ifname)) == sizeof(q->ifname) ||
-	    strcmp(q->ifname, d.ifname)) {
-		reply(e, q->op, -EINVAL, -1, "this is the broker of %s, not of the requested interface",
-		      d.ifname);
-		return false;
-	}
-	if (q->family || !zero_bytes(q->addr, sizeof(q->addr))) {
-		reply(e, q->op, -EINVAL, -1, "OPEN carries no resolve fields");
-		return false;
-	}
-	seg = (__u64)q->frame_size * q->num_frames;
-	if ((q->frame_size != 2048 && q->frame_size != 4096) || !q->num_frames ||
-	    (q->num_frames & (q->num_frames - 1)) || seg > d.policy.max_segment) {
-		reply(e, q->op, -EINVAL, -1,
-		      "segment of %u frames of %u bytes refused: frames of 2048 or 4096 bytes, "
-		      "a power of 2 of them, at most %llu bytes (policy limit segment-bytes)",
-		      q->num_frames, q->frame_size, (unsigned long long)d.policy.max_segment);
-		return false;
-	}
 	if (!open_allowed(e->id.uid)) {
 		reply(e, q->op, -EAGAIN, -1, "uid %u opens endpoints faster than %u per second on "
 		      "%s (policy limit opens-per-second): retry later", e->id.uid,
@@ -754,11 +724,6 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 		reply(e, q->op, -EMFILE, -1, "uid %u already holds %u endpoints on %s "
 		      "(policy limit endpoints-per-uid)", e->id.uid, d.policy.max_per_uid,
 		      d.ifname);
-		return false;
-	}
-	if (q->tag.kind != XVI_TAG_UDP4 && q->tag.kind != XVI_TAG_UDP6 &&
-	    q->tag.kind != XVI_TAG_RAW) {
-		reply(e, q->op, -EINVAL, -1, "unknown tag kind %u", q->tag.kind);
 		return false;
 	}
 	err = check_datapath(e);
@@ -795,11 +760,6 @@ static bool handle_ready(struct xvid_ep *e, const struct xvi_broker_req *q)
 	__u32 zero = 0;
 	int err;
 
-	if (!zero_bytes(&q->frame_size, offsetof(struct xvi_broker_req, reserved) -
-					 offsetof(struct xvi_broker_req, frame_size))) {
-		reply(e, q->op, -EINVAL, -1, "READY carries no fields");
-		return false;
-	}
 	/* Succeeds only for a socket bound (by the client) with an RX ring. */
 	if (bpf_map_update_elem(bpf_map__fd(e->cskel->maps.xvi_client_xsk), &zero, &e->xsk, 0)) {
 		err = -errno;
@@ -888,12 +848,6 @@ static bool handle_resolve(struct xvid_ep *e, const struct xvi_broker_req *q)
 	int err, alen = q->family == AF_INET6 ? 16 : 4;
 	__u8 mac[6];
 
-	if ((q->family != AF_INET && q->family != AF_INET6) ||
-	    !zero_bytes(q->addr + alen, 16 - alen) || !zero_bytes(&q->tag, sizeof(q->tag)) ||
-	    q->frame_size || q->num_frames || !zero_bytes(q->ifname, sizeof(q->ifname))) {
-		reply(e, q->op, -EINVAL, -1, "malformed RESOLVE");
-		return false;
-	}
 	ip.family = q->family;
 	memcpy(ip.a, q->addr, alen);
 	inet_ntop(ip.family, ip.a, a, sizeof(a));
@@ -937,16 +891,27 @@ static bool handle_resolve(struct xvid_ep *e, const struct xvi_broker_req *q)
 	return !reply_mac(e, q->op, mac);
 }
 
-/* Read one message, once, into a fixed-size struct; then validate the copy. */
+static enum xvid_req_stage stage_of(const struct xvid_ep *e)
+{
+	return e->state == ST_WAIT_OPEN ? XVID_REQ_WAIT_OPEN :
+	       e->state == ST_WAIT_READY ? XVID_REQ_WAIT_READY : XVID_REQ_LIVE;
+}
+
+/* Read one message, once, into a fixed-size buffer; request.c validates it. */
 static void handle_msg(struct xvid_ep *e)
 {
 	__u8 buf[sizeof(struct xvi_broker_req) + 1];
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	/* No control buffer: fds a client tries to pass are discarded by the kernel. */
 	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct xvid_req_limits lim = { .ifname = d.ifname,
+				       .max_segment = d.policy.max_segment };
 	struct xvi_broker_req q;
+	char why[200];
+	__u16 op;
 	bool keep;
 	ssize_t n;
+	int err;
 
 	n = recvmsg(e->conn, &msg, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
@@ -955,42 +920,27 @@ static void handle_msg(struct xvid_ep *e)
 		teardown(e, n ? "connection error" : "client closed the connection");
 		return;
 	}
-	if (n != sizeof(q) || (msg.msg_flags & MSG_TRUNC)) {
-		log_info("pid %d: refused a request of %zd%s bytes (expected %zu)\n",
-			 (int)e->id.pid, n, (msg.msg_flags & MSG_TRUNC) ? "+" : "", sizeof(q));
-		reply(e, 0, -EBADMSG, -1, "request of %zd%s bytes refused: expected %zu",
-		      n, (msg.msg_flags & MSG_TRUNC) ? "+" : "", sizeof(q));
-		teardown(e, "bad request size");
-		return;
-	}
-	memcpy(&q, buf, sizeof(q));
-	if (q.magic != XVI_BROKER_MAGIC || q.version != XVI_BROKER_VERSION ||
-	    q.size != sizeof(q) || !zero_bytes(q.reserved, sizeof(q.reserved))) {
-		log_info("pid %d: refused a request with bad magic/version/size\n", (int)e->id.pid);
-		reply(e, q.op, -EBADMSG, -1, "bad magic, version (want %u) or size field",
-		      XVI_BROKER_VERSION);
-		teardown(e, "bad request header");
+	err = xvid_req_decode(buf, n, msg.msg_flags & MSG_TRUNC, stage_of(e), &lim, &q, &op,
+			      why, sizeof(why));
+	if (err) {
+		log_info("pid %d: refused a request: %s\n", (int)e->id.pid, why);
+		reply(e, op, err, -1, "%s", why);
+		teardown(e, "request refused or out of order");
 		return;
 	}
 	switch (q.op) {
 	case XVI_BROKER_OPEN:
-		keep = e->state == ST_WAIT_OPEN && handle_open(e, &q);
-		if (e->state != ST_WAIT_OPEN && e->state != ST_WAIT_READY)
-			reply(e, q.op, -EALREADY, -1, "one endpoint per connection");
+		keep = handle_open(e, &q);
 		break;
 	case XVI_BROKER_READY:
-		keep = e->state == ST_WAIT_READY && handle_ready(e, &q);
-		break;
-	case XVI_BROKER_RESOLVE:
-		keep = (e->state == ST_WAIT_READY || e->state == ST_LIVE) &&
-		       handle_resolve(e, &q);
+		keep = handle_ready(e, &q);
 		break;
 	default:
-		reply(e, q.op, -EOPNOTSUPP, -1, "unknown request %u", q.op);
-		keep = false;
+		keep = handle_resolve(e, &q);
+		break;
 	}
 	if (!keep)
-		teardown(e, "request refused or out of order");
+		teardown(e, "request refused");
 }
 
 /*

@@ -65,6 +65,29 @@ int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *
 		      const struct xvi_tag *tag, bool addr_on_iface, const char *ifname,
 		      char *why, size_t len);
 
+/* ---- requests (request.c) ------------------------------------------------- */
+
+struct xvi_broker_req;
+
+/* Where a connection is: which requests it may send. */
+enum xvid_req_stage { XVID_REQ_WAIT_OPEN, XVID_REQ_WAIT_READY, XVID_REQ_LIVE };
+
+struct xvid_req_limits {
+	const char *ifname;		/* the daemon's interface */
+	__u64 max_segment;		/* policy limit segment-bytes */
+};
+
+/*
+ * Decode and validate one message of @n bytes (@truncated: the kernel cut
+ * it) from a connection at @stage.  No side effects.  0: *q is a request
+ * well formed for its op and stage.  Otherwise a negative errno, @why the
+ * answer's text and *op the op to answer with (0 when the message was too
+ * short to have one); the connection must then be closed.
+ */
+int xvid_req_decode(const void *buf, size_t n, bool truncated, enum xvid_req_stage stage,
+		    const struct xvid_req_limits *lim, struct xvi_broker_req *q, __u16 *op,
+		    char *why, size_t len);
+
 /* ---- links and programs (link.c) ---------------------------------------- */
 
 struct xvid_ep;
