@@ -123,11 +123,11 @@ $(B)/tests/%: tests/bench/%.c | $(B)/tests
 FUZZ_CC     ?= $(CLANG)
 FUZZ_TIME   ?= 600
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-std=gnu11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -I$(B)/include
+	-std=gnu11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -Itools/xdp-vid -I$(B)/include
 FUZZ_LIB    := user/stream_engine.c user/stream_buf.c user/stream_wire.c user/stream_cc.c \
-	user/frame.c user/csum.c user/log.c
+	user/frame.c user/csum.c user/log.c tools/xdp-vid/request.c
 
-$(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(LIB_HDRS) | $(B)/fuzz
+$(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(LIB_HDRS) tools/xdp-vid/xvid.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB)
 
 .PHONY: fuzz
