@@ -376,6 +376,7 @@ undo:
 int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slot)
 {
 	char tagstr[64];
+	__u64 start;
 	int err;
 
 	if (!ctl || !owner || !slot)
@@ -392,13 +393,21 @@ int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slo
 	if (!owner->pid) {
 		owner->pid = getpid();
 		owner->uid = getuid();
+		owner->start_time = 0;
 	}
-	owner->start_time = xvi_ctl__proc_start_time(owner->pid);
-	if (!owner->start_time) {
+	start = xvi_ctl__proc_start_time(owner->pid);
+	if (!start) {
 		pr_warn("%s: cannot read /proc/%u/stat: is /proc mounted?\n", ctl->ifname,
 			owner->pid);
 		return xvi_err(-ESRCH);
 	}
+	/* on behalf of a process known by its start time: still that one? */
+	if (owner->start_time && owner->start_time != start) {
+		pr_warn("%s: pid %u is no longer the process it was (it exited)\n",
+			ctl->ifname, owner->pid);
+		return xvi_err(-ESRCH);
+	}
+	owner->start_time = start;
 	owner->xsk_fd = -1;
 	owner->bind_flags = 0;
 

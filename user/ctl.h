@@ -74,7 +74,9 @@ int xvi_ctl__prog_info(const char *ifname, struct xvi_prog_info *info);
  * The caller fills owner->tag (unused bytes zero), queue_id and mode (0 means
  * XVI_EP_MODE_DIRECT).  owner->pid = 0 claims for the caller; a nonzero pid
  * (with its uid) claims on behalf of that live process, e.g. a broker for
- * its client, so the slot is collected when that process dies.
+ * its client, so the slot is collected when that process dies; a nonzero
+ * owner->start_time with it names the process exactly (-ESRCH if the pid
+ * now belongs to another one).
  * The tag is reserved at once: it enters xvi_endpoints with slot
  * XVI_SLOT_PENDING until publish (see the locking comment in ctl.c).
  */

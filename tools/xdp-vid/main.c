@@ -49,9 +49,6 @@
 #ifndef AF_XDP
 #define AF_XDP 44
 #endif
-#ifndef SO_PEERGROUPS
-#define SO_PEERGROUPS 59
-#endif
 
 #define MAX_CONNS		XVID_MAX_CONNS
 #define OPEN_TIMEOUT_MS		5000	/* connect -> OPEN */
@@ -350,7 +347,7 @@ static void teardown(struct xvid_ep *e, const char *why)
 			 (int)e->id.pid, e->id.uid, e->tagstr, e->slot, why);
 	else
 		log_debug("connection of pid %d closed (%s)\n", (int)e->id.pid, why);
-	free(e->id.groups);
+	xvid_peer_free(&e->id);
 	ep_reset(e);
 }
 
@@ -567,6 +564,7 @@ static int setup(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size,
 	memset(&e->owner, 0, sizeof(e->owner));
 	e->owner.tag = *tag;
 	e->owner.pid = e->id.pid;
+	e->owner.start_time = e->id.start_time;	/* the process that connected */
 	e->owner.uid = e->id.uid;
 	e->owner.queue_id = XVI_QUEUE_NONE;
 	e->owner.mode = XVI_EP_MODE_PROTECTED;
@@ -943,34 +941,6 @@ static void handle_msg(struct xvid_ep *e)
 		teardown(e, "request refused");
 }
 
-/*
- * SO_PEERGROUPS, however many there are: with a fixed buffer a client in
- * more groups than it holds got ERANGE, no groups, and slipped past every
- * "deny group:" rule.  Fails closed.
- */
-static int peer_groups(int fd, struct xvid_client_id *id)
-{
-	socklen_t len = 64 * sizeof(gid_t);
-	int tries;
-
-	for (tries = 0; tries < 3; tries++) {
-		gid_t *g = malloc(len ? len : sizeof(gid_t));
-
-		if (!g)
-			return -ENOMEM;
-		if (!getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &len)) {
-			id->groups = g;
-			id->ngroups = len / sizeof(gid_t);
-			return 0;
-		}
-		free(g);
-		/* ERANGE: len now holds the size the kernel needs */
-		if (errno != ERANGE)
-			return -errno;
-	}
-	return -ERANGE;
-}
-
 /* At most one warning a second about refused connections: clients choose their rate. */
 static bool warn_ok(void)
 {
@@ -985,34 +955,31 @@ static bool warn_ok(void)
 
 static void accept_one(void)
 {
-	struct ucred cred;
-	socklen_t len = sizeof(cred);
+	struct xvid_client_id id;
 	struct xvid_ep *e = NULL;
+	char why[200];
 	int fd, i, err;
 
 	fd = accept4(d.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0)
 		return;
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
-		close(fd);
-		return;
-	}
-	/* pid 0: the peer is in a pid namespace we cannot see; no owner to follow */
-	if (!cred.pid) {
+	err = xvid_peer_identify(fd, &id, why, sizeof(why));
+	if (err) {
 		if (warn_ok())
-			log_warn("refused a connection of uid %u from another pid namespace\n",
-				 cred.uid);
-		refuse_conn(fd, -EPERM, "xdp-vid cannot see your process (another pid namespace): "
-			    "run the client in the daemon's pid namespace");
+			log_warn("refused a connection of pid %d uid %u: %s\n", (int)id.pid,
+				 id.peer_uid, why);
+		xvid_peer_free(&id);
+		refuse_conn(fd, err, "%s", why);
 		return;
 	}
-	if (count_conns(cred.uid) >= (int)d.policy.max_conns_per_uid) {
+	if (count_conns(id.uid) >= (int)d.policy.max_conns_per_uid) {
 		if (warn_ok())
 			log_warn("uid %u has %u connections: refusing more (policy limit "
-				 "connections-per-uid)\n", cred.uid, d.policy.max_conns_per_uid);
+				 "connections-per-uid)\n", id.uid, d.policy.max_conns_per_uid);
 		refuse_conn(fd, -EMFILE, "uid %u already has %u connections to the broker of %s "
-			    "(policy limit connections-per-uid)", cred.uid,
+			    "(policy limit connections-per-uid)", id.uid,
 			    d.policy.max_conns_per_uid, d.ifname);
+		xvid_peer_free(&id);
 		return;
 	}
 	for (i = 0; i < MAX_CONNS && !e; i++)
@@ -1023,24 +990,16 @@ static void accept_one(void)
 			log_warn("%d connections open: refusing another\n", MAX_CONNS);
 		refuse_conn(fd, -EAGAIN, "the broker of %s serves %d connections: retry later",
 			    d.ifname, MAX_CONNS);
+		xvid_peer_free(&id);
 		return;
 	}
 	ep_reset(e);
-	err = peer_groups(fd, &e->id);
-	if (err) {
-		log_warn("pid %d: cannot read the peer's groups (%s): refused\n", (int)cred.pid,
-			 strerror(-err));
-		refuse_conn(fd, -EPERM, "xdp-vid cannot read your groups (%s)", strerror(-err));
-		return;
-	}
+	e->id = id;
 	e->conn = fd;
-	e->id.pid = cred.pid;
-	e->id.uid = cred.uid;
-	e->id.gid = cred.gid;
 	e->state = ST_WAIT_OPEN;
 	e->deadline = xvi_now_ms() + OPEN_TIMEOUT_MS;
-	log_debug("connection from pid %d uid %u (%d groups)\n", (int)cred.pid, cred.uid,
-		  e->id.ngroups);
+	log_debug("connection from pid %d uid %u (%d groups)\n", (int)id.pid, id.uid,
+		  id.ngroups);
 }
 
 /* Deadlines, and clients that died without closing (the fd lives elsewhere). */

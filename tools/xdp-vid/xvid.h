@@ -46,13 +46,23 @@ struct xvid_policy {
 	__u64 max_segment;		/* bytes of segment a request may announce */
 };
 
+/* Who a connection belongs to, taken at accept (peer.c). */
 struct xvid_client_id {
 	pid_t pid;
-	uid_t uid;
+	__u64 start_time;		/* of pid, read while its pidfd was alive */
+	uid_t peer_uid;			/* SO_PEERCRED */
+	uid_t uid;			/* judged and charged */
 	gid_t gid;
 	int ngroups;
 	gid_t *groups;			/* SO_PEERGROUPS, heap (any number) */
 };
+
+/*
+ * Identify the peer of the accepted connection @fd.  0, or a negative
+ * errno with @why, the refusal to send.  Free with xvid_peer_free().
+ */
+int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len);
+void xvid_peer_free(struct xvid_client_id *id);
 
 /* Load @path (NULL: the default path, built-in default if it is missing). */
 int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path);
