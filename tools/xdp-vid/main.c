@@ -1194,6 +1194,11 @@ int main(int argc, char **argv)
 
 	if (xvid_policy_load(&d.policy, policy, explicit_policy))
 		return 1;
+	err = xvid_peer_init();
+	if (err) {
+		log_warn("cannot read /proc/self/ns: %s (is /proc mounted?)\n", strerror(-err));
+		return 1;
+	}
 	if (xvi_iface__query(d.ifname, &d.ifc))
 		return 1;
 	d.ctl = xvi_ctl__open(d.ifname, &d.copts);

@@ -13,6 +13,12 @@
  * between connect() and accept() open.  The start time read here is the
  * owner identity the slot records, so a pid reused after accept never
  * inherits an endpoint.
+ *
+ * Confinement: a process in another network namespace (PrivateNetwork=,
+ * `unshare -n`, a container) that can still reach the socket would get
+ * the daemon's interface, which its namespace was meant to keep from it:
+ * such a peer is refused.  Namespaces are compared by device and inode of
+ * /proc/PID/ns/net, read while the pidfd holds the peer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -90,6 +96,31 @@ static int peer_groups(int fd, struct xvid_client_id *id)
 	return -ERANGE;
 }
 
+static struct {
+	struct stat net;		/* the daemon's own namespaces */
+} self;
+
+int xvid_peer_init(void)
+{
+	if (stat("/proc/self/ns/net", &self.net))
+		return -errno;
+	return 0;
+}
+
+static bool same_ns(const struct stat *a, const struct stat *b)
+{
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+/* Stat the namespace @kind of @pid into @st. */
+static int ns_stat(pid_t pid, const char *kind, struct stat *st)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, kind);
+	return stat(path, st) ? -errno : 0;
+}
+
 void xvid_peer_free(struct xvid_client_id *id)
 {
 	free(id->groups);
@@ -100,6 +131,7 @@ int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len)
 {
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
+	struct stat net;
 	int pidfd, err;
 
 	memset(id, 0, sizeof(*id));
@@ -123,7 +155,7 @@ int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len)
 		return -ESRCH;
 	}
 	id->start_time = xvi_ctl__proc_start_time(cred.pid);
-	err = id->start_time ? 0 : -ESRCH;
+	err = id->start_time ? ns_stat(cred.pid, "net", &net) : -ESRCH;
 	/* Alive now: what /proc/PID said was the connecting process's own. */
 	if (!err)
 		err = pidfd_alive(pidfd);
@@ -131,6 +163,12 @@ int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len)
 	if (err) {
 		snprintf(why, len, "your process exited while connecting");
 		return -ESRCH;
+	}
+	if (!same_ns(&net, &self.net)) {
+		snprintf(why, len, "your process is in another network namespace than xdp-vid's: "
+			 "protected endpoints are for processes that may use the interface "
+			 "itself");
+		return -EPERM;
 	}
 	err = peer_groups(fd, id);
 	if (err) {

@@ -57,8 +57,11 @@ struct xvid_client_id {
 	gid_t *groups;			/* SO_PEERGROUPS, heap (any number) */
 };
 
+/* Note the daemon's own namespaces, before any xvid_peer_identify(). */
+int xvid_peer_init(void);
 /*
- * Identify the peer of the accepted connection @fd.  0, or a negative
+ * Identify the peer of the accepted connection @fd; refuse (-EPERM) one
+ * in another network namespace.  0, or a negative
  * errno with @why, the refusal to send.  Free with xvid_peer_free().
  */
 int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len);
