@@ -119,6 +119,7 @@ static struct {
 	char lock_path[160];
 	struct xvid_ep eps[MAX_CONNS];
 	struct uid_state uids[UID_TABLE];
+	struct bucket open_tb;		/* OPENs of all uids together */
 	bool quiet_lib;
 } d;
 
@@ -660,6 +661,17 @@ static int count_conns(uid_t uid)
 	return n;
 }
 
+/* Connections that have not sent their OPEN yet. */
+static int count_pending(void)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MAX_CONNS; i++)
+		if (d.eps[i].state == ST_WAIT_OPEN)
+			n++;
+	return n;
+}
+
 /* Id of the datapath program attached to the interface now, 0 if none. */
 static __u32 attached_prog_id(void)
 {
@@ -712,10 +724,12 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 	int err;
 
 	xvi_tag__format(&q->tag, e->tagstr, sizeof(e->tagstr));
-	if (!open_allowed(e->id.uid)) {
-		reply(e, q->op, -EAGAIN, -1, "uid %u opens endpoints faster than %u per second on "
-		      "%s (policy limit opens-per-second): retry later", e->id.uid,
-		      d.policy.opens_per_sec, d.ifname);
+	/* The policy first: a refused request is charged nothing. */
+	err = xvid_policy_check(&d.policy, &e->id, &q->tag, addr_on_iface(&q->tag), d.ifname,
+				why, sizeof(why));
+	if (err) {
+		log_info("%s\n", why);
+		reply(e, q->op, err, -1, "%s", why);
 		return false;
 	}
 	if (count_uid(e->id.uid) >= (int)d.policy.max_per_uid) {
@@ -724,18 +738,24 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 		      d.ifname);
 		return false;
 	}
+	if (!open_allowed(e->id.uid)) {
+		reply(e, q->op, -EAGAIN, -1, "uid %u opens endpoints faster than %u per second on "
+		      "%s (policy limit opens-per-second): retry later", e->id.uid,
+		      d.policy.opens_per_sec, d.ifname);
+		return false;
+	}
+	if (!bucket_take(&d.open_tb, d.policy.total_opens_per_sec * OPEN_BURST_SECONDS,
+			 d.policy.total_opens_per_sec, xvi_now_ms())) {
+		reply(e, q->op, -EAGAIN, -1, "the broker of %s opens %u endpoints per second in all "
+		      "(policy limit total-opens-per-second): retry later", d.ifname,
+		      d.policy.total_opens_per_sec);
+		return false;
+	}
 	err = check_datapath(e);
 	if (err) {
 		reply(e, q->op, err, -1, "the xdp-vi datapath of %s is not attached (%s): "
 		      "ask the administrator to run 'xdp-vi attach %s'", d.ifname, strerror(-err),
 		      d.ifname);
-		return false;
-	}
-	err = xvid_policy_check(&d.policy, &e->id, &q->tag, addr_on_iface(&q->tag), d.ifname,
-				why, sizeof(why));
-	if (err) {
-		log_info("%s\n", why);
-		reply(e, q->op, err, -1, "%s", why);
 		return false;
 	}
 	err = setup(e, &q->tag, q->frame_size, why, sizeof(why));
@@ -972,6 +992,16 @@ static void accept_one(void)
 		refuse_conn(fd, err, "%s", why);
 		return;
 	}
+	/* A uid no rule allows anything takes no entry in any table. */
+	if (!xvid_policy_admits(&d.policy, &id)) {
+		if (warn_ok())
+			log_warn("refused a connection of pid %d uid %u: no rule allows it "
+				 "anything\n", (int)id.pid, id.uid);
+		xvid_policy_explain(&d.policy, &id, d.ifname, why, sizeof(why));
+		refuse_conn(fd, -EPERM, "%s", why);
+		xvid_peer_free(&id);
+		return;
+	}
 	if (count_conns(id.uid) >= (int)d.policy.max_conns_per_uid) {
 		if (warn_ok())
 			log_warn("uid %u has %u connections: refusing more (policy limit "
@@ -979,6 +1009,16 @@ static void accept_one(void)
 		refuse_conn(fd, -EMFILE, "uid %u already has %u connections to the broker of %s "
 			    "(policy limit connections-per-uid)", id.uid,
 			    d.policy.max_conns_per_uid, d.ifname);
+		xvid_peer_free(&id);
+		return;
+	}
+	if (count_pending() >= (int)d.policy.max_pending) {
+		if (warn_ok())
+			log_warn("%u connections wait for their OPEN: refusing more (policy "
+				 "limit pending-connections)\n", d.policy.max_pending);
+		refuse_conn(fd, -EAGAIN, "the broker of %s has %u connections waiting to open "
+			    "(policy limit pending-connections): retry later", d.ifname,
+			    d.policy.max_pending);
 		xvid_peer_free(&id);
 		return;
 	}

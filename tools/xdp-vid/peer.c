@@ -19,6 +19,14 @@
  * the daemon's interface, which its namespace was meant to keep from it:
  * such a peer is refused.  Namespaces are compared by device and inode of
  * /proc/PID/ns/net, read while the pidfd holds the peer.
+ *
+ * Subordinate ids: a user with /etc/subuid ranges can run a process as
+ * uid 100000+N in a user namespace of its own, and shed its groups there
+ * (setgroups).  The kernel reports that uid and those groups, so
+ * per-uid rules and limits would see a stranger.  A peer in a user
+ * namespace below the daemon's is judged and charged as the owner of the
+ * outermost one (NS_GET_OWNER_UID: who created it), with the owner's
+ * groups from the user database, never the ones the peer chose.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,8 +35,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <linux/nsfs.h>
 #include <sys/syscall.h>
 #include "ctl.h"
 #include "xvid.h"
@@ -97,12 +109,12 @@ static int peer_groups(int fd, struct xvid_client_id *id)
 }
 
 static struct {
-	struct stat net;		/* the daemon's own namespaces */
+	struct stat net, user;		/* the daemon's own namespaces */
 } self;
 
 int xvid_peer_init(void)
 {
-	if (stat("/proc/self/ns/net", &self.net))
+	if (stat("/proc/self/ns/net", &self.net) || stat("/proc/self/ns/user", &self.user))
 		return -errno;
 	return 0;
 }
@@ -121,6 +133,85 @@ static int ns_stat(pid_t pid, const char *kind, struct stat *st)
 	return stat(path, st) ? -errno : 0;
 }
 
+/* Open it too (*fd), for the ioctls of <linux/nsfs.h>. */
+static int ns_open(pid_t pid, const char *kind, int *fd, struct stat *st)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/ns/%s", (int)pid, kind);
+	*fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (*fd < 0)
+		return -errno;
+	if (fstat(*fd, st)) {
+		close(*fd);
+		*fd = -1;
+		return -errno;
+	}
+	return 0;
+}
+
+/* User namespaces nest at most 32 deep. */
+#define USERNS_MAX_DEPTH	33
+
+/*
+ * Owner of the outermost user namespace between @fd's and the daemon's:
+ * the uid, in the daemon's namespace, of whoever created it.  -EPERM when
+ * @fd's namespace is not below the daemon's.
+ */
+static int userns_owner(int fd, uid_t *owner)
+{
+	struct stat st;
+	int cur = fd, parent, depth, err = -EPERM;
+
+	for (depth = 0; depth < USERNS_MAX_DEPTH; depth++) {
+		parent = ioctl(cur, NS_GET_PARENT);
+		if (parent < 0) {
+			err = -errno;
+			break;
+		}
+		if (!fstat(parent, &st) && same_ns(&st, &self.user)) {
+			err = ioctl(cur, NS_GET_OWNER_UID, owner) ? -errno : 0;
+			close(parent);
+			break;
+		}
+		if (cur != fd)
+			close(cur);
+		cur = parent;
+	}
+	if (cur != fd)
+		close(cur);
+	return err;
+}
+
+/* @uid's primary and supplementary groups from the user database. */
+static int user_groups(uid_t uid, struct xvid_client_id *id)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	int n = 64;
+
+	id->gid = (gid_t)-1;		/* matches no rule */
+	if (getpwuid_r(uid, &pw, buf, sizeof(buf), &res) || !res)
+		return 0;		/* no such user: no groups */
+	id->gid = pw.pw_gid;
+	for (;;) {
+		gid_t *g = malloc(n * sizeof(gid_t));
+		int want = n;
+
+		if (!g)
+			return -ENOMEM;
+		if (getgrouplist(pw.pw_name, pw.pw_gid, g, &want) >= 0) {
+			id->groups = g;
+			id->ngroups = want;
+			return 0;
+		}
+		free(g);
+		if (want <= n)
+			return -ERANGE;
+		n = want;
+	}
+}
+
 void xvid_peer_free(struct xvid_client_id *id)
 {
 	free(id->groups);
@@ -131,8 +222,8 @@ int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len)
 {
 	struct ucred cred;
 	socklen_t clen = sizeof(cred);
-	struct stat net;
-	int pidfd, err;
+	struct stat net, user;
+	int pidfd, userfd = -1, err;
 
 	memset(id, 0, sizeof(*id));
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen)) {
@@ -156,11 +247,15 @@ int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len)
 	}
 	id->start_time = xvi_ctl__proc_start_time(cred.pid);
 	err = id->start_time ? ns_stat(cred.pid, "net", &net) : -ESRCH;
+	if (!err)
+		err = ns_open(cred.pid, "user", &userfd, &user);
 	/* Alive now: what /proc/PID said was the connecting process's own. */
 	if (!err)
 		err = pidfd_alive(pidfd);
 	close(pidfd);
 	if (err) {
+		if (userfd >= 0)
+			close(userfd);
 		snprintf(why, len, "your process exited while connecting");
 		return -ESRCH;
 	}
@@ -168,9 +263,24 @@ int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len)
 		snprintf(why, len, "your process is in another network namespace than xdp-vid's: "
 			 "protected endpoints are for processes that may use the interface "
 			 "itself");
+		close(userfd);
 		return -EPERM;
 	}
-	err = peer_groups(fd, id);
+	if (same_ns(&user, &self.user)) {
+		close(userfd);
+		err = peer_groups(fd, id);
+	} else {
+		err = userns_owner(userfd, &id->uid);
+		close(userfd);
+		if (err) {
+			snprintf(why, len, "xdp-vid cannot tell who owns your user namespace "
+				 "(%s): run the client in the daemon's user namespace",
+				 strerror(-err));
+			return -EPERM;
+		}
+		id->userns = true;
+		err = user_groups(id->uid, id);
+	}
 	if (err) {
 		snprintf(why, len, "xdp-vid cannot read your groups (%s)", strerror(-err));
 		return -EPERM;

@@ -11,6 +11,8 @@
  *   limit connections-per-uid N
  *   limit opens-per-second N
  *   limit segment-bytes N
+ *   limit pending-connections N		(all uids together)
+ *   limit total-opens-per-second N	(all uids together)
  *
  *   WHO = *  |  uid:N  |  user:NAME  |  gid:N  |  group:NAME
  *   N, PORT = decimal ("uid:010" is uid 10, never octal);  TAG = decimal or
@@ -36,6 +38,9 @@
 #define DEF_OPENS_PER_SEC	5
 #define MAX_OPENS_PER_SEC	1000
 #define DEF_MAX_SEGMENT		(256ULL << 20)
+/* Every OPEN makes a veth pair under RTNL, which the whole host shares. */
+#define DEF_PENDING		32
+#define DEF_TOTAL_OPENS_PER_SEC	20
 
 static const char *default_rule = "allow * udp 1024-65535 addr iface";
 
@@ -146,6 +151,10 @@ static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 			p->opens_per_sec = clamp_u32(v, 1, MAX_OPENS_PER_SEC);
 		else if (!strcmp(tok[1], "segment-bytes"))
 			p->max_segment = v;
+		else if (!strcmp(tok[1], "pending-connections"))
+			p->max_pending = clamp_u32(v, 1, XVID_MAX_CONNS);
+		else if (!strcmp(tok[1], "total-opens-per-second"))
+			p->total_opens_per_sec = clamp_u32(v, 1, MAX_OPENS_PER_SEC);
 		else
 			return -EINVAL;
 		return 1;
@@ -210,6 +219,8 @@ int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path
 	p->max_conns_per_uid = DEF_CONNS_PER_UID;
 	p->opens_per_sec = DEF_OPENS_PER_SEC;
 	p->max_segment = DEF_MAX_SEGMENT;
+	p->max_pending = DEF_PENDING;
+	p->total_opens_per_sec = DEF_TOTAL_OPENS_PER_SEC;
 	f = fopen(path, "re");
 	if (!f) {
 		if (errno != ENOENT || explicit_path) {
@@ -255,8 +266,9 @@ int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path
 	}
 	fclose(f);
 	log_info("policy %s: %d rule(s), per uid %u endpoints, %u connections, %u opens/s; "
-		 "segments up to %llu bytes\n", path, p->nrules, p->max_per_uid,
-		 p->max_conns_per_uid, p->opens_per_sec, (unsigned long long)p->max_segment);
+		 "in all %u pending connections, %u opens/s; segments up to %llu bytes\n",
+		 path, p->nrules, p->max_per_uid, p->max_conns_per_uid, p->opens_per_sec,
+		 p->max_pending, p->total_opens_per_sec, (unsigned long long)p->max_segment);
 	if (p->max_conns_per_uid < p->max_per_uid)
 		log_warn("%s: connections-per-uid %u is below endpoints-per-uid %u: a uid can "
 			 "hold only %u endpoints (one connection each)\n", path,
@@ -311,6 +323,28 @@ static bool what_matches(const struct xvid_rule *r, const struct xvi_tag *tag,
 		       memcmp(tag->addr, zero, 16);
 	}
 	return false;
+}
+
+bool xvid_policy_admits(const struct xvid_policy *p, const struct xvid_client_id *c)
+{
+	int i;
+
+	for (i = 0; i < p->nrules; i++)
+		if (p->rules[i].allow && who_matches(&p->rules[i], c))
+			return true;
+	return false;
+}
+
+void xvid_policy_explain(const struct xvid_policy *p, const struct xvid_client_id *c,
+			 const char *ifname, char *why, size_t len)
+{
+	if (p->path[0])
+		snprintf(why, len, "uid %u may not open endpoints on %s: no rule of %s allows it "
+			 "(ask the administrator)", c->uid, ifname, p->path);
+	else
+		snprintf(why, len, "uid %u may not open endpoints on %s: the built-in policy "
+			 "allows nobody (the administrator can write %s)", c->uid, ifname,
+			 XVID_DEFAULT_POLICY);
 }
 
 int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *c,

@@ -44,6 +44,8 @@ struct xvid_policy {
 	__u32 max_conns_per_uid;	/* connections (pending + open) of one uid */
 	__u32 opens_per_sec;		/* OPEN rate per uid (burst: 4 s worth) */
 	__u64 max_segment;		/* bytes of segment a request may announce */
+	__u32 max_pending;		/* connections not OPENed yet, all uids */
+	__u32 total_opens_per_sec;	/* OPEN rate of all uids (burst: 4 s worth) */
 };
 
 /* Who a connection belongs to, taken at accept (peer.c). */
@@ -51,7 +53,9 @@ struct xvid_client_id {
 	pid_t pid;
 	__u64 start_time;		/* of pid, read while its pidfd was alive */
 	uid_t peer_uid;			/* SO_PEERCRED */
-	uid_t uid;			/* judged and charged */
+	uid_t uid;			/* judged and charged: peer_uid, or the
+					 * owner of the peer's user namespace */
+	bool userns;			/* judged as that owner */
 	gid_t gid;
 	int ngroups;
 	gid_t *groups;			/* SO_PEERGROUPS, heap (any number) */
@@ -69,6 +73,12 @@ void xvid_peer_free(struct xvid_client_id *id);
 
 /* Load @path (NULL: the default path, built-in default if it is missing). */
 int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path);
+
+/* Could any rule allow @c anything?  (At accept: a no takes no entry.) */
+bool xvid_policy_admits(const struct xvid_policy *p, const struct xvid_client_id *c);
+/* Why not, and how to get access, into @why. */
+void xvid_policy_explain(const struct xvid_policy *p, const struct xvid_client_id *c,
+			 const char *ifname, char *why, size_t len);
 
 /*
  * Decide a request.  @addr_on_iface: the UDP address is one of the
