@@ -1178,27 +1178,32 @@ static int listen_socket(void)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: xdp-vid [-v] [--policy FILE] [--run-dir DIR] [--bpffs DIR] IFACE\n"
+		"usage: xdp-vid [-v] [--policy FILE | --builtin-policy] [--group GROUP]\n"
+		"               [--run-dir DIR] [--bpffs DIR] IFACE\n"
 		"Endpoint broker: protected xdp-vi endpoints on IFACE for unprivileged\n"
 		"processes.  Needs root and the datapath ('xdp-vi attach IFACE').\n"
-		"  --policy FILE   rules (default %s, built-in default if missing)\n"
+		"  --policy FILE   rules (default %s; built-in policy if missing)\n"
+		"  --builtin-policy  the built-in policy whatever the file says\n"
+		"  --group GROUP   whom the built-in policy allows (default %s)\n"
 		"  --run-dir DIR   where the socket goes (default %s, env XVI_RUN_DIR)\n"
 		"  --bpffs DIR     bpffs of the datapath pins (default /sys/fs/bpf)\n"
 		"  -v              more messages (-vv: libbpf too)\n",
-		XVID_DEFAULT_POLICY, XVI_BROKER_RUN_DIR);
+		XVID_DEFAULT_POLICY, XVID_DEFAULT_GROUP, XVI_BROKER_RUN_DIR);
 }
 
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
 		{ "policy", required_argument, NULL, 'p' },
+		{ "builtin-policy", no_argument, NULL, 'B' },
+		{ "group", required_argument, NULL, 'g' },
 		{ "run-dir", required_argument, NULL, 'r' },
 		{ "bpffs", required_argument, NULL, 'b' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	const char *policy = XVID_DEFAULT_POLICY;
+	const char *policy = XVID_DEFAULT_POLICY, *group = XVID_DEFAULT_GROUP;
 	bool explicit_policy = false;
 	struct sigaction sa = { .sa_handler = on_signal };
 	static struct pollfd pfds[MAX_CONNS + 1];
@@ -1208,6 +1213,8 @@ int main(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "p:r:b:vh", lopts, NULL)) != -1) {
 		switch (c) {
 		case 'p': policy = optarg; explicit_policy = true; break;
+		case 'B': policy = NULL; break;
+		case 'g': group = optarg; break;
 		case 'r': setenv("XVI_RUN_DIR", optarg, 1); break;
 		case 'b': d.copts.bpffs = optarg; break;
 		case 'v': xvid_verbose++; break;
@@ -1232,7 +1239,7 @@ int main(int argc, char **argv)
 	if (xvid_verbose == 0)
 		xvid_verbose = 1;	/* info by default: a daemon's log is its record */
 
-	if (xvid_policy_load(&d.policy, policy, explicit_policy))
+	if (xvid_policy_load(&d.policy, policy, explicit_policy, group))
 		return 1;
 	err = xvid_peer_init();
 	if (err) {

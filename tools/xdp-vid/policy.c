@@ -18,17 +18,24 @@
  *   N, PORT = decimal ("uid:010" is uid 10, never octal);  TAG = decimal or
  *   explicit 0x hex;  addr defaults to iface (the interface's own addresses,
  *   or the wildcard that means all of them).
+ *   PORTS may also be "default": 1024-65535 without the control-protocol
+ *   ports below and without net.ipv4.ip_local_reserved_ports (read at
+ *   every OPEN: where NodePort and similar ranges are reserved).
  *
- * Without a file the built-in default is one rule:
- *   allow * udp 1024-65535 addr iface
+ * Without a file the built-in policy is one rule, for the members of one
+ * group an administrator grants (xdp-vid --group, default "xdp-vi"):
+ *   allow group:xdp-vi udp default addr iface
+ * and without that group nobody is allowed anything.
  */
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
 #include <stdio.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <arpa/inet.h>
 #include "ctl.h"
 #include "xvid.h"
@@ -41,8 +48,6 @@
 /* Every OPEN makes a veth pair under RTNL, which the whole host shares. */
 #define DEF_PENDING		32
 #define DEF_TOTAL_OPENS_PER_SEC	20
-
-static const char *default_rule = "allow * udp 1024-65535 addr iface";
 
 /*
  * Decimal only, unless @hex_ok and the number starts with an explicit 0x:
@@ -88,6 +93,82 @@ static int parse_range(char *s, __u32 *lo, __u32 *hi, bool hex_ok)
 static __u32 clamp_u32(__u32 v, __u32 lo, __u32 hi)
 {
 	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/*
+ * UDP ports of protocols that steer the network itself: a client sending
+ * as the host from one of them could take the LAN's gateway, poison name
+ * resolution, or tear down the host's tunnels and liveness sessions.
+ * Kept out of "udp default"; a rule naming them explicitly still allows.
+ */
+static const struct {
+	__u16 port;
+	const char *what;
+} control_ports[] = {
+	{ 1900, "SSDP" },		{ 1985, "HSRP" },
+	{ 2123, "GTP-C" },		{ 2152, "GTP-U" },
+	{ 3222, "GLBP" },		{ 3702, "WS-Discovery" },
+	{ 3784, "BFD" },		{ 3785, "BFD echo" },
+	{ 4341, "LISP data" },		{ 4342, "LISP control" },
+	{ 4500, "IPsec NAT-T" },	{ 4784, "BFD multihop" },
+	{ 4789, "VXLAN" },		{ 4790, "VXLAN-GPE" },
+	{ 5353, "mDNS" },		{ 5355, "LLMNR" },
+	{ 6080, "GUE" },		{ 6081, "Geneve" },
+	{ 6635, "MPLS in UDP" },	{ 6784, "BFD on LAG" },
+	{ 8472, "VXLAN (Linux default)" },
+};
+
+#define DEFAULT_PORTS_LO	1024
+#define DEFAULT_PORTS_HI	65535
+#define RESERVED_PORTS_FILE	"/proc/sys/net/ipv4/ip_local_reserved_ports"
+
+static const char *control_port(__u32 port)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(control_ports) / sizeof(control_ports[0]); i++)
+		if (control_ports[i].port == port)
+			return control_ports[i].what;
+	return NULL;
+}
+
+/* Is @port in net.ipv4.ip_local_reserved_ports ("8080,30000-32767")? */
+static bool reserved_port(__u32 port)
+{
+	char buf[4096], *t, *save = NULL;
+	__u32 lo, hi;
+	ssize_t n;
+	int fd;
+
+	fd = open(RESERVED_PORTS_FILE, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	for (t = strtok_r(buf, ", \n", &save); t; t = strtok_r(NULL, ", \n", &save))
+		if (!parse_range(t, &lo, &hi, false) && port >= lo && port <= hi)
+			return true;
+	return false;
+}
+
+/* Why "udp default" leaves out @port, or NULL if it does not. */
+static const char *default_excludes(__u32 port, char *buf, size_t len)
+{
+	const char *what = control_port(port);
+
+	if (port < DEFAULT_PORTS_LO)
+		return "a privileged port";
+	if (what) {
+		if (len)
+			snprintf(buf, len, "the %s port", what);
+		return len ? buf : what;
+	}
+	if (reserved_port(port))
+		return "reserved in net.ipv4.ip_local_reserved_ports";
+	return NULL;
 }
 
 static int parse_who(const char *s, struct xvid_rule *r)
@@ -168,8 +249,13 @@ static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 		return -EINVAL;
 	if (!strcmp(tok[2], "udp")) {
 		r->what = WHAT_UDP;
-		if (parse_range(tok[3], &r->lo, &r->hi, false) || r->hi > 65535 || !r->lo)
+		if (!strcmp(tok[3], "default")) {
+			r->ports_default = true;
+			r->lo = DEFAULT_PORTS_LO;
+			r->hi = DEFAULT_PORTS_HI;
+		} else if (parse_range(tok[3], &r->lo, &r->hi, false) || r->hi > 65535 || !r->lo) {
 			return -EINVAL;
+		}
 		r->addr = ADDR_IFACE;
 		if (n == 4)
 			return 0;
@@ -200,19 +286,51 @@ static void set_text(struct xvid_rule *r, const char *line)
 {
 	size_t n;
 
-	snprintf(r->text, sizeof(r->text), "%s", line);
+	snprintf(r->text, sizeof(r->text), "%.*s", (int)sizeof(r->text) - 1, line);
 	n = strcspn(r->text, "#\r\n");
 	r->text[n] = '\0';
 	while (n && isspace((unsigned char)r->text[n - 1]))
 		r->text[--n] = '\0';
 }
 
-int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path)
+/*
+ * The built-in policy: members of @group (a name, or a gid in decimal)
+ * may open UDP endpoints on the default ports; nobody else anything.
+ */
+static void load_builtin(struct xvid_policy *p, const char *group)
+{
+	struct xvid_rule *r = &p->rules[0];
+	struct group *gr = getgrnam(group);
+	__u32 gid;
+
+	snprintf(p->group, sizeof(p->group), "%s", group);
+	if (!gr && parse_u32(group, &gid)) {
+		log_warn("built-in policy: there is no group '%s': every request will be refused; "
+			 "create it (groupadd --system %s) and add the users who may open "
+			 "protected endpoints, or write %s\n", group, group, XVID_DEFAULT_POLICY);
+		return;
+	}
+	memset(r, 0, sizeof(*r));
+	r->allow = true;
+	r->who = WHO_GID;
+	r->id = gr ? gr->gr_gid : gid;
+	r->what = WHAT_UDP;
+	r->ports_default = true;
+	r->lo = DEFAULT_PORTS_LO;
+	r->hi = DEFAULT_PORTS_HI;
+	r->addr = ADDR_IFACE;
+	snprintf(r->text, sizeof(r->text), "allow group:%s udp default addr iface", group);
+	p->nrules = 1;
+	log_info("built-in policy '%s' (gid %u)\n", r->text, r->id);
+}
+
+int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path,
+		     const char *group)
 {
 	char line[512], copy[512];
 	struct xvid_rule r;
 	int lineno = 0, err;
-	FILE *f;
+	FILE *f = NULL;
 
 	memset(p, 0, sizeof(*p));
 	p->max_per_uid = DEF_MAX_PER_UID;
@@ -221,18 +339,17 @@ int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path
 	p->max_segment = DEF_MAX_SEGMENT;
 	p->max_pending = DEF_PENDING;
 	p->total_opens_per_sec = DEF_TOTAL_OPENS_PER_SEC;
-	f = fopen(path, "re");
+	if (path)
+		f = fopen(path, "re");
 	if (!f) {
-		if (errno != ENOENT || explicit_path) {
+		if (path && (errno != ENOENT || explicit_path)) {
 			err = -errno;
 			log_warn("policy %s: %s\n", path, strerror(errno));
 			return err;
 		}
-		snprintf(copy, sizeof(copy), "%s", default_rule);
-		parse_line(p, copy, &p->rules[0]);
-		set_text(&p->rules[0], default_rule);
-		p->nrules = 1;
-		log_info("no policy file %s: built-in default '%s'\n", path, default_rule);
+		if (path)
+			log_info("no policy file %s\n", path);
+		load_builtin(p, group);
 		return 0;
 	}
 	snprintf(p->path, sizeof(p->path), "%s", path);
@@ -311,6 +428,8 @@ static bool what_matches(const struct xvid_rule *r, const struct xvi_tag *tag,
 	v = ntohs(tag->port);
 	if (v < r->lo || v > r->hi)
 		return false;
+	if (r->ports_default && default_excludes(v, NULL, 0))
+		return false;
 	switch (r->addr) {
 	case ADDR_ANY:
 		return true;
@@ -341,9 +460,15 @@ void xvid_policy_explain(const struct xvid_policy *p, const struct xvid_client_i
 	if (p->path[0])
 		snprintf(why, len, "uid %u may not open endpoints on %s: no rule of %s allows it "
 			 "(ask the administrator)", c->uid, ifname, p->path);
+	else if (!p->nrules)
+		snprintf(why, len, "uid %u may not open endpoints on %s: xdp-vid allows only "
+			 "members of group %s, and there is no such group: ask the administrator "
+			 "to create it (groupadd --system %s) and add you, or to write %s",
+			 c->uid, ifname, p->group, p->group, XVID_DEFAULT_POLICY);
 	else
-		snprintf(why, len, "uid %u may not open endpoints on %s: the built-in policy "
-			 "allows nobody (the administrator can write %s)", c->uid, ifname,
+		snprintf(why, len, "uid %u may not open endpoints on %s: you are not in group "
+			 "%s: ask the administrator to add you (usermod -aG %s USER; then log in "
+			 "again), or to write %s", c->uid, ifname, p->group, p->group,
 			 XVID_DEFAULT_POLICY);
 }
 
@@ -351,7 +476,8 @@ int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *
 		      const struct xvi_tag *tag, bool addr_on_iface, const char *ifname,
 		      char *why, size_t len)
 {
-	char tagstr[80];
+	char tagstr[80], ex[64], note[128] = "";
+	const char *excl = NULL;
 	int i;
 
 	xvi_tag__format(tag, tagstr, sizeof(tagstr));
@@ -366,16 +492,22 @@ int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *
 			snprintf(why, len, "uid %u may not open %s on %s: denied by %s:%d '%s'",
 				 c->uid, tagstr, ifname, p->path, r->line, r->text);
 		else
-			snprintf(why, len, "uid %u may not open %s on %s: denied by the default rule '%s'",
+			snprintf(why, len, "uid %u may not open %s on %s: denied by the built-in rule '%s'",
 				 c->uid, tagstr, ifname, r->text);
 		return -EPERM;
 	}
+	if (tag->kind != XVI_TAG_RAW)
+		excl = default_excludes(ntohs(tag->port), ex, sizeof(ex));
+	if (excl)
+		snprintf(note, sizeof(note), " (%s: not one of the default ports)", excl);
 	if (p->path[0])
-		snprintf(why, len, "uid %u may not open %s on %s: no rule of %s allows it",
-			 c->uid, tagstr, ifname, p->path);
+		snprintf(why, len, "uid %u may not open %s on %s: no rule of %s allows it%s",
+			 c->uid, tagstr, ifname, p->path, note);
+	else if (!xvid_policy_admits(p, c))
+		xvid_policy_explain(p, c, ifname, why, len);
 	else
-		snprintf(why, len, "uid %u may not open %s on %s: the default policy only allows '%s' "
-			 "(write %s to change it)", c->uid, tagstr, ifname, default_rule,
-			 XVID_DEFAULT_POLICY);
+		snprintf(why, len, "uid %u may not open %s on %s: the built-in policy allows only "
+			 "'%s'%s (the administrator can write %s)", c->uid, tagstr, ifname,
+			 p->rules[0].text, note, XVID_DEFAULT_POLICY);
 	return -EPERM;
 }

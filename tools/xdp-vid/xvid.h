@@ -29,6 +29,8 @@ struct xvid_rule {
 	__u32 id;			/* uid or gid */
 	enum xvid_what what;
 	__u32 lo, hi;			/* port or raw tag range, inclusive */
+	bool ports_default;		/* "udp default": lo-hi without the
+					 * control-protocol and reserved ports */
 	enum xvid_addr addr;		/* UDP only */
 	int family;			/* ADDR_IP */
 	__u8 ip[16];
@@ -37,7 +39,8 @@ struct xvid_rule {
 };
 
 struct xvid_policy {
-	char path[256];			/* "" when the built-in default is in use */
+	char path[256];			/* "" when the built-in policy is in use */
+	char group[64];			/* the built-in policy's group */
 	int nrules;
 	struct xvid_rule rules[XVID_MAX_RULES];
 	__u32 max_per_uid;		/* endpoints one uid may hold */
@@ -71,8 +74,14 @@ int xvid_peer_init(void);
 int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len);
 void xvid_peer_free(struct xvid_client_id *id);
 
-/* Load @path (NULL: the default path, built-in default if it is missing). */
-int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path);
+#define XVID_DEFAULT_GROUP	"xdp-vi"
+
+/*
+ * Load @path; without it (missing and not @explicit_path, or NULL) the
+ * built-in policy, which allows the members of @group (name or gid).
+ */
+int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path,
+		     const char *group);
 
 /* Could any rule allow @c anything?  (At accept: a no takes no entry.) */
 bool xvid_policy_admits(const struct xvid_policy *p, const struct xvid_client_id *c);
