@@ -198,6 +198,14 @@ int xvi_ctl__pin_dir(const char *ifname, const struct xvi_ctl_opts *opts,
 #endif
 int xvi_cap_effective(__u64 *eff);
 
+/*
+ * Names of the veth pair xdp-vid makes for @slot of the interface with
+ * @ifindex: "xvh<ifindex>-<slot>" (host end), "xvc<ifindex>-<slot>" (client
+ * end).  Unique per namespace; the prefix belongs to xdp-vid, so a broker
+ * and gc find a pair by name alone.
+ */
+int xvi_veth_names(int ifindex, __u32 slot, char host[16], char client[16]);
+
 /* True if (pid, start_time) is a live process. */
 bool xvi_ctl__owner_alive(__u32 pid, __u64 start_time);
 /* Start time of @pid from /proc/PID/stat, or 0. */

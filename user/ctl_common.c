@@ -104,6 +104,14 @@ int xvi_tag__format(const struct xvi_tag *tag, char *buf, size_t len)
 	return n < 0 ? -EINVAL : n;
 }
 
+int xvi_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE], char client[IF_NAMESIZE])
+{
+	int a = snprintf(host, IF_NAMESIZE, "xvh%d-%u", ifindex, slot);
+	int b = snprintf(client, IF_NAMESIZE, "xvc%d-%u", ifindex, slot);
+
+	return a >= IF_NAMESIZE || b >= IF_NAMESIZE ? -ENAMETOOLONG : 0;
+}
+
 /* ---- processes -------------------------------------------------------- */
 
 __u64 xvi_ctl__proc_start_time(__u32 pid)

@@ -489,3 +489,19 @@ int xvi_neigh__resolve(int ifindex, const struct xvi_ip *nexthop, __u8 mac[6],
 		timeout_ms, triggers);
 	return xvi_err(-EHOSTUNREACH);
 }
+
+int xvi_link__del_name(const char *name)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct ifinfomsg *ifm;
+
+	if (!name || !*name || strlen(name) >= IF_NAMESIZE)
+		return -EINVAL;
+	nlh->nlmsg_type = RTM_DELLINK;
+	nlh->nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	mnl_attr_put_strz(nlh, IFLA_IFNAME, name);
+	return xvi_nl__run(nlh, NULL, NULL);
+}

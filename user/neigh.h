@@ -81,4 +81,11 @@ struct nlmsghdr;
 int xvi_nl__run(struct nlmsghdr *nlh,
 		int (*cb)(const struct nlmsghdr *nlh, void *data), void *data);
 
+/*
+ * Delete the link named @name (deleting one end of a veth deletes the
+ * pair, with the programs attached to it).  -ENODEV if there is none.
+ * Needs CAP_NET_ADMIN.
+ */
+int xvi_link__del_name(const char *name);
+
 #endif /* XVI_NEIGH_H */

@@ -2,10 +2,16 @@
 /*
  * xdp-vid: the veth pair of a protected endpoint, over rtnetlink (libmnl).
  *
- * Names are derived from the interface's ifindex and the endpoint's slot,
- * "xvh<ifindex>-<slot>" (host end) and "xvc<ifindex>-<slot>" (client end):
+ * Names are derived from the interface's ifindex and the endpoint's slot
+ * (xvi_veth_names(), "xvh<ifindex>-<slot>" and "xvc<ifindex>-<slot>"):
  * unique per namespace even with one daemon per interface, and a restarted
  * daemon finds its predecessor's pairs by name alone.
+ *
+ * Pairs are deleted by name, never by an index looked up afterwards: when
+ * the daemon is out of file descriptors every lookup fails too, and a pair
+ * whose index was never learnt must not stay behind.  A deletion that
+ * fails (the netlink socket is an fd as well) is queued and retried every
+ * second until it goes through.
  */
 #include <errno.h>
 #include <ifaddrs.h>
@@ -21,16 +27,12 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
+#include "ctl.h"
 #include "neigh.h"
 #include "xvid.h"
 
-int xvid_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE], char client[IF_NAMESIZE])
-{
-	int a = snprintf(host, IF_NAMESIZE, "xvh%d-%u", ifindex, slot);
-	int b = snprintf(client, IF_NAMESIZE, "xvc%d-%u", ifindex, slot);
-
-	return a >= IF_NAMESIZE || b >= IF_NAMESIZE ? -ENAMETOOLONG : 0;
-}
+/* Host ends whose deletion failed: retried by xvid_veth_retry(). */
+static char stale[XVID_MAX_CONNS][IF_NAMESIZE];
 
 /* Link changes are acknowledged requests: wait for the kernel's verdict. */
 static int nl_talk(struct nlmsghdr *nlh)
@@ -72,19 +74,6 @@ int xvid_link_set_mtu(int ifindex, __u32 mtu)
 	return nl_talk(nlh);
 }
 
-int xvid_link_del(int ifindex)
-{
-	char buf[256];
-	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
-	struct ifinfomsg *ifm;
-
-	nlh->nlmsg_type = RTM_DELLINK;
-	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
-	ifm->ifi_family = AF_UNSPEC;
-	ifm->ifi_index = ifindex;
-	return nl_talk(nlh);
-}
-
 /*
  * No IPv6 on either end: no link-local address, so the kernel sends no
  * router or neighbour solicitations and no MLD reports into the pair; the
@@ -104,14 +93,56 @@ static void no_ipv6(const char *name)
 	close(fd);
 }
 
-int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_ifx,
-		     int *client_ifx)
+static void stale_forget(const char *host)
+{
+	int i;
+
+	for (i = 0; i < XVID_MAX_CONNS; i++)
+		if (!strcmp(stale[i], host))
+			stale[i][0] = '\0';
+}
+
+int xvid_veth_delete(const char *host)
+{
+	int err, i;
+
+	err = xvi_link__del_name(host);
+	if (!err || err == -ENODEV) {
+		stale_forget(host);
+		return 0;
+	}
+	for (i = 0; i < XVID_MAX_CONNS && stale[i][0] && strcmp(stale[i], host); i++)
+		;
+	if (i < XVID_MAX_CONNS && !stale[i][0])
+		snprintf(stale[i], IF_NAMESIZE, "%s", host);
+	log_warn("cannot delete %s: %s; retrying every second\n", host, strerror(-err));
+	return err;
+}
+
+int xvid_veth_retry(void)
+{
+	int i, err, left = 0;
+
+	for (i = 0; i < XVID_MAX_CONNS; i++) {
+		if (!stale[i][0])
+			continue;
+		err = xvi_link__del_name(stale[i]);
+		if (!err || err == -ENODEV) {
+			log_info("deleted %s at last\n", stale[i]);
+			stale[i][0] = '\0';
+		} else {
+			left++;
+		}
+	}
+	return left;
+}
+
+static int veth_new(const char *host, const char *client, __u32 mtu)
 {
 	char buf[1024];
 	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
 	struct nlattr *linkinfo, *data, *peer;
 	struct ifinfomsg *ifm, *pifm;
-	int err;
 
 	nlh->nlmsg_type = RTM_NEWLINK;
 	nlh->nlmsg_flags = NLM_F_CREATE | NLM_F_EXCL;
@@ -135,15 +166,32 @@ int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_
 	mnl_attr_nest_end(nlh, peer);
 	mnl_attr_nest_end(nlh, data);
 	mnl_attr_nest_end(nlh, linkinfo);
-	err = nl_talk(nlh);
+	return nl_talk(nlh);
+}
+
+int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_ifx,
+		     int *client_ifx)
+{
+	int err;
+
+	*host_ifx = *client_ifx = 0;
+	err = veth_new(host, client, mtu);
+	if (err == -EEXIST) {
+		/* The names are ours: a pair left by a failed set-up or deletion. */
+		log_info("deleting the stale veth pair %s/%s\n", host, client);
+		xvi_link__del_name(host);
+		xvi_link__del_name(client);
+		err = veth_new(host, client, mtu);
+	}
 	if (err) {
 		log_warn("cannot create veth pair %s/%s: %s\n", host, client, strerror(-err));
 		return err;
 	}
+	stale_forget(host);
 	*host_ifx = if_nametoindex(host);
 	*client_ifx = if_nametoindex(client);
 	if (!*host_ifx || !*client_ifx) {
-		err = -ENODEV;
+		err = errno ? -errno : -ENODEV;
 		goto fail;
 	}
 	no_ipv6(host);
@@ -157,10 +205,8 @@ int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_
 	}
 	return 0;
 fail:
-	if (*host_ifx)
-		xvid_link_del(*host_ifx);
-	else if (*client_ifx)
-		xvid_link_del(*client_ifx);
+	xvid_veth_delete(host);
+	*host_ifx = *client_ifx = 0;
 	return err;
 }
 
@@ -178,7 +224,7 @@ int xvid_veth_sweep(int ifindex)
 		if (strncmp(i->if_name, prefix, strlen(prefix)))
 			continue;
 		/* deleting one end deletes the pair */
-		if (!xvid_link_del(i->if_index)) {
+		if (!xvi_link__del_name(i->if_name)) {
 			log_info("removed leftover veth pair %s\n", i->if_name);
 			n++;
 		}

@@ -26,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -55,6 +56,7 @@
 #define READY_TIMEOUT_MS	10000	/* OPEN reply -> READY */
 #define TICK_MS			200	/* deadlines and owner checks */
 #define MAPS_CHECK_TICKS	5	/* datapath re-attached?  every second */
+#define ACCEPT_BACKOFF_MS	500	/* out of fds: the listening socket rests */
 /*
  * RESOLVE makes the kernel create a neighbour entry and broadcast: a
  * connection gets RESOLVE_BURST new resolutions, then RESOLVE_PER_SEC.
@@ -87,6 +89,7 @@ struct xvid_ep {
 	struct xvi_slot_owner owner;	/* as claimed: release only this */
 	char host[IF_NAMESIZE], client[IF_NAMESIZE];
 	int host_ifx, client_ifx;
+	bool veth;			/* the pair exists: delete it by name */
 	int xsk;			/* our copy until READY */
 	int resv;			/* UDP port reservation (reserve.h), or -1 */
 	struct xvi_client_bpf *cskel;
@@ -120,6 +123,7 @@ static struct {
 	struct xvid_ep eps[MAX_CONNS];
 	struct uid_state uids[UID_TABLE];
 	struct bucket open_tb;		/* OPENs of all uids together */
+	long long accept_resume;	/* out of fds: no accept before this */
 	bool quiet_lib;
 } d;
 
@@ -332,15 +336,13 @@ static void teardown(struct xvid_ep *e, const char *why)
 	/* The kernel may have the port back once the datapath stopped taking it. */
 	if (e->resv >= 0)
 		close(e->resv);
-	if (e->host_ifx > 0) {
-		err = xvid_link_del(e->host_ifx);
-		if (err && err != -ENODEV)
-			log_warn("cannot delete %s: %s\n", e->host, strerror(-err));
-	}
 	xvi_client_bpf__destroy(e->cskel);
 	xvi_guard_bpf__destroy(e->gskel);
 	if (e->xsk >= 0)
 		close(e->xsk);
+	/* After the fds above: out of fds, the netlink socket needs one. */
+	if (e->veth)
+		xvid_veth_delete(e->host);
 	if (e->conn >= 0)
 		close(e->conn);
 	if (e->claimed)
@@ -608,16 +610,16 @@ static int setup(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size,
 		e->resv = err;
 	}
 
-	err = xvid_veth_names(d.ifc.ifindex, e->slot, e->host, e->client);
+	err = xvi_veth_names(d.ifc.ifindex, e->slot, e->host, e->client);
 	if (!err)
 		err = xvid_veth_create(e->host, e->client, d.ifc.mtu, &e->host_ifx,
 				       &e->client_ifx);
 	if (err) {
-		e->host_ifx = 0;
 		snprintf(why, len, "cannot create the veth pair %s/%s: %s", e->host, e->client,
 			 strerror(-err));
 		return err;
 	}
+	e->veth = true;
 	err = load_programs(e, tag, frame_size, why, len);
 	if (err)
 		return err;
@@ -973,7 +975,12 @@ static bool warn_ok(void)
 	return true;
 }
 
-static void accept_one(void)
+/*
+ * Accept one connection.  false: nothing more to accept now.  Out of file
+ * descriptors, the connection stays queued and poll would report it again
+ * at once: the listening socket rests for ACCEPT_BACKOFF_MS instead.
+ */
+static bool accept_one(void)
 {
 	struct xvid_client_id id;
 	struct xvid_ep *e = NULL;
@@ -981,8 +988,16 @@ static void accept_one(void)
 	int fd, i, err;
 
 	fd = accept4(d.lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
-	if (fd < 0)
-		return;
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+			d.accept_resume = xvi_now_ms() + ACCEPT_BACKOFF_MS;
+			if (warn_ok())
+				log_warn("cannot accept connections: %s; pausing for %d ms (raise "
+					 "LimitNOFILE / ulimit -n of xdp-vid)\n", strerror(errno),
+					 ACCEPT_BACKOFF_MS);
+		}
+		return false;
+	}
 	err = xvid_peer_identify(fd, &id, why, sizeof(why));
 	if (err) {
 		if (warn_ok())
@@ -990,7 +1005,7 @@ static void accept_one(void)
 				 id.peer_uid, why);
 		xvid_peer_free(&id);
 		refuse_conn(fd, err, "%s", why);
-		return;
+		return true;
 	}
 	/* A uid no rule allows anything takes no entry in any table. */
 	if (!xvid_policy_admits(&d.policy, &id)) {
@@ -1000,7 +1015,7 @@ static void accept_one(void)
 		xvid_policy_explain(&d.policy, &id, d.ifname, why, sizeof(why));
 		refuse_conn(fd, -EPERM, "%s", why);
 		xvid_peer_free(&id);
-		return;
+		return true;
 	}
 	if (count_conns(id.uid) >= (int)d.policy.max_conns_per_uid) {
 		if (warn_ok())
@@ -1010,7 +1025,7 @@ static void accept_one(void)
 			    "(policy limit connections-per-uid)", id.uid,
 			    d.policy.max_conns_per_uid, d.ifname);
 		xvid_peer_free(&id);
-		return;
+		return true;
 	}
 	if (count_pending() >= (int)d.policy.max_pending) {
 		if (warn_ok())
@@ -1020,7 +1035,7 @@ static void accept_one(void)
 			    "(policy limit pending-connections): retry later", d.ifname,
 			    d.policy.max_pending);
 		xvid_peer_free(&id);
-		return;
+		return true;
 	}
 	for (i = 0; i < MAX_CONNS && !e; i++)
 		if (d.eps[i].state == ST_FREE)
@@ -1031,7 +1046,7 @@ static void accept_one(void)
 		refuse_conn(fd, -EAGAIN, "the broker of %s serves %d connections: retry later",
 			    d.ifname, MAX_CONNS);
 		xvid_peer_free(&id);
-		return;
+		return true;
 	}
 	ep_reset(e);
 	e->id = id;
@@ -1040,6 +1055,7 @@ static void accept_one(void)
 	e->deadline = xvi_now_ms() + OPEN_TIMEOUT_MS;
 	log_debug("connection from pid %d uid %u (%d groups)\n", (int)id.pid, id.uid,
 		  id.ngroups);
+	return true;
 }
 
 /* Deadlines, and clients that died without closing (the fd lives elsewhere). */
@@ -1049,8 +1065,10 @@ static void tick(void)
 	long long now = xvi_now_ms();
 	int i;
 
-	if (++ticks % MAPS_CHECK_TICKS == 0)
+	if (++ticks % MAPS_CHECK_TICKS == 0) {
 		check_datapath(NULL);
+		xvid_veth_retry();
+	}
 
 	for (i = 0; i < MAX_CONNS; i++) {
 		struct xvid_ep *e = &d.eps[i];
@@ -1175,6 +1193,28 @@ static int listen_socket(void)
 	return 0;
 }
 
+/*
+ * Every connection costs an fd, and one being set up about a dozen (veth
+ * lookups, programs, maps, sockets): take the whole hard limit.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl))
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		if (setrlimit(RLIMIT_NOFILE, &rl))
+			log_warn("cannot raise RLIMIT_NOFILE to %llu: %s\n",
+				 (unsigned long long)rl.rlim_max, strerror(errno));
+	}
+	if (rl.rlim_cur < (rlim_t)MAX_CONNS * 16)
+		log_warn("RLIMIT_NOFILE is %llu: fewer fds than %d connections may need; some "
+			 "set-ups will fail (raise LimitNOFILE= or ulimit -Hn)\n",
+			 (unsigned long long)rl.rlim_cur, MAX_CONNS);
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -1241,6 +1281,7 @@ int main(int argc, char **argv)
 
 	if (xvid_policy_load(&d.policy, policy, explicit_policy, group))
 		return 1;
+	raise_nofile();
 	err = xvid_peer_init();
 	if (err) {
 		log_warn("cannot read /proc/self/ns: %s (is /proc mounted?)\n", strerror(-err));
@@ -1265,7 +1306,8 @@ int main(int argc, char **argv)
 
 	while (!stop) {
 		n = 0;
-		pfds[n].fd = d.lfd;
+		/* poll ignores a negative fd: the listening socket rests */
+		pfds[n].fd = xvi_now_ms() < d.accept_resume ? -1 : d.lfd;
 		pfds[n].events = POLLIN;
 		idx[n++] = -1;
 		for (i = 0; i < MAX_CONNS; i++) {
@@ -1291,8 +1333,8 @@ int main(int argc, char **argv)
 				teardown(e, "client closed the connection");
 		}
 		if (pfds[0].revents & POLLIN)
-			for (i = 0; i < 16; i++)
-				accept_one();
+			for (i = 0; i < 16 && accept_one(); i++)
+				;
 		tick();
 	}
 

@@ -124,13 +124,18 @@ int xvid_req_decode(const void *buf, size_t n, bool truncated, enum xvid_req_sta
 
 struct xvid_ep;
 
-/* Host/client end names of @slot on the interface with @ifindex. */
-int xvid_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE],
-		    char client[IF_NAMESIZE]);
+/*
+ * Create the pair @host/@client (names from xvi_veth_names()), IPv6 off,
+ * both ends up.  A stale pair of the same names is deleted first; on
+ * failure nothing is left (or its deletion is queued).
+ */
 int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_ifx,
 		     int *client_ifx);
-int xvid_link_del(int ifindex);
 int xvid_link_set_mtu(int ifindex, __u32 mtu);
+/* Delete the pair by its host end's name; a failure is queued for retry. */
+int xvid_veth_delete(const char *host);
+/* Retry the queued deletions (every second).  Returns how many are left. */
+int xvid_veth_retry(void);
 /* Delete every veth this daemon's naming gives to @ifindex.  Returns how many. */
 int xvid_veth_sweep(int ifindex);
 /* Addresses of @ifindex of @family (AF_INET or AF_INET6), up to @max. */
