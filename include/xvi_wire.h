@@ -219,6 +219,14 @@ struct xvi_slot_owner {
 	__s32 xsk_fd;			/* fd number in the owner, for XDP_STATISTICS */
 	__u32 mode;			/* enum xvi_ep_mode */
 	__u32 bind_flags;		/* XDP_ZEROCOPY or XDP_COPY actually in use */
+	/*
+	 * Protected endpoints: the xdp-vid that made the slot.  Its data path
+	 * (veth pair, guard) must not outlive it: gc releases the slot and
+	 * deletes the pair once (broker_pid, broker_start_time) is gone.
+	 */
+	__u32 broker_pid;
+	__u32 pad;
+	__u64 broker_start_time;
 };
 
 /*

@@ -42,6 +42,7 @@
 
 #include "ctl_priv.h"
 #include "log.h"
+#include "neigh.h"
 #include "opts.h"
 
 /* Per-CPU values are summed as arrays of __u64. */
@@ -173,6 +174,40 @@ static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 	return err ?: err2;
 }
 
+/* A protected slot whose broker died: its data path has no keeper. */
+static bool broker_gone(const struct xvi_slot_owner *o)
+{
+	return o->mode == XVI_EP_MODE_PROTECTED && o->broker_pid &&
+	       !xvi_ctl__owner_alive(o->broker_pid, o->broker_start_time);
+}
+
+/*
+ * Delete the veth pair of a protected @slot whose broker died, which
+ * detaches its guard and client programs.  Nonzero when it is still there
+ * (deleting needs CAP_NET_ADMIN): the slot then stays claimed, so nobody
+ * gets the tag while the old guard still lets the old client send.
+ */
+static int drop_veth(struct xvi_ctl *ctl, __u32 slot, __u32 broker)
+{
+	char host[IF_NAMESIZE], client[IF_NAMESIZE];
+	int err;
+
+	err = xvi_veth_names(ctl->ifindex, slot, host, client);
+	if (!err)
+		err = xvi_link__del_name(host);
+	if (!err) {
+		pr_info("%s: deleted %s/%s of slot %u: its broker, xdp-vid pid %u, is gone\n",
+			ctl->ifname, host, client, slot, broker);
+		return 0;
+	}
+	if (err == -ENODEV)
+		return 0;
+	pr_warn("%s: slot %u: its broker, xdp-vid pid %u, is gone, but %s cannot be "
+		"deleted (%s): run 'xdp-vi status %s' as root\n", ctl->ifname, slot, broker,
+		host, strerror(-err), ctl->ifname);
+	return err;
+}
+
 static int gc_locked(struct xvi_ctl *ctl)
 {
 	struct xvi_tag keys[XVI_MAX_ENDPOINTS], key, *prev = NULL;
@@ -184,11 +219,19 @@ static int gc_locked(struct xvi_ctl *ctl)
 	for (slot = 0; slot < XVI_MAX_ENDPOINTS; slot++) {
 		if (owner_get(ctl, slot, &o))
 			continue;
-		if (xvi_ctl__owner_alive(o.pid, o.start_time))
-			continue;
 		xvi_tag__format(&o.tag, tagstr, sizeof(tagstr));
-		pr_info("%s: slot %u (%s): owner pid %u is gone, releasing it\n",
-			ctl->ifname, slot, tagstr, o.pid);
+		if (broker_gone(&o)) {
+			/* the pair first: it carries the guard that lets frames out */
+			if (drop_veth(ctl, slot, o.broker_pid))
+				continue;
+			pr_info("%s: slot %u (%s): its broker, xdp-vid pid %u, is gone: releasing "
+				"it\n", ctl->ifname, slot, tagstr, o.broker_pid);
+		} else if (xvi_ctl__owner_alive(o.pid, o.start_time)) {
+			continue;
+		} else {
+			pr_info("%s: slot %u (%s): owner pid %u is gone, releasing it\n",
+				ctl->ifname, slot, tagstr, o.pid);
+		}
 		err = release_locked(ctl, slot);
 		if (err)
 			return err;

@@ -124,6 +124,7 @@ static struct {
 	struct uid_state uids[UID_TABLE];
 	struct bucket open_tb;		/* OPENs of all uids together */
 	long long accept_resume;	/* out of fds: no accept before this */
+	__u64 start_time;		/* ours, recorded in every slot we claim */
 	bool quiet_lib;
 } d;
 
@@ -571,6 +572,9 @@ static int setup(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size,
 	e->owner.uid = e->id.uid;
 	e->owner.queue_id = XVI_QUEUE_NONE;
 	e->owner.mode = XVI_EP_MODE_PROTECTED;
+	/* gc takes the slot and its veth pair down if this daemon dies */
+	e->owner.broker_pid = getpid();
+	e->owner.broker_start_time = d.start_time;
 	err = xvi_ctl__claim(d.ctl, &e->owner, &e->slot);
 	if (err) {
 		if (err == -EADDRINUSE)
@@ -1282,6 +1286,7 @@ int main(int argc, char **argv)
 	if (xvid_policy_load(&d.policy, policy, explicit_policy, group))
 		return 1;
 	raise_nofile();
+	d.start_time = xvi_ctl__proc_start_time(getpid());
 	err = xvid_peer_init();
 	if (err) {
 		log_warn("cannot read /proc/self/ns: %s (is /proc mounted?)\n", strerror(-err));
