@@ -63,6 +63,14 @@
  * Polling the same next hop again within RESOLVE_REPOLL_MS is free (the
  * library polls every few ms while it waits).
  */
+/*
+ * Every message costs the one thread a read and a decision, and a RESOLVE
+ * a route lookup and the interface's addresses besides: a connection may
+ * send MSG_BURST at once, then MSG_PER_SEC; beyond that the daemon reads
+ * it no faster (the client's sends block), so others are served.
+ */
+#define MSG_BURST		40
+#define MSG_PER_SEC		20
 #define RESOLVE_BURST		20
 #define RESOLVE_PER_SEC		5
 #define RESOLVE_REPOLL_MS	1000
@@ -95,6 +103,9 @@ struct xvid_ep {
 	struct xvi_client_bpf *cskel;
 	struct xvi_guard_bpf *gskel;
 	char tagstr[80];
+	struct bucket msg_tb;		/* every message, before any work */
+	long long msg_resume;		/* over msg_tb: not read before this */
+	unsigned int msg_limited;
 	struct bucket resolve_tb;
 	struct xvi_ip last_nh;		/* last next hop charged to resolve_tb */
 	long long last_nh_ms;
@@ -931,12 +942,22 @@ static void handle_msg(struct xvid_ep *e)
 	struct xvid_req_limits lim = { .ifname = d.ifname,
 				       .max_segment = d.policy.max_segment };
 	struct xvi_broker_req q;
+	long long now;
 	char why[200];
 	__u16 op;
 	bool keep;
 	ssize_t n;
 	int err;
 
+	/* Before any work, even reading: every message costs the one thread. */
+	now = xvi_now_ms();
+	if (!bucket_take(&e->msg_tb, MSG_BURST, MSG_PER_SEC, now)) {
+		e->msg_resume = now + 1000 / MSG_PER_SEC;
+		if (!e->msg_limited++)
+			log_info("pid %d: over %d messages per second: reading it slower\n",
+				 (int)e->id.pid, MSG_PER_SEC);
+		return;
+	}
 	n = recvmsg(e->conn, &msg, MSG_DONTWAIT);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
@@ -1066,8 +1087,13 @@ static bool accept_one(void)
 static void tick(void)
 {
 	static unsigned int ticks;
+	static long long next;
 	long long now = xvi_now_ms();
 	int i;
+
+	if (now < next)
+		return;
+	next = now + TICK_MS;
 
 	if (++ticks % MAPS_CHECK_TICKS == 0) {
 		check_datapath(NULL);
@@ -1252,6 +1278,7 @@ int main(int argc, char **argv)
 	struct sigaction sa = { .sa_handler = on_signal };
 	static struct pollfd pfds[MAX_CONNS + 1];
 	static int idx[MAX_CONNS + 1];
+	long long now, wait;
 	int c, i, n, err;
 
 	while ((c = getopt_long(argc, argv, "p:r:b:vh", lopts, NULL)) != -1) {
@@ -1315,14 +1342,21 @@ int main(int argc, char **argv)
 		pfds[n].fd = xvi_now_ms() < d.accept_resume ? -1 : d.lfd;
 		pfds[n].events = POLLIN;
 		idx[n++] = -1;
+		now = xvi_now_ms();
+		wait = TICK_MS;
 		for (i = 0; i < MAX_CONNS; i++) {
-			if (d.eps[i].state == ST_FREE)
+			struct xvid_ep *e = &d.eps[i];
+
+			if (e->state == ST_FREE)
 				continue;
-			pfds[n].fd = d.eps[i].conn;
-			pfds[n].events = POLLIN | POLLRDHUP;
+			pfds[n].fd = e->conn;
+			/* over its message rate: not read (its sends block) until then */
+			pfds[n].events = now < e->msg_resume ? POLLRDHUP : POLLIN | POLLRDHUP;
+			if (now < e->msg_resume && e->msg_resume - now < wait)
+				wait = e->msg_resume - now;
 			idx[n++] = i;
 		}
-		if (poll(pfds, n, TICK_MS) < 0 && errno != EINTR) {
+		if (poll(pfds, n, wait) < 0 && errno != EINTR) {
 			log_warn("poll: %s\n", strerror(errno));
 			break;
 		}
