@@ -76,21 +76,59 @@ int xvid_link_set_mtu(int ifindex, __u32 mtu)
 
 /*
  * No IPv6 on either end: no link-local address, so the kernel sends no
- * router or neighbour solicitations and no MLD reports into the pair; the
- * only frames on it are the endpoint's.  A kernel without IPv6 has no file.
+ * router or neighbour solicitations, no DAD and no MLD reports into the
+ * pair; the only frames on it are the endpoint's.  Two ways, before the
+ * link goes up: the address-generation mode "none" over netlink, and
+ * disable_ipv6 in /proc/sys (read-only in many containers).  Either is
+ * enough; a set-up where neither takes fails.
  */
-static void no_ipv6(const char *name)
+static int addrgen_none(int ifindex)
+{
+	char buf[256];
+	struct nlmsghdr *nlh = mnl_nlmsg_put_header(buf);
+	struct nlattr *spec, *inet6;
+	struct ifinfomsg *ifm;
+
+	nlh->nlmsg_type = RTM_NEWLINK;
+	ifm = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifm));
+	ifm->ifi_family = AF_UNSPEC;
+	ifm->ifi_index = ifindex;
+	spec = mnl_attr_nest_start(nlh, IFLA_AF_SPEC);
+	inet6 = mnl_attr_nest_start(nlh, AF_INET6);
+	mnl_attr_put_u8(nlh, IFLA_INET6_ADDR_GEN_MODE, IN6_ADDR_GEN_MODE_NONE);
+	mnl_attr_nest_end(nlh, inet6);
+	mnl_attr_nest_end(nlh, spec);
+	return nl_talk(nlh);
+}
+
+/* 0, -ENOENT if the kernel has no IPv6 (no such file), or -errno. */
+static int disable_ipv6(const char *name)
 {
 	char path[128];
-	int fd;
+	int fd, err = 0;
 
 	snprintf(path, sizeof(path), "/proc/sys/net/ipv6/conf/%s/disable_ipv6", name);
 	fd = open(path, O_WRONLY | O_CLOEXEC);
 	if (fd < 0)
-		return;
+		return -errno;
 	if (write(fd, "1", 1) != 1)
-		log_warn("%s: cannot disable IPv6: %s\n", name, strerror(errno));
+		err = -errno;
 	close(fd);
+	return err;
+}
+
+static int ipv6_off(const char *name, int ifindex)
+{
+	int gen = addrgen_none(ifindex), dis = disable_ipv6(name);
+
+	if (!gen || !dis)
+		return 0;
+	if (dis == -ENOENT && access("/proc/sys/net/ipv6", F_OK))
+		return 0;	/* a kernel without IPv6 */
+	log_warn("%s: cannot turn IPv6 off (address generation mode: %s; disable_ipv6: %s): "
+		 "the kernel would send solicitations and MLD reports into the endpoint; "
+		 "refusing the set-up\n", name, strerror(-gen), strerror(-dis));
+	return gen;
 }
 
 static void stale_forget(const char *host)
@@ -194,8 +232,11 @@ int xvid_veth_create(const char *host, const char *client, __u32 mtu, int *host_
 		err = errno ? -errno : -ENODEV;
 		goto fail;
 	}
-	no_ipv6(host);
-	no_ipv6(client);
+	err = ipv6_off(host, *host_ifx);
+	if (!err)
+		err = ipv6_off(client, *client_ifx);
+	if (err)
+		goto fail;
 	err = link_set_up(*host_ifx);
 	if (!err)
 		err = link_set_up(*client_ifx);
