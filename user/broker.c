@@ -113,6 +113,12 @@ static int recv_resp(int conn, __u16 op, struct xvi_broker_resp *resp, int *fd)
 	}
 	if (n == 0)
 		return -ECONNRESET;
+	if (n == sizeof(*resp) && resp->magic == XVI_BROKER_MAGIC &&
+	    resp->op == XVI_BROKER_REVOKE && op != XVI_BROKER_REVOKE) {
+		resp->msg[sizeof(resp->msg) - 1] = '\0';
+		pr_warn("xdp-vid revoked the endpoint: %s\n", resp->msg);
+		return resp->error < 0 ? resp->error : -ECONNRESET;
+	}
 	if (n != sizeof(*resp) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    resp->magic != XVI_BROKER_MAGIC || resp->size != sizeof(*resp) ||
 	    resp->op != op) {
@@ -239,6 +245,21 @@ int xvi_broker__resolve(int conn, int family, const __u8 *nexthop, __u8 mac[6],
 		if (nap_us < 8000)
 			nap_us *= 2;
 	}
+}
+
+int xvi_broker__revoked(int conn)
+{
+	struct pollfd pfd = { .fd = conn, .events = POLLIN };
+	struct xvi_broker_resp resp;
+	int err;
+
+	if (poll(&pfd, 1, 0) != 1)
+		return 0;
+	err = recv_resp(conn, XVI_BROKER_REVOKE, &resp, NULL);
+	if (err)
+		return err == -ECONNRESET ? err : 0;
+	pr_warn("xdp-vid revoked the endpoint: %s\n", resp.msg);
+	return resp.error < 0 ? resp.error : -ECONNRESET;
 }
 
 /* The socket setup by hand (xvi_xsk__setup_fd) lives in xsk_setup.c. */

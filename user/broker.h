@@ -24,6 +24,9 @@
  *                                   resolution of its on-link next hop (rate
  *                            <---   limited); reply with the MAC once known
  *   close / exit / crash     --->   veth pair, programs, table entries gone
+ *                            <---   REVOKE(why), unasked, when the daemon
+ *                                   takes the endpoint away (its address
+ *                                   left the interface); then it closes
  */
 #ifndef XVI_BROKER_H
 #define XVI_BROKER_H
@@ -43,6 +46,12 @@ enum xvi_broker_op {
 	XVI_BROKER_OPEN = 1,
 	XVI_BROKER_READY = 2,
 	XVI_BROKER_RESOLVE = 3,
+	/*
+	 * From the daemon, unasked: the endpoint is revoked (error says why,
+	 * e.g. -EADDRNOTAVAIL: its address left the interface); the
+	 * connection closes after it.
+	 */
+	XVI_BROKER_REVOKE = 4,
 };
 
 struct xvi_broker_req {
@@ -105,6 +114,13 @@ int xvi_broker__ready(int conn);
  */
 int xvi_broker__resolve(int conn, int family, const __u8 *nexthop, __u8 mac[6],
 			int timeout_ms);
+
+/*
+ * Client: has the daemon revoked the endpoint?  Never blocks.  0 if not
+ * (or not yet known), else the reason's negative errno, logged with the
+ * daemon's message.  For a send that failed because the device is gone.
+ */
+int xvi_broker__revoked(int conn);
 
 /*
  * Client: the broker's socket is set up with xvi_xsk__setup_fd()

@@ -16,6 +16,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include "broker.h"
 #include "csum.h"
 #include "endpoint.h"
 #include "log.h"
@@ -184,7 +185,7 @@ static inline __u32 tx_pending(const struct xvi_endpoint *ep)
 static int tx_kick(struct xvi_endpoint *ep)
 {
 	__u32 pending = tx_pending(ep);
-	int budget = pending / KERNEL_TX_BATCH + 8;
+	int budget = pending / KERNEL_TX_BATCH + 8, err;
 
 	while (pending && budget-- > 0) {
 		/* A zero-copy driver clears the flag while it is polling the ring. */
@@ -200,7 +201,11 @@ static int tx_kick(struct xvi_endpoint *ep)
 				xvi_tx__reap(ep);
 				break;
 			default:
-				return xvi_err(-errno);
+				err = -errno;
+				/* a protected endpoint's device goes when it is revoked */
+				if (ep->broker_fd >= 0)
+					err = xvi_broker__revoked(ep->broker_fd) ?: err;
+				return xvi_err(err);
 			}
 		}
 		pending = tx_pending(ep);

@@ -294,3 +294,54 @@ int xvid_iface_addrs(const char *ifname, int family, __u8 (*out)[16], int max)
 	freeifaddrs(ifa);
 	return n;
 }
+
+/* ---- the interface's addresses, followed -------------------------------- */
+
+static struct mnl_socket *addr_nl;
+
+int xvid_addr_watch_open(void)
+{
+	addr_nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC | SOCK_NONBLOCK);
+	if (!addr_nl)
+		return -errno;
+	if (mnl_socket_bind(addr_nl, RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR,
+			    MNL_SOCKET_AUTOPID) < 0) {
+		int err = -errno;
+
+		mnl_socket_close(addr_nl);
+		addr_nl = NULL;
+		return err;
+	}
+	return mnl_socket_get_fd(addr_nl);
+}
+
+static int addr_cb(const struct nlmsghdr *nlh, void *data)
+{
+	const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
+	int *ifindex = data;
+
+	if ((nlh->nlmsg_type == RTM_NEWADDR || nlh->nlmsg_type == RTM_DELADDR) &&
+	    (int)ifa->ifa_index == *ifindex)
+		*ifindex = 0;	/* seen: ours changed */
+	return MNL_CB_OK;
+}
+
+int xvid_addr_watch_read(int ifindex)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	int left = ifindex, n, changed = 0;
+
+	for (;;) {
+		n = mnl_socket_recvfrom(addr_nl, buf, sizeof(buf));
+		if (n < 0) {
+			/* ENOBUFS: events were lost, so assume ours were among them */
+			if (errno == ENOBUFS)
+				changed = 1;
+			break;
+		}
+		mnl_cb_run(buf, n, 0, 0, addr_cb, &left);
+		if (!left)
+			changed = 1;
+	}
+	return changed;
+}

@@ -100,6 +100,8 @@ struct xvid_ep {
 	bool veth;			/* the pair exists: delete it by name */
 	int xsk;			/* our copy until READY */
 	int resv;			/* UDP port reservation (reserve.h), or -1 */
+	int guard_cfg;			/* the guard's xvi_guard_cfg map, kept for
+					 * address changes, or -1 */
 	struct xvi_client_bpf *cskel;
 	struct xvi_guard_bpf *gskel;
 	char tagstr[80];
@@ -135,6 +137,7 @@ static struct {
 	struct uid_state uids[UID_TABLE];
 	struct bucket open_tb;		/* OPENs of all uids together */
 	long long accept_resume;	/* out of fds: no accept before this */
+	int addr_fd;			/* rtnetlink address events */
 	__u64 start_time;		/* ours, recorded in every slot we claim */
 	bool quiet_lib;
 } d;
@@ -330,6 +333,7 @@ static void ep_reset(struct xvid_ep *e)
 	e->conn = -1;
 	e->xsk = -1;
 	e->resv = -1;
+	e->guard_cfg = -1;
 }
 
 static void teardown(struct xvid_ep *e, const char *why)
@@ -352,6 +356,8 @@ static void teardown(struct xvid_ep *e, const char *why)
 	xvi_guard_bpf__destroy(e->gskel);
 	if (e->xsk >= 0)
 		close(e->xsk);
+	if (e->guard_cfg >= 0)
+		close(e->guard_cfg);
 	/* After the fds above: out of fds, the netlink socket needs one. */
 	if (e->veth)
 		xvid_veth_delete(e->host);
@@ -638,6 +644,13 @@ static int setup(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size,
 	err = load_programs(e, tag, frame_size, why, len);
 	if (err)
 		return err;
+	/* Addresses come and go: the allowed sources must follow (addrs_changed). */
+	e->guard_cfg = fcntl(bpf_map__fd(e->gskel->maps.xvi_guard_cfg), F_DUPFD_CLOEXEC, 0);
+	if (e->guard_cfg < 0) {
+		err = -errno;
+		snprintf(why, len, "cannot keep the guard's configuration: %s", strerror(-err));
+		return err;
+	}
 
 	e->xsk = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (e->xsk < 0) {
@@ -1113,6 +1126,82 @@ static void tick(void)
 	}
 }
 
+/* ---- the interface's addresses change ----------------------------------- */
+
+/* Tell the client why its endpoint goes (it reads this when a send fails). */
+static void revoke_ep(struct xvid_ep *e, int error, const char *why)
+{
+	log_info("%s: pid %d uid %u: %s revoked: %s\n", d.ifname, (int)e->id.pid, e->id.uid,
+		 e->tagstr, why);
+	reply(e, XVI_BROKER_REVOKE, error, -1, "%s", why);
+	teardown(e, why);
+}
+
+/*
+ * A wildcard endpoint may send from the interface's addresses of its
+ * family: rewrite its guard's list.  Fields other than the addresses are
+ * read back and kept as they are.
+ */
+static int guard_follow(struct xvid_ep *e)
+{
+	int family = e->owner.tag.kind == XVI_TAG_UDP6 ? AF_INET6 : AF_INET;
+	struct xvi_guard_cfg cfg, now;
+	__u32 zero = 0;
+	int n;
+
+	if (bpf_map_lookup_elem(e->guard_cfg, &zero, &cfg))
+		return -errno;
+	now = cfg;
+	n = xvid_iface_addrs(d.ifname, family, now.addrs, XVI_GUARD_MAX_ADDRS);
+	if (n < 0)
+		return n;
+	memset(now.addrs[n], 0, sizeof(now.addrs) - n * sizeof(now.addrs[0]));
+	now.naddrs = n;
+	if (!memcmp(&now, &cfg, sizeof(cfg)))
+		return 0;
+	if (bpf_map_update_elem(e->guard_cfg, &zero, &now, BPF_EXIST))
+		return -errno;
+	log_info("%s: %s: allowed sources now the interface's %d address(es)\n", d.ifname,
+		 e->tagstr, n);
+	return 0;
+}
+
+/*
+ * An address came or went on the interface: wildcard endpoints' guards
+ * follow; an endpoint bound to an address the interface no longer has is
+ * revoked (its guard would otherwise let it send as that address, which
+ * may now be someone else's).
+ */
+static void addrs_changed(void)
+{
+	static const __u8 nul[16];
+	char why[160], a[INET6_ADDRSTRLEN];
+	int i, err;
+
+	for (i = 0; i < MAX_CONNS; i++) {
+		struct xvid_ep *e = &d.eps[i];
+		const struct xvi_tag *t = &e->owner.tag;
+
+		if (e->state == ST_FREE || e->guard_cfg < 0 || t->kind == XVI_TAG_RAW)
+			continue;
+		if (memcmp(t->addr, nul, 16)) {
+			if (addr_on_iface(t))
+				continue;
+			inet_ntop(t->kind == XVI_TAG_UDP6 ? AF_INET6 : AF_INET, t->addr, a,
+				  sizeof(a));
+			snprintf(why, sizeof(why), "address %s was removed from %s", a, d.ifname);
+			revoke_ep(e, -EADDRNOTAVAIL, why);
+			continue;
+		}
+		err = guard_follow(e);
+		if (err) {
+			snprintf(why, sizeof(why), "the allowed source addresses cannot follow "
+				 "%s's (%s)", d.ifname, strerror(-err));
+			revoke_ep(e, err, why);
+		}
+	}
+}
+
 /* ---- start and stop ------------------------------------------------------- */
 
 /* Revoke what a previous daemon left: its veths and protected slots. */
@@ -1276,8 +1365,8 @@ int main(int argc, char **argv)
 	const char *policy = XVID_DEFAULT_POLICY, *group = XVID_DEFAULT_GROUP;
 	bool explicit_policy = false;
 	struct sigaction sa = { .sa_handler = on_signal };
-	static struct pollfd pfds[MAX_CONNS + 1];
-	static int idx[MAX_CONNS + 1];
+	static struct pollfd pfds[MAX_CONNS + 2];
+	static int idx[MAX_CONNS + 2];
 	long long now, wait;
 	int c, i, n, err;
 
@@ -1325,6 +1414,13 @@ int main(int argc, char **argv)
 	if (!d.ctl)
 		return 1;
 	d.prog_id = xvi_ctl__prog_id(d.ctl) ?: attached_prog_id();
+	/* Subscribed before any endpoint exists: no address change is missed. */
+	d.addr_fd = xvid_addr_watch_open();
+	if (d.addr_fd < 0) {
+		log_warn("cannot follow the addresses of %s (rtnetlink): %s\n", d.ifname,
+			 strerror(-d.addr_fd));
+		return 1;
+	}
 	err = listen_socket();
 	if (err)
 		return 1;
@@ -1340,6 +1436,9 @@ int main(int argc, char **argv)
 		n = 0;
 		/* poll ignores a negative fd: the listening socket rests */
 		pfds[n].fd = xvi_now_ms() < d.accept_resume ? -1 : d.lfd;
+		pfds[n].events = POLLIN;
+		idx[n++] = -1;
+		pfds[n].fd = d.addr_fd;
 		pfds[n].events = POLLIN;
 		idx[n++] = -1;
 		now = xvi_now_ms();
@@ -1360,7 +1459,10 @@ int main(int argc, char **argv)
 			log_warn("poll: %s\n", strerror(errno));
 			break;
 		}
-		for (i = 1; i < n; i++) {
+		/* before the requests: no OPEN is served on addresses that left */
+		if ((pfds[1].revents & POLLIN) && xvid_addr_watch_read(d.ifc.ifindex))
+			addrs_changed();
+		for (i = 2; i < n; i++) {
 			struct xvid_ep *e = &d.eps[idx[i]];
 
 			if (!pfds[i].revents || e->state == ST_FREE || e->conn != pfds[i].fd)

@@ -138,6 +138,13 @@ int xvid_veth_delete(const char *host);
 int xvid_veth_retry(void);
 /* Delete every veth this daemon's naming gives to @ifindex.  Returns how many. */
 int xvid_veth_sweep(int ifindex);
+/*
+ * Follow address changes (RTM_NEWADDR, RTM_DELADDR): open the multicast
+ * socket (returns its fd, to poll), then, when it is readable, read every
+ * event: 1 if one was about @ifindex (or events were lost), else 0.
+ */
+int xvid_addr_watch_open(void);
+int xvid_addr_watch_read(int ifindex);
 /* Addresses of @ifindex of @family (AF_INET or AF_INET6), up to @max. */
 int xvid_iface_addrs(const char *ifname, int family, __u8 (*out)[16], int max);
 
