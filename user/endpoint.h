@@ -174,6 +174,7 @@ struct xvi_endpoint {
 	 */
 	int reserve_fd;
 	int broker_fd;			/* protected: connection to xdp-vid, else -1 */
+	int revoked;			/* protected: why xdp-vid revoked it, or 0 */
 	struct xvi_xsk_maps *rings;	/* hand-made socket: its RX and TX ring maps */
 	char ifname[IF_NAMESIZE];
 	__u64 *stash;			/* rx_pool entries: can hold every frame */

@@ -203,8 +203,9 @@ static int tx_kick(struct xvi_endpoint *ep)
 			default:
 				err = -errno;
 				/* a protected endpoint's device goes when it is revoked */
-				if (ep->broker_fd >= 0)
-					err = xvi_broker__revoked(ep->broker_fd) ?: err;
+				if (ep->broker_fd >= 0 && !ep->revoked)
+					ep->revoked = xvi_broker__revoked(ep->broker_fd);
+				err = ep->revoked ?: err;
 				return xvi_err(err);
 			}
 		}
