@@ -338,8 +338,8 @@ int xvi_ctl__prog_info(const char *ifname, struct xvi_prog_info *info)
 	if (xvi_ctl_check_ifname(ifname))
 		return xvi_err(-EINVAL);
 	ifindex = if_nametoindex(ifname);
-	if (!ifindex)
-		return xvi_err(-ENODEV);
+	if (!ifindex)	/* ENODEV, or e.g. EMFILE: it needs a socket */
+		return xvi_err(errno ? -errno : -ENODEV);
 	err = xvi_xdp_inspect(ifindex, &st, NULL, NULL);
 	if (err)
 		return xvi_err(err);

@@ -57,6 +57,9 @@
 #define TICK_MS			200	/* deadlines and owner checks */
 #define MAPS_CHECK_TICKS	5	/* datapath re-attached?  every second */
 #define ACCEPT_BACKOFF_MS	500	/* out of fds: the listening socket rests */
+#define LINGER_MAX		64	/* refused connections held until read */
+#define LINGER_MS		1000
+#define IDX_LINGER		-3	/* poll index of linger[i]: IDX_LINGER - i */
 /*
  * RESOLVE makes the kernel create a neighbour entry and broadcast: a
  * connection gets RESOLVE_BURST new resolutions, then RESOLVE_PER_SEC.
@@ -125,6 +128,7 @@ static struct {
 	struct xvi_ctl *ctl;
 	struct xvi_ctl_opts copts;
 	__u32 prog_id;			/* the datapath program d.ctl's maps belong to */
+	__u32 xdp_id;			/* the XDP program on the interface then */
 	struct xvid_policy policy;
 	int lfd;
 	int run_fd;			/* the checked run directory */
@@ -137,6 +141,11 @@ static struct {
 	struct uid_state uids[UID_TABLE];
 	struct bucket open_tb;		/* OPENs of all uids together */
 	long long accept_resume;	/* out of fds: no accept before this */
+	struct {
+		int fd;			/* refused, answered, waiting for the
+					 * client to close (linger_close) */
+		long long until;
+	} linger[LINGER_MAX];
 	int addr_fd;			/* rtnetlink address events */
 	__u64 start_time;		/* ours, recorded in every slot we claim */
 	bool quiet_lib;
@@ -254,6 +263,43 @@ static int reply_mac(struct xvid_ep *e, __u16 op, const __u8 mac[6])
 	return send_resp(e->conn, &r, -1);
 }
 
+/*
+ * Close a refused connection without losing its answer.  A Unix socket
+ * closed with unread data (the client's OPEN, sent meanwhile) resets its
+ * peer, whose next read then fails with ECONNRESET before it sees the
+ * answer queued for it.  So the daemon says it is done (SHUT_WR), and
+ * holds the fd, discarding what arrives, until the client closes or
+ * LINGER_MS passes; at most LINGER_MAX such fds at once.
+ */
+static void linger_close(int fd)
+{
+	int i;
+
+	shutdown(fd, SHUT_WR);
+	for (i = 0; i < LINGER_MAX; i++)
+		if (d.linger[i].fd < 0) {
+			d.linger[i].fd = fd;
+			d.linger[i].until = xvi_now_ms() + LINGER_MS;
+			return;
+		}
+	close(fd);
+}
+
+/* Discard what a lingering connection sent; close it once done.  */
+static void linger_poll(int i, short revents, long long now)
+{
+	char buf[sizeof(struct xvi_broker_req)];
+	int n = 0;
+
+	if (revents & POLLIN)
+		while (n++ < 4 && recv(d.linger[i].fd, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+			;
+	if ((revents & (POLLHUP | POLLERR | POLLRDHUP)) || now >= d.linger[i].until) {
+		close(d.linger[i].fd);
+		d.linger[i].fd = -1;
+	}
+}
+
 /* Refuse a connection before it has a slot (its OPEN gets this answer). */
 static void refuse_conn(int conn, int error, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -268,7 +314,7 @@ static void refuse_conn(int conn, int error, const char *fmt, ...)
 	vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
 	va_end(ap);
 	send_resp(conn, &r, -1);
-	close(conn);
+	linger_close(conn);
 }
 
 /* ---- rate limits ---------------------------------------------------------- */
@@ -710,6 +756,60 @@ static __u32 attached_prog_id(void)
 	return xvi_ctl__prog_info(d.ifname, &info) ? 0 : info.prog_id;
 }
 
+/* Id of the XDP program on the interface (the dispatcher, if libxdp's), 0 for none. */
+static int xdp_prog_on_iface(__u32 *id)
+{
+	LIBBPF_OPTS(bpf_xdp_query_opts, q);
+	int err;
+
+	err = bpf_xdp_query(d.ifc.ifindex, 0, &q);
+	if (err)
+		return err;
+	*id = q.prog_id ?: q.drv_prog_id ?: q.skb_prog_id;
+	return 0;
+}
+
+/*
+ * Fds held back for the datapath query: it needs several (netlink, the
+ * program, its BTF), and out of fds every one of its answers would be
+ * "not attached", which revokes every endpoint.
+ */
+#define FD_RESERVE	16
+static int fd_reserve[FD_RESERVE];
+
+/* Refill the reserve: true once it is whole again. */
+static bool fd_reserve_take(void)
+{
+	bool whole = true;
+	int i;
+
+	for (i = 0; i < FD_RESERVE; i++) {
+		if (fd_reserve[i] < 0)
+			fd_reserve[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		whole &= fd_reserve[i] >= 0;
+	}
+	return whole;
+}
+
+static void fd_reserve_give(void)
+{
+	int i;
+
+	for (i = 0; i < FD_RESERVE; i++)
+		if (fd_reserve[i] >= 0) {
+			close(fd_reserve[i]);
+			fd_reserve[i] = -1;
+		}
+}
+
+/* Is no datapath attached, for sure?  (Out of fds, the query fails too.) */
+static bool datapath_absent(void)
+{
+	struct xvi_prog_info info;
+
+	return xvi_ctl__prog_info(d.ifname, &info) && (errno == ENOENT || errno == ENODEV);
+}
+
 /*
  * `xdp-vi detach` + `attach` while the daemon runs replaces every map: the
  * handle must follow, or new endpoints land in maps nobody reads.
@@ -718,12 +818,39 @@ static __u32 attached_prog_id(void)
  */
 static int check_datapath(struct xvid_ep *except)
 {
-	__u32 id = attached_prog_id();
 	struct xvi_ctl *ctl;
 	int i, n = 0;
+	__u32 id, xdp;
+	bool absent;
 
-	if (id && id == d.prog_id)
+	/*
+	 * The cheap question first, every second: is the XDP program on the
+	 * interface the one it was?  (bpf_xdp_query opens no program: asking
+	 * libxdp opens one, and leaves one fd behind each time.)
+	 */
+	if (xdp_prog_on_iface(&xdp))
+		return d.prog_id ? 0 : -EAGAIN;		/* cannot tell now */
+	if (xdp && xdp == d.xdp_id && d.prog_id)
 		return 0;
+	/* short of fds, the query fails half way (and libxdp leaks): ask later */
+	if (!fd_reserve_take())
+		return d.prog_id ? 0 : -EAGAIN;
+	fd_reserve_give();
+	id = attached_prog_id();
+	fd_reserve_take();
+
+	if (id && id == d.prog_id) {
+		d.xdp_id = xdp;
+		return 0;
+	}
+	/* cannot tell (no fds): keep what we have, revoke nothing */
+	if (!id) {
+		fd_reserve_give();
+		absent = datapath_absent();
+		fd_reserve_take();
+		if (!absent)
+			return d.prog_id ? 0 : -EAGAIN;
+	}
 	for (i = 0; i < MAX_CONNS; i++)
 		if (&d.eps[i] != except && d.eps[i].state != ST_FREE && d.eps[i].claimed) {
 			teardown(&d.eps[i], "the datapath was detached or re-attached");
@@ -742,6 +869,7 @@ static int check_datapath(struct xvid_ep *except)
 	xvi_ctl__close(d.ctl);
 	d.ctl = ctl;
 	d.prog_id = xvi_ctl__prog_id(ctl) ?: id;
+	d.xdp_id = xdp;
 	log_info("%s: the datapath was re-attached: using its new maps (%d endpoint(s) of the "
 		 "old one revoked)\n", d.ifname, n);
 	return 0;
@@ -1001,15 +1129,14 @@ static void handle_msg(struct xvid_ep *e)
 		teardown(e, "request refused");
 }
 
-/* At most one warning a second about refused connections: clients choose their rate. */
-static bool warn_ok(void)
+/* At most one warning of a kind (*last) a second: clients choose their rate. */
+static bool warn_ok(long long *last)
 {
-	static long long last;
 	long long now = xvi_now_ms();
 
-	if (now - last < 1000)
+	if (now - *last < 1000)
 		return false;
-	last = now;
+	*last = now;
 	return true;
 }
 
@@ -1020,6 +1147,7 @@ static bool warn_ok(void)
  */
 static bool accept_one(void)
 {
+	static long long last, last_fd;	/* refusals, running out of fds */
 	struct xvid_client_id id;
 	struct xvid_ep *e = NULL;
 	char why[200];
@@ -1029,7 +1157,7 @@ static bool accept_one(void)
 	if (fd < 0) {
 		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
 			d.accept_resume = xvi_now_ms() + ACCEPT_BACKOFF_MS;
-			if (warn_ok())
+			if (warn_ok(&last_fd))
 				log_warn("cannot accept connections: %s; pausing for %d ms (raise "
 					 "LimitNOFILE / ulimit -n of xdp-vid)\n", strerror(errno),
 					 ACCEPT_BACKOFF_MS);
@@ -1038,7 +1166,7 @@ static bool accept_one(void)
 	}
 	err = xvid_peer_identify(fd, &id, why, sizeof(why));
 	if (err) {
-		if (warn_ok())
+		if (warn_ok(&last))
 			log_warn("refused a connection of pid %d uid %u: %s\n", (int)id.pid,
 				 id.peer_uid, why);
 		xvid_peer_free(&id);
@@ -1047,7 +1175,7 @@ static bool accept_one(void)
 	}
 	/* A uid no rule allows anything takes no entry in any table. */
 	if (!xvid_policy_admits(&d.policy, &id)) {
-		if (warn_ok())
+		if (warn_ok(&last))
 			log_warn("refused a connection of pid %d uid %u: no rule allows it "
 				 "anything\n", (int)id.pid, id.uid);
 		xvid_policy_explain(&d.policy, &id, d.ifname, why, sizeof(why));
@@ -1056,7 +1184,7 @@ static bool accept_one(void)
 		return true;
 	}
 	if (count_conns(id.uid) >= (int)d.policy.max_conns_per_uid) {
-		if (warn_ok())
+		if (warn_ok(&last))
 			log_warn("uid %u has %u connections: refusing more (policy limit "
 				 "connections-per-uid)\n", id.uid, d.policy.max_conns_per_uid);
 		refuse_conn(fd, -EMFILE, "uid %u already has %u connections to the broker of %s "
@@ -1066,7 +1194,7 @@ static bool accept_one(void)
 		return true;
 	}
 	if (count_pending() >= (int)d.policy.max_pending) {
-		if (warn_ok())
+		if (warn_ok(&last))
 			log_warn("%u connections wait for their OPEN: refusing more (policy "
 				 "limit pending-connections)\n", d.policy.max_pending);
 		refuse_conn(fd, -EAGAIN, "the broker of %s has %u connections waiting to open "
@@ -1079,7 +1207,7 @@ static bool accept_one(void)
 		if (d.eps[i].state == ST_FREE)
 			e = &d.eps[i];
 	if (!e) {
-		if (warn_ok())
+		if (warn_ok(&last))
 			log_warn("%d connections open: refusing another\n", MAX_CONNS);
 		refuse_conn(fd, -EAGAIN, "the broker of %s serves %d connections: retry later",
 			    d.ifname, MAX_CONNS);
@@ -1365,8 +1493,8 @@ int main(int argc, char **argv)
 	const char *policy = XVID_DEFAULT_POLICY, *group = XVID_DEFAULT_GROUP;
 	bool explicit_policy = false;
 	struct sigaction sa = { .sa_handler = on_signal };
-	static struct pollfd pfds[MAX_CONNS + 2];
-	static int idx[MAX_CONNS + 2];
+	static struct pollfd pfds[2 + LINGER_MAX + MAX_CONNS];
+	static int idx[2 + LINGER_MAX + MAX_CONNS];
 	long long now, wait;
 	int c, i, n, err;
 
@@ -1394,6 +1522,8 @@ int main(int argc, char **argv)
 	d.lock_dir = -1;
 	for (i = 0; i < MAX_CONNS; i++)
 		ep_reset(&d.eps[i]);
+	for (i = 0; i < LINGER_MAX; i++)
+		d.linger[i].fd = -1;
 	xvi_set_print(print_libxvi);
 	libbpf_set_print(print_libbpf);
 	if (xvid_verbose == 0)
@@ -1402,6 +1532,9 @@ int main(int argc, char **argv)
 	if (xvid_policy_load(&d.policy, policy, explicit_policy, group))
 		return 1;
 	raise_nofile();
+	for (i = 0; i < FD_RESERVE; i++)
+		fd_reserve[i] = -1;
+	fd_reserve_take();
 	d.start_time = xvi_ctl__proc_start_time(getpid());
 	err = xvid_peer_init();
 	if (err) {
@@ -1441,6 +1574,14 @@ int main(int argc, char **argv)
 		pfds[n].fd = d.addr_fd;
 		pfds[n].events = POLLIN;
 		idx[n++] = -1;
+		/* only fds in use: poll refuses more entries than RLIMIT_NOFILE */
+		for (i = 0; i < LINGER_MAX; i++) {
+			if (d.linger[i].fd < 0)
+				continue;
+			pfds[n].fd = d.linger[i].fd;
+			pfds[n].events = POLLIN | POLLRDHUP;
+			idx[n++] = IDX_LINGER - i;
+		}
 		now = xvi_now_ms();
 		wait = TICK_MS;
 		for (i = 0; i < MAX_CONNS; i++) {
@@ -1463,9 +1604,14 @@ int main(int argc, char **argv)
 		if ((pfds[1].revents & POLLIN) && xvid_addr_watch_read(d.ifc.ifindex))
 			addrs_changed();
 		for (i = 2; i < n; i++) {
-			struct xvid_ep *e = &d.eps[idx[i]];
+			if (idx[i] > IDX_LINGER)
+				continue;
+			linger_poll(IDX_LINGER - idx[i], pfds[i].revents, xvi_now_ms());
+		}
+		for (i = 2; i < n; i++) {
+			struct xvid_ep *e = idx[i] >= 0 ? &d.eps[idx[i]] : NULL;
 
-			if (!pfds[i].revents || e->state == ST_FREE || e->conn != pfds[i].fd)
+			if (!e || !pfds[i].revents || e->state == ST_FREE || e->conn != pfds[i].fd)
 				continue;
 			if (pfds[i].revents & POLLIN)
 				handle_msg(e);

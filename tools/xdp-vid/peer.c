@@ -212,6 +212,18 @@ static int user_groups(uid_t uid, struct xvid_client_id *id)
 	}
 }
 
+/* The peer could not be held or read: gone (ESRCH, ENOENT), or we are short of fds. */
+static int gone(int err, char *why, size_t len)
+{
+	if (err == -ESRCH || err == -ENOENT) {
+		snprintf(why, len, "your process exited while connecting");
+		return -ESRCH;
+	}
+	snprintf(why, len, "xdp-vid cannot identify your process now (%s): retry later",
+		 strerror(-err));
+	return -EAGAIN;
+}
+
 void xvid_peer_free(struct xvid_client_id *id)
 {
 	free(id->groups);
@@ -241,12 +253,12 @@ int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len)
 		return -EPERM;
 	}
 	pidfd = peer_pidfd(fd, cred.pid);
-	if (pidfd < 0) {
-		snprintf(why, len, "your process exited while connecting");
-		return -ESRCH;
-	}
+	if (pidfd < 0)
+		return gone(pidfd, why, len);
+	errno = 0;
 	id->start_time = xvi_ctl__proc_start_time(cred.pid);
-	err = id->start_time ? ns_stat(cred.pid, "net", &net) : -ESRCH;
+	err = id->start_time ? ns_stat(cred.pid, "net", &net) :
+	      errno == EMFILE || errno == ENFILE ? -errno : -ESRCH;
 	if (!err)
 		err = ns_open(cred.pid, "user", &userfd, &user);
 	/* Alive now: what /proc/PID said was the connecting process's own. */
@@ -256,8 +268,7 @@ int xvid_peer_identify(int fd, struct xvid_client_id *id, char *why, size_t len)
 	if (err) {
 		if (userfd >= 0)
 			close(userfd);
-		snprintf(why, len, "your process exited while connecting");
-		return -ESRCH;
+		return gone(err, why, len);
 	}
 	if (!same_ns(&net, &self.net)) {
 		snprintf(why, len, "your process is in another network namespace than xdp-vid's: "
