@@ -237,6 +237,28 @@ t_wait_file() {
 	return 1
 }
 
+# Wait until file $1 has a line matching $2, for up to $3 (default
+# T_WAIT_TENTHS) tenths of a second.
+t_wait_grep() {
+	local i
+	for i in $(seq "${3:-$T_WAIT_TENTHS}"); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# Stop process $1: SIGTERM, up to 3 s to exit, then SIGKILL.
+t_stop() {
+	[ -n "$1" ] || return 0
+	kill -TERM "$1" 2>/dev/null
+	for _ in $(seq 30); do
+		kill -0 "$1" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -9 "$1" 2>/dev/null
+}
+
 # xdp-vi on a node, bounded.
 t_xdpvi() {
 	local node=$1

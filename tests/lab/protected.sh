@@ -192,13 +192,7 @@ _note_ids() {
 }
 
 _stop_vid() {
-	[ -n "$VIDPID" ] || return 0
-	kill -TERM "$VIDPID" 2>/dev/null
-	for _ in $(seq 30); do
-		kill -0 "$VIDPID" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -9 "$VIDPID" 2>/dev/null
+	t_stop "$VIDPID"
 	VIDPID=
 }
 
@@ -208,7 +202,8 @@ t_setup() {
 	chmod 0755 "$T_TMP"
 	mkdir -p "$RUN" "$BIN" && chmod 0755 "$RUN" "$BIN"
 	# nobody needs to read and run the binaries: copy them out of the tree
-	cp "$XVICAT" "$T_BIN/xvi-perf" "$BIN/" && chmod 0755 "$BIN"/* || return 1
+	cp "$XVICAT" "$T_BIN/xvi-perf" "$T_ROOT/tests/lab/xvid_proto.py" "$BIN/" &&
+		chmod 0755 "$BIN"/* || return 1
 	printf '%s' "$HELPER_SRC" >"$T_TMP/spoof.c"
 	cc -O1 -I"$T_ROOT/include" -o "$HELPER" "$T_TMP/spoof.c" "$T_B/lib/libxvi.a" \
 		-lxdp -lbpf -lmnl -lelf -lz -lpthread -lm 2>"$T_TMP/cc.err" ||
@@ -396,16 +391,6 @@ _guard() {
 	EOF
 }
 
-# Wait (bounded) until file $1 has a line matching $2.
-_wait_grep() {
-	local i
-	for i in $(seq "$T_WAIT_TENTHS"); do
-		grep -q "$2" "$1" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 # _spoof MODE COUNTER LPORT DPORT: send spoofed frames while capturing on a.
 # Sets SEEN (spoofed frames seen on node a) and GUARD (the guard's COUNTER
 # for the endpoint, read while the helper still holds it).
@@ -415,7 +400,7 @@ _spoof() {
 	t_x -T 60 a tcpdump -i "$LAB_IFACE" -n -A -l -c 50 "$filter" >"$T_TMP/cap-$mode" \
 		2>"$T_TMP/cap-$mode.err" &
 	local cpid=$!
-	_wait_grep "$T_TMP/cap-$mode.err" "listening on" ||
+	t_wait_grep "$T_TMP/cap-$mode.err" "listening on" ||
 		{ kill "$cpid"; fail "tcpdump on a did not start"; return 1; }
 	rm -f "$T_TMP/k-$mode.ready"
 	t_x -T 60 a "$PY" -c "$T_RECV" "$dport" 3 "$T_TMP/k-$mode.ready" >"$T_TMP/k-$mode.out" &
@@ -428,7 +413,7 @@ _spoof() {
 		"$MAC_A" "$MAC_B" <"$hold" >"$T_TMP/sp-$mode.out" 2>&1 &
 	local hpid=$!
 	exec 9>"$hold"
-	_wait_grep "$T_TMP/sp-$mode.out" "^sent $mode" || { exec 9>&-; wait "$hpid"
+	t_wait_grep "$T_TMP/sp-$mode.out" "^sent $mode" || { exec 9>&-; wait "$hpid"
 		kill "$cpid"; fail "helper $mode: $(tr '\n' ' ' <"$T_TMP/sp-$mode.out")"
 		return 1; }
 	# Status until the guard has counted the frames (bounded).
@@ -567,31 +552,8 @@ time.sleep(float(sys.argv[3]))
 
 # The broker protocol by hand (user/broker.h), for requests libxvi never sends.
 T_PROTO='
-import glob, socket, struct, sys, time
-path = glob.glob(sys.argv[1] + "/*.sock")[0]
-REQ, RESP, MAGIC = 112, 304, 0x78766962
-def req(op, frame_size=0, num_frames=0, family=0, addr=b"", tag=b"", ifname=b""):
-    return (struct.pack("<IHHIIII16s", MAGIC, 1, op, REQ, frame_size, num_frames, family,
-                        addr.ljust(16, b"\0")) + tag.ljust(24, b"\0") +
-            ifname.ljust(16, b"\0") + b"\0" * 32)
-def open_req(port, ip="198.18.0.2"):
-    tag = struct.pack("!BBHI16s", 1, 0, port, 0, socket.inet_aton(ip))
-    return req(1, 2048, 1024, tag=tag, ifname=b"xv0")
-def resolve_req(ip):
-    return req(3, family=socket.AF_INET, addr=socket.inet_aton(ip))
-def conn():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(5)
-    s.connect(path)
-    return s
-def talk(s, data):
-    s.send(data)
-    msg, anc, flags, addr = s.recvmsg(RESP, socket.CMSG_SPACE(4))
-    for level, typ, d in anc:	# the AF_XDP socket of an OPEN: not used here
-        if level == socket.SOL_SOCKET and typ == socket.SCM_RIGHTS:
-            import os
-            os.close(struct.unpack("i", d[:4])[0])
-    return struct.unpack_from("<i", msg, 12)[0] if len(msg) == RESP else None
+import sys, time
+from xvid_proto import *
 what = sys.argv[2]
 if what == "resolve":
     s = conn()
@@ -613,38 +575,17 @@ elif what == "opens":
     print("opens", *errs)
     print("secs %.3f" % (time.monotonic() - t0))
 elif what == "conns":
-    socks, refused = [], 0
-    for i in range(int(sys.argv[3])):
-        try:
-            socks.append(conn())
-        except OSError:
-            refused += 1
-    # The daemon refuses what is over the limit by closing it: poll until
-    # it has dealt with every connection (bounded), not for a fixed time.
-    limit, t0 = int(sys.argv[6]), time.monotonic()
-    for s in socks:
-        s.setblocking(False)
-    while True:
-        held, refused_now = 0, 0
-        for s in socks:
-            try:
-                s.recv(RESP, socket.MSG_PEEK)
-                refused_now += 1
-            except BlockingIOError:
-                held += 1
-            except OSError:
-                refused_now += 1
-        if held <= limit or time.monotonic() - t0 > 30:
-            break
-        time.sleep(0.1)
-    refused += refused_now
+    socks, held, refused = hold_conns(int(sys.argv[3]), int(sys.argv[6]), 30)
     print("held", held, "refused", refused, flush=True)
     open(sys.argv[4], "w").write("ready\n")
     time.sleep(float(sys.argv[5]))
 '
 
 # As uid $UID3 on node b: the protocol script.
-_proto() { t_x -T 30 b env XVI_RUN_DIR="$RUN" "${USER3[@]}" "$UPY" -c "$T_PROTO" "$RUN" "$@"; }
+_proto() {
+	t_x -T 30 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${USER3[@]}" "$UPY" -c "$T_PROTO" \
+		"$RUN" "$@"
+}
 
 case_port_kernel_held() {
 	local out rc bpid
@@ -748,7 +689,8 @@ case_conn_limit() {
 	# the ready file is written as uid $UID1
 	mkdir -p "$T_TMP/flood" && chmod 0777 "$T_TMP/flood"
 	# uid $UID1 tries to take every connection slot the daemon has
-	t_x -T 60 b env XVI_RUN_DIR="$RUN" "${NOBODY[@]}" "$UPY" -c "$T_PROTO" "$RUN" conns 340 \
+	t_x -T 60 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${NOBODY[@]}" "$UPY" -c "$T_PROTO" \
+		"$RUN" conns 340 \
 		"$T_TMP/flood/ready" 3 16 >"$T_TMP/conns.out" 2>&1 &
 	ppid=$!
 	t_wait_file "$T_TMP/flood/ready" ||

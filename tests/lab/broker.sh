@@ -1,0 +1,562 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# broker.sh: xdp-vid under attack by unprivileged and confined processes.
+#
+#   node a (kernel sockets, tcpdump)  <--xv0--xv0-->  node b (xdp-vi + xdp-vid,
+#                                                      /proc/sys read-only for it)
+#                                                      attackers: setpriv --reuid
+#                                                      6xxxx --inh-caps=-all, in
+#                                                      their own user or network
+#                                                      namespaces
+#
+# Each case attacks one weakness and must see it refused or without effect:
+# a client in another network namespace; a uid outside the group the
+# built-in policy grants; a subordinate uid in a user namespace (judged as
+# its owner); denied requests (charged nothing); file-descriptor exhaustion
+# (no veth left, no spinning, still serving); a broker killed -9 (gc takes
+# its slots and veth pairs); an address removed from the interface (the
+# guard stops it, an endpoint bound to it is revoked); message floods (rate
+# limited, others served); IPv6 on the veth ends (none, even where
+# disable_ipv6 cannot be written); control-protocol and reserved ports.
+
+. "$(dirname "$0")/_tap.sh"
+
+XVID=$T_BIN/xdp-vid
+RUN=$T_TMP/run			# XVI_RUN_DIR of daemon and clients
+BIN=$T_TMP/bin			# binaries the plain uids can run
+EPCTL=$BIN/epctl
+UPY=/usr/bin/python3		# a python the plain uids may run
+VIDPID=
+BEFORE=
+# Plain uids and groups unique to this run (see protected.sh on why).
+UIDA=$((40000 + $$ % 10000))
+UIDB=$((UIDA + 1))
+GRANT=$((61000 + $$ % 1000))	# the group the built-in policy grants (--group)
+SUBUID=$((300000 + ($$ % 1000) * 16))	# subordinate ids of uid $UIDA
+ASA=(setpriv --reuid=$UIDA --regid=65534 --clear-groups --inh-caps=-all)
+ASB=(setpriv --reuid=$UIDB --regid=65534 --clear-groups --inh-caps=-all)
+MEMBER=(setpriv --reuid=$UIDB --regid=65534 --groups=$GRANT --inh-caps=-all)
+
+# The broker protocol by hand (user/broker.h).
+T_PROTO='
+import ctypes, os, socket, sys, time
+import xvid_proto
+from xvid_proto import *
+xvid_proto.TIMEOUT = 10
+def one_open(port):
+    try:
+        s = conn()
+        e, m = ask(s, open_req(port))
+        s.close()
+    except OSError as x:
+        e, m = "oserror", str(x)
+    print("open", e, m, flush=True)
+what = sys.argv[2]
+if what == "open":
+    for p in sys.argv[3:]:
+        one_open(int(p))
+elif what == "userns":
+    # A user namespace of our own, mapped by root as newuidmap would map
+    # /etc/subuid ranges; then uid 1 in it, a subordinate uid outside.
+    pidf, go = sys.argv[3], sys.argv[4]
+    if ctypes.CDLL(None, use_errno=True).unshare(0x10000000):
+        print("unshare failed errno", ctypes.get_errno())
+        sys.exit(1)
+    open(pidf, "w").write("%d\n" % os.getpid())
+    for i in range(300):
+        if os.path.exists(go):
+            break
+        time.sleep(0.1)
+    os.setgroups([])
+    os.setresgid(1, 1, 1)
+    os.setresuid(1, 1, 1)
+    for p in sys.argv[5:]:
+        one_open(int(p))
+elif what == "opens":
+    errs = []
+    for i in range(int(sys.argv[4])):
+        s = conn()
+        errs.append(talk(s, open_req(int(sys.argv[3]))))
+        s.close()
+    print("opens", *errs)
+elif what == "conns":
+    socks, held, refused = hold_conns(int(sys.argv[3]), int(sys.argv[4]), 20)
+    print("held", held, "refused", refused, flush=True)
+    open(sys.argv[5], "w").write("ready\n")
+    time.sleep(float(sys.argv[6]))
+elif what == "openmany":
+    # N OPENs at once, never READY: each pending set-up holds fds
+    n, port, hold = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
+    socks = [conn() for i in range(n)]
+    for i, s in enumerate(socks):
+        s.send(open_req(port + i))
+    res = []
+    for s in socks:
+        try:
+            res.append(answer(s))
+        except OSError as x:
+            res.append(("oserror", str(x)))
+    print("results", *[e for e, m in res])
+    print("why", *[m for e, m in res if e], sep=" | ", flush=True)
+    open(hold, "w").write("ready\n")
+    for i in range(300):
+        if not os.path.exists(hold):
+            break
+        time.sleep(0.1)
+elif what == "flood":
+    s = conn()
+    e = talk(s, open_req(int(sys.argv[4])))
+    n, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < float(sys.argv[3]):
+        talk(s, resolve_req("198.18.0.1"))
+        n += 1
+    print("open", e, "replies", n, "secs %.3f" % (time.monotonic() - t0), flush=True)
+elif what == "garbage":
+    n, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < float(sys.argv[3]):
+        try:
+            s = conn()
+            s.send(os.urandom(REQ))
+            s.recv(RESP)
+            s.close()
+            n += 1
+        except OSError:
+            pass
+    print("garbage", n, flush=True)
+'
+
+# As uid $UIDA (or another setpriv prefix) on node b: the protocol script.
+_proto() {
+	local -n _as=ASA
+	[ "$1" = -u ] && { local -n _as=$2; shift 2; }
+	t_x -T 60 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${_as[@]}" "$UPY" -c "$T_PROTO" \
+		"$RUN" "$@"
+}
+
+# What this suite can leave in node b: veths and XDP attachments.
+_counts() {
+	echo "veths $(t_x b ip -o link show type veth | wc -l)"
+	echo "xdp $(t_x b ip -o link show | grep -c 'prog/xdp')"
+}
+
+_stop_vid() {
+	t_stop "$VIDPID"
+	VIDPID=
+	rm -f "$RUN"/*.sock
+}
+
+# _start_vid [--nofile N] XDPVID-ARGS...: (re)start the daemon on node b,
+# /proc/sys read-only for it (as in many containers), until it serves.
+_start_vid() {
+	local pre=() i
+	[ "$1" = --nofile ] && { pre=(prlimit --nofile="$2:$2"); shift 2; }
+	_stop_vid
+	rm -f "$T_TMP/vid.pid"
+	echo "# --- xdp-vid $*" >>"$T_TMP/vid.log"
+	t_x -T 300 b unshare -m --propagation private sh -c \
+		'mount --bind -o ro /proc/sys /proc/sys || exit 1; echo $$ >"$0"; exec "$@"' \
+		"$T_TMP/vid.pid" env XVI_RUN_DIR="$RUN" "${pre[@]}" "$XVID" -v "$@" \
+		"$LAB_IFACE" >>"$T_TMP/vid.log" 2>&1 &
+	t_wait_file "$T_TMP/vid.pid" || { fail "xdp-vid did not start"; return 1; }
+	VIDPID=$(<"$T_TMP/vid.pid")
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		ls "$RUN"/*.sock >/dev/null 2>&1 && return 0
+		kill -0 "$VIDPID" 2>/dev/null || break
+		sleep 0.1
+	done
+	fail "xdp-vid does not serve: $(tail -3 "$T_TMP/vid.log")"
+}
+
+_start_p1() { _start_vid "$@" --policy "$T_TMP/policy"; }
+
+t_setup() {
+	t_need "$XDPVI" "$XVID" "$T_B/tests/epctl" || return 1
+	chmod 0755 "$T_TMP"
+	mkdir -p "$RUN" "$BIN" "$T_TMP/w" && chmod 0755 "$RUN" "$BIN" && chmod 0777 "$T_TMP/w"
+	cp "$T_B/tests/epctl" "$T_ROOT/tests/lab/xvid_proto.py" "$BIN/" && chmod 0755 "$BIN"/* ||
+		return 1
+	t_lab_up bk || return 1
+	lab_at_exit "_stop_vid"
+	t_attach b || return 1
+	BEFORE=$(_counts)
+	printf '%s\n' "# broker.sh" "deny uid:$UIDA udp 7830-7839" "deny uid:$UIDB udp 7850-7859" \
+		"allow * udp default addr iface" >"$T_TMP/policy"
+	_start_p1 || return 1
+	MAC_A=$(t_x a cat /sys/class/net/xv0/address)
+	MAC_B=$(t_x b cat /sys/class/net/xv0/address)
+}
+
+_field() { awk -v k="$1" '$1 == k {print $2}' <<<"$2"; }
+
+# ---- epctl: one endpoint held open, driven through a fifo ------------------
+
+# _ep NAME SETPRIV-ARRAY IP PORT: start epctl as that uid; its commands go
+# to fd of EP_FD_<NAME> (a fifo), its answers to $T_TMP/ep-NAME.out.
+_ep() {
+	local name=$1 who=$2 ip=$3 port=$4 fifo=$T_TMP/w/ep-$1 fd
+	local -n _who=$who
+	rm -f "$fifo" && mkfifo "$fifo" && chmod 0666 "$fifo"
+	: >"$T_TMP/ep-$name.out"
+	t_x -T 120 b env XVI_RUN_DIR="$RUN" "${_who[@]}" "$EPCTL" "$LAB_IFACE" "$ip" "$port" \
+		<"$fifo" >"$T_TMP/ep-$name.out" 2>"$T_TMP/ep-$name.err" &
+	exec {fd}>"$fifo"
+	printf -v "EP_FD_$name" '%s' "$fd"
+	printf -v "EP_PID_$name" '%s' "$!"
+	t_wait_grep "$T_TMP/ep-$name.out" "^open" &&
+		grep -q "^open ok" "$T_TMP/ep-$name.out" ||
+		{ fail "epctl $name ($ip:$port): $(cat "$T_TMP/ep-$name.out" "$T_TMP/ep-$name.err")"
+		return 1; }
+}
+
+# _ep_cmd NAME CMD...: one command; waits for its answer, prints it.
+_ep_cmd() {
+	local name=$1 fdv="EP_FD_$1" n
+	shift
+	n=$(wc -l <"$T_TMP/ep-$name.out")
+	echo "$*" >&"${!fdv}"
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		[ "$(wc -l <"$T_TMP/ep-$name.out")" -gt "$n" ] && break
+		sleep 0.1
+	done
+	tail -n +"$((n + 1))" "$T_TMP/ep-$name.out"
+}
+
+_ep_close() {
+	local fdv="EP_FD_$1" pidv="EP_PID_$1"
+	[ -n "${!fdv:-}" ] || return 0
+	eval "exec ${!fdv}>&-"
+	wait "${!pidv}" 2>/dev/null
+	printf -v "EP_FD_$1" '%s' ""
+}
+
+# The endpoint on PORT from `xdp-vi status --json` on b: "HOST_END DROP_IP
+# PASS", nothing if it is not listed.
+_ep_status() {
+	t_xdpvi b status --json >"$T_TMP/st.json" 2>/dev/null
+	"$PY" - "$T_TMP/st.json" "$1" <<-'EOF'
+	import json, sys
+	for i in json.load(open(sys.argv[1]))["interfaces"]:
+	    for e in i.get("endpoints", []):
+	        if e["tag"].endswith(":" + sys.argv[2]):
+	            g = e.get("guard") or {}
+	            print((e.get("host_end") or {}).get("ifname", "-"),
+	                  g.get("drop_guard_ip", 0), g.get("tx_guard_pass", 0))
+	EOF
+}
+
+# Wait (bounded) until the endpoint on PORT is live (or, with -g, gone).
+_wait_ep() {
+	local gone=0
+	[ "$1" = -g ] && { gone=1; shift; }
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		if [ -n "$(_ep_status "$1")" ]; then
+			[ $gone = 0 ] && return 0
+		else
+			[ $gone = 1 ] && return 0
+		fi
+		sleep 0.1
+	done
+	return 1
+}
+
+_veths_left() { t_x b ip -o link show type veth | grep -c ' xv[hc][0-9]'; }
+
+# ---- cases ---------------------------------------------------------------
+
+case_other_netns() {
+	local out
+	# uid $UIDA in a network namespace of its own (and the user namespace
+	# an unprivileged unshare needs) connects to the broker's socket file
+	out=$(t_x -T 30 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${ASA[@]}" unshare -r -n "$UPY" \
+		-c "$T_PROTO" "$RUN" open 7800 2>&1) || fail "client: ${out//$'\n'/ }" || return
+	t_log "other netns: $out"
+	[ "$(_field open "$out")" = -1 ] || fail "OPEN from another network namespace: $out" ||
+		return
+	[[ $out == *"another network namespace"* ]] || fail "the refusal does not say why: $out" ||
+		return
+	# control: the same uid in the daemon's namespace is served
+	out=$(_proto open 7801)
+	[ "$(_field open "$out")" = 0 ] || fail "uid $UIDA in the daemon's namespace: $out"
+}
+
+# A map file takes one write() of all its lines.
+_write1() {
+	"$PY" -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+os.write(fd, sys.argv[2].encode() + b"\n")' "$1" "$2"
+}
+
+case_userns_owner() {
+	local out upid
+	rm -f "$T_TMP/w/userns.pid" "$T_TMP/w/userns.go"
+	# policy: "deny uid:$UIDA udp 7830-7839"; the attacker runs as a
+	# subordinate uid of $UIDA, which no rule names
+	t_x -T 60 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${ASA[@]}" "$UPY" -c "$T_PROTO" "$RUN" userns \
+		"$T_TMP/w/userns.pid" "$T_TMP/w/userns.go" 7830 7840 >"$T_TMP/userns.out" 2>&1 &
+	upid=$!
+	t_wait_file "$T_TMP/w/userns.pid" || { kill "$upid"; fail "no user namespace: $(cat \
+		"$T_TMP/userns.out")"; return; }
+	# what newuidmap/newgidmap write for /etc/subuid "$UIDA:$SUBUID:16"
+	local p
+	p=$(<"$T_TMP/w/userns.pid")
+	_write1 "/proc/$p/uid_map" "0 $UIDA 1"$'\n'"1 $SUBUID 16" &&
+		_write1 "/proc/$p/gid_map" "0 65534 1"$'\n'"1 $SUBUID 16" ||
+		{ kill "$upid"; fail "cannot map the user namespace"; return; }
+	touch "$T_TMP/w/userns.go"
+	wait "$upid"
+	out=$(cat "$T_TMP/userns.out")
+	t_log "user namespace: ${out//$'\n'/; }"
+	[ "$(awk '$1 == "open" {print $2; exit}' <<<"$out")" = -1 ] &&
+		[[ $out == *"uid $UIDA may not open"*"denied by"* ]] ||
+		fail "uid $((SUBUID + 1)) (of uid $UIDA's namespace) was not judged as $UIDA: ${out//$'\n'/ }" ||
+		return
+	[ "$(awk '$1 == "open" {n++; if (n == 2) print $2}' <<<"$out")" = 0 ] ||
+		fail "an allowed port from the user namespace: ${out//$'\n'/ }"
+}
+
+case_denied_uncharged() {
+	local out
+	# 30 OPENs that the policy denies (deny uid:$UIDB udp 7850-7859): each
+	# is refused by the rule, none by the rate limit (4 s worth of 5/s)
+	out=$(_proto -u ASB opens 7850 30) || fail "client: $out" || return
+	t_log "$out"
+	awk '$1 == "opens" {for (i = 2; i <= NF; i++) if ($i != -1) bad = 1; if (NF != 31) bad = 1}
+	     END {exit bad}' <<<"$out" || fail "denied OPENs were charged: $out" || return
+	# and the uid's OPEN budget is untouched
+	out=$(_proto -u ASB open 7860)
+	[ "$(_field open "$out")" = 0 ] || fail "an allowed OPEN after the denied ones: $out"
+}
+
+case_msg_flood() {
+	local out fpid gpid t0 n secs
+	_proto flood 2 7890 >"$T_TMP/flood.out" 2>&1 &
+	fpid=$!
+	_proto garbage 2 >"$T_TMP/garbage.out" 2>&1 &
+	gpid=$!
+	# another uid is served meanwhile
+	t0=$(date +%s%N)
+	out=$(_proto -u ASB open 7891)
+	t_log "served in $((($(date +%s%N) - t0) / 1000000)) ms during the floods: $out"
+	wait "$fpid" "$gpid"
+	[ "$(_field open "$out")" = 0 ] || fail "uid $UIDB not served during the floods: $out" ||
+		return
+	out=$(cat "$T_TMP/flood.out")
+	t_log "flood: $out; $(cat "$T_TMP/garbage.out")"
+	n=$(awk '{for (i = 1; i < NF; i++) if ($i == "replies") print $(i + 1)}' <<<"$out")
+	secs=$(awk '{for (i = 1; i < NF; i++) if ($i == "secs") print $(i + 1)}' <<<"$out")
+	[ -n "$n" ] || fail "flood client: $out" || return
+	# a connection gets 40 messages at once, then 20 a second (the OPEN
+	# was one), measured by the client
+	"$PY" -c 'import math, sys
+n, secs = int(sys.argv[1]), float(sys.argv[2])
+sys.exit(0 if n + 1 <= 40 + math.ceil(20 * secs) + 2 else 1)' "$n" "$secs" ||
+		fail "$n RESOLVEs answered in ${secs}s: not rate limited" || return
+	kill -0 "$VIDPID" 2>/dev/null || fail "xdp-vid died"
+}
+
+case_addr_follow() {
+	local out tok=$RANDOM cpid drop
+	t_x b ip addr add 198.18.0.50/32 dev "$LAB_IFACE" &&
+		t_x b ip addr add 198.18.0.51/32 dev "$LAB_IFACE" || fail "cannot add addresses" || return
+	_ep W ASA 0.0.0.0 7881 && _ep E ASB 198.18.0.51 7882 || return
+	_wait_ep 7881 && _wait_ep 7882 || fail "endpoints not live" || return
+	t_x -T 60 a tcpdump -i "$LAB_IFACE" -n -A -l udp port 9300 >"$T_TMP/cap-addr" \
+		2>"$T_TMP/cap-addr.err" &
+	cpid=$!
+	t_wait_grep "$T_TMP/cap-addr.err" "listening on" || { kill "$cpid"; fail "no tcpdump"; return; }
+	_send() { _ep_cmd "$1" send "$2" 198.18.0.1 9300 "$MAC_A" "$MAC_B" "$3"; }
+	# control: the wildcard endpoint may send as 198.18.0.50 while it is there
+	out=$(_send W 198.18.0.50 "w1-$tok")
+	t_wait_grep "$T_TMP/cap-addr" "w1-$tok" || { kill "$cpid"
+		fail "a frame from 198.18.0.50 never left while the address was there ($out)"; return; }
+	t_x b ip addr del 198.18.0.50/32 dev "$LAB_IFACE"
+	t_x b ip addr del 198.18.0.51/32 dev "$LAB_IFACE"
+	t_wait_grep "$T_TMP/vid.log" "7881: allowed sources now" ||
+		{ kill "$cpid"; fail "the guard of the wildcard endpoint was not rewritten"; return; }
+	out=$(_send W 198.18.0.50 "w2-$tok")
+	# a legitimate frame after it: once it is on the wire, so would w2 be
+	out="$out; $(_send W 198.18.0.2 "w3-$tok")"
+	t_wait_grep "$T_TMP/cap-addr" "w3-$tok" || { kill "$cpid"; fail "no frame from 198.18.0.2: $out"
+		return; }
+	kill "$cpid"
+	wait "$cpid" 2>/dev/null
+	! grep -q "w2-$tok" "$T_TMP/cap-addr" ||
+		fail "a frame from the removed 198.18.0.50 left the host" || return
+	drop=$(_ep_status 7881 | awk '{print $2}')
+	[ "${drop:-0}" -ge 1 ] || fail "the guard did not count the drop (drop_guard_ip ${drop:-?})" ||
+		return
+	# the endpoint bound to the removed 198.18.0.51 is revoked, and says why
+	_wait_ep -g 7882 || fail "the endpoint on removed 198.18.0.51 is still listed" || return
+	out=$(_send E 198.18.0.51 "e1-$tok")
+	_ep_close W
+	_ep_close E
+	[[ $out == *"errno=99"* ]] || fail "the revoked client was not told (EADDRNOTAVAIL): $out" ||
+		return
+	grep -q "revoked" "$T_TMP/ep-E.err" || fail "no revocation message: $(cat "$T_TMP/ep-E.err")"
+}
+
+case_ipv6_off() {
+	local cpid host six mode
+	# the daemon cannot write /proc/sys (see _start_vid): netlink must do it
+	t_x -T 60 b tcpdump -i any -n -l ip6 >"$T_TMP/cap-v6" 2>"$T_TMP/cap-v6.err" &
+	cpid=$!
+	t_wait_grep "$T_TMP/cap-v6.err" "listening on" || { kill "$cpid"; fail "no tcpdump"; return; }
+	_ep V ASA 198.18.0.2 7895 && _wait_ep 7895 || { kill "$cpid"; fail "endpoint not live"
+		return; }
+	host=$(_ep_status 7895 | awk '{print $1}')
+	six=$(t_x b ip -6 -o addr show dev "$host"; t_x b ip -6 -o addr show dev "xvc${host#xvh}")
+	mode=$(t_x b cat "/proc/sys/net/ipv6/conf/xvc${host#xvh}/addr_gen_mode")
+	# IPv6 would speak within a second of the link going up (DAD, MLD, RS)
+	t_wait_grep "$T_TMP/cap-v6" " xv[hc]" 20
+	_ep_close V
+	kill "$cpid"
+	wait "$cpid" 2>/dev/null
+	[ -z "$six" ] || fail "IPv6 addresses on the veth ends: ${six//$'\n'/; }" || return
+	[ "$mode" = 1 ] || fail "address generation mode $mode on the client end, want 1 (none)" ||
+		return
+	! grep -q " xv[hc]" "$T_TMP/cap-v6" ||
+		fail "IPv6 frames on the veth ends: $(grep " xv[hc]" "$T_TMP/cap-v6" | head -3)"
+}
+
+case_default_group() {
+	local out
+	_start_vid --builtin-policy --group "$GRANT" || return
+	out=$(_proto open 7810)
+	t_log "not in the group: $out"
+	[ "$(_field open "$out")" = -1 ] || fail "uid $UIDA, not in group $GRANT: $out" || return
+	[[ $out == *"not in group $GRANT"*"usermod"* ]] || fail "the refusal does not say how to get access: $out" ||
+		return
+	# refused at connect: none of its connections takes an entry
+	out=$(_proto conns 20 0 "$T_TMP/w/conns.ready" 0)
+	[ "$(_field held "$out")" = 0 ] || fail "a refused uid holds connections: $out" || return
+	out=$(_proto -u MEMBER open 7811)
+	[ "$(_field open "$out")" = 0 ] || fail "a member of group $GRANT: $out"
+}
+
+case_default_ports() {
+	local out old
+	# still the built-in policy of case default_group, for a member
+	old=$(t_x b cat /proc/sys/net/ipv4/ip_local_reserved_ports)
+	t_x b sysctl -qw net.ipv4.ip_local_reserved_ports=7820-7829 || fail "sysctl" || return
+	out=$(_proto -u MEMBER open 5353 1985 4789 3784 7825 7831)
+	t_x b sysctl -qw net.ipv4.ip_local_reserved_ports="$old"
+	t_log "${out//$'\n'/; }"
+	awk '$1 == "open" {n++; if ((n <= 5) != ($2 == -1)) bad = 1} END {exit bad || n != 6}' \
+		<<<"$out" || fail "control or reserved ports not refused (or 7831 refused): ${out//$'\n'/; }" ||
+		return
+	[[ $out == *mDNS*HSRP*VXLAN*BFD*reserved* ]] || fail "refusals do not say why: ${out//$'\n'/; }"
+}
+
+case_fd_exhaustion() {
+	local out apid bpid c0 c1 t0 ms left i base
+	# fds enough for a set-up to run out of them half way: after its
+	# veth pair is made, while its programs load
+	base=$(ls "/proc/$VIDPID/fd" | wc -l)
+	_start_p1 --nofile $((base + 8)) || return
+	# connections waiting for their OPEN take the daemon's last fds; the
+	# ones it cannot accept stay queued: it must rest, not spin on them
+	_proto conns 16 16 "$T_TMP/w/fa.ready" 3 >"$T_TMP/fa.out" 2>&1 &
+	apid=$!
+	_proto -u ASB conns 16 16 "$T_TMP/w/fb.ready" 3 >"$T_TMP/fb.out" 2>&1 &
+	bpid=$!
+	t_wait_file "$T_TMP/w/fa.ready" && t_wait_file "$T_TMP/w/fb.ready" ||
+		{ kill "$apid" "$bpid"; fail "connection floods did not start"; return; }
+	c0=$(awk '{print $14 + $15}' "/proc/$VIDPID/stat")
+	t0=$(date +%s%N)
+	wait "$apid" "$bpid"
+	c1=$(awk '{print $14 + $15}' "/proc/$VIDPID/stat")
+	ms=$((($(date +%s%N) - t0) / 1000000))
+	t_log "daemon cpu $(((c1 - c0) * 10)) ms in $ms ms with its fds exhausted"
+	grep -q "cannot accept connections" "$T_TMP/vid.log" ||
+		fail "the daemon never ran out of fds (test too weak)" || return
+	[ $(((c1 - c0) * 10)) -le $((ms / 2)) ] ||
+		fail "the daemon spun: $(((c1 - c0) * 10)) ms of cpu in $ms ms" || return
+	# set-ups that run out of fds half way leave no veth pair behind
+	_proto openmany 2 7870 "$T_TMP/w/om.hold" >"$T_TMP/om.out" 2>&1 &
+	apid=$!
+	t_wait_file "$T_TMP/w/om.hold" || { kill "$apid"; fail "openmany: $(cat "$T_TMP/om.out")"
+		return; }
+	t_log "$(cat "$T_TMP/om.out")"
+	rm -f "$T_TMP/w/om.hold"
+	wait "$apid"
+	awk '$1 == "results" {for (i = 2; i <= NF; i++) if ($i != 0) n++} END {exit !n}' \
+		"$T_TMP/om.out" || fail "no set-up ran out of fds (test too weak): $(cat "$T_TMP/om.out")" ||
+		return
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		left=$(_veths_left)
+		[ "$left" = 0 ] && break
+		sleep 0.1
+	done
+	[ "$left" = 0 ] || fail "$left veth ends left after the set-ups failed: $(t_x b ip -o link \
+		show type veth | grep -o 'xv[hc][0-9-]*' | tr '\n' ' ')" || return
+	# once the load is gone (refused connections linger a second)
+	for i in $(seq 30); do
+		out=$(_proto -u ASB open 7880)
+		[ "$(_field open "$out")" = 0 ] && break
+		sleep 0.2
+	done
+	t_log "served again after $i attempt(s); daemon fds: $(ls "/proc/$VIDPID/fd" | wc -l)"
+	[ "$(_field open "$out")" = 0 ] || fail "the daemon stopped serving: $out" || return
+	! grep -q "datapath was detached" "$T_TMP/vid.log" ||
+		fail "out of fds, the daemon took the datapath for detached"
+}
+
+case_broker_killed() {
+	local host
+	_start_p1 || return
+	_ep K ASA 198.18.0.2 7875 && _wait_ep 7875 || fail "endpoint not live" || return
+	host=$(_ep_status 7875 | awk '{print $1}')
+	kill -9 "$VIDPID"
+	wait_gone=$VIDPID
+	VIDPID=
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		kill -0 "$wait_gone" 2>/dev/null || break
+		sleep 0.1
+	done
+	# the client lives on; one status (gc) takes slot and pair down
+	t_xdpvi b status >/dev/null 2>&1
+	[ -z "$(_ep_status 7875)" ] || { _ep_close K; fail "slot of 7875 kept after its broker died"
+		return; }
+	t_x b ip link show "$host" >/dev/null 2>&1 && { _ep_close K
+		fail "$host kept after its broker died"; return; }
+	_ep_close K
+	_start_p1
+}
+
+case_no_leftovers() {
+	local after
+	_stop_vid
+	# XVI_TEST_KEEP=DIR: keep the daemon's log and the clients' output
+	[ -z "${XVI_TEST_KEEP:-}" ] || cp -r "$T_TMP" "$XVI_TEST_KEEP"
+	after=$(_counts)
+	[ "$after" = "$BEFORE" ] || fail "before: ${BEFORE//$'\n'/; } after: ${after//$'\n'/; }"
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	other_netns	case_other_netns	"a client in its own network namespace is refused"
+	userns_owner	case_userns_owner	"a subordinate uid in a user namespace is judged as its owner"
+	denied_uncharged case_denied_uncharged	"denied OPENs are charged to no limit"
+	msg_flood	case_msg_flood		"RESOLVE and garbage floods: rate limited, others served"
+	addr_follow	case_addr_follow	"a removed address: the guard drops it, an endpoint bound to it is revoked"
+	local_addrs	case_local_addrs	"an address of any interface added or removed: the datapath's local table follows"
+	ipv6_off	case_ipv6_off		"no IPv6 on the veth ends though disable_ipv6 is read-only"
+	default_group	case_default_group	"no policy file: only the granted group, others told how"
+	default_ports	case_default_ports	"control-protocol and reserved ports are not default ports"
+	fd_exhaustion	case_fd_exhaustion	"out of fds: no spinning, no veth left, still serving"
+	broker_killed	case_broker_killed	"kill -9 of the broker: gc removes its slot and veth pair"
+	no_leftovers	case_no_leftovers	"veths and XDP programs in node b equal before and after"
+)
+
+# -t NAME[,NAME]: only those cases (no_leftovers always runs last).
+if [ "${1:-}" = -t ]; then
+	_sel=()
+	for ((_i = 0; _i < ${#CASES[@]}; _i += 3)); do
+		[[ ",$2,no_leftovers," == *",${CASES[_i]},"* ]] && _sel+=("${CASES[@]:_i:3}")
+	done
+	CASES=("${_sel[@]}")
+	shift 2
+fi
+
+t_main "$@"
