@@ -315,33 +315,39 @@ int xvid_addr_watch_open(void)
 	return mnl_socket_get_fd(addr_nl);
 }
 
+struct addr_watch {
+	int ifindex;	/* the broker's interface */
+	int changed;	/* XVID_ADDR_* seen */
+};
+
 static int addr_cb(const struct nlmsghdr *nlh, void *data)
 {
 	const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
-	int *ifindex = data;
+	struct addr_watch *w = data;
 
-	if ((nlh->nlmsg_type == RTM_NEWADDR || nlh->nlmsg_type == RTM_DELADDR) &&
-	    (int)ifa->ifa_index == *ifindex)
-		*ifindex = 0;	/* seen: ours changed */
+	if (nlh->nlmsg_type != RTM_NEWADDR && nlh->nlmsg_type != RTM_DELADDR)
+		return MNL_CB_OK;
+	w->changed |= XVID_ADDR_ANY;
+	if ((int)ifa->ifa_index == w->ifindex)
+		w->changed |= XVID_ADDR_OURS;
 	return MNL_CB_OK;
 }
 
 int xvid_addr_watch_read(int ifindex)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	int left = ifindex, n, changed = 0;
+	struct addr_watch w = { .ifindex = ifindex };
+	int n;
 
 	for (;;) {
 		n = mnl_socket_recvfrom(addr_nl, buf, sizeof(buf));
 		if (n < 0) {
 			/* ENOBUFS: events were lost, so assume ours were among them */
 			if (errno == ENOBUFS)
-				changed = 1;
+				w.changed |= XVID_ADDR_ANY | XVID_ADDR_OURS;
 			break;
 		}
-		mnl_cb_run(buf, n, 0, 0, addr_cb, &left);
-		if (!left)
-			changed = 1;
+		mnl_cb_run(buf, n, 0, 0, addr_cb, &w);
 	}
-	return changed;
+	return w.changed;
 }

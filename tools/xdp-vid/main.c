@@ -1300,12 +1300,25 @@ static int guard_follow(struct xvid_ep *e)
  * revoked (its guard would otherwise let it send as that address, which
  * may now be someone else's).
  */
-static void addrs_changed(void)
+static void addrs_changed(int what)
 {
 	static const __u8 nul[16];
 	char why[160], a[INET6_ADDRSTRLEN];
 	int i, err;
 
+	/*
+	 * Wildcard endpoints take datagrams to any of the host's addresses
+	 * (the datapath's local address table): keep the table current
+	 * between opens, whichever interface the address came or went on.
+	 */
+	if (what & XVID_ADDR_ANY) {
+		err = d.ctl ? xvi_ctl__sync_local_addrs(d.ctl) : 0;
+		if (err)
+			log_warn("%s: cannot update the datapath's local addresses: %s\n",
+				 d.ifname, strerror(-err));
+	}
+	if (!(what & XVID_ADDR_OURS))
+		return;
 	for (i = 0; i < MAX_CONNS; i++) {
 		struct xvid_ep *e = &d.eps[i];
 		const struct xvi_tag *t = &e->owner.tag;
@@ -1601,8 +1614,8 @@ int main(int argc, char **argv)
 			break;
 		}
 		/* before the requests: no OPEN is served on addresses that left */
-		if ((pfds[1].revents & POLLIN) && xvid_addr_watch_read(d.ifc.ifindex))
-			addrs_changed();
+		if (pfds[1].revents & POLLIN)
+			addrs_changed(xvid_addr_watch_read(d.ifc.ifindex));
 		for (i = 2; i < n; i++) {
 			if (idx[i] > IDX_LINGER)
 				continue;

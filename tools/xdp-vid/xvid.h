@@ -144,6 +144,9 @@ int xvid_veth_sweep(int ifindex);
  * event: 1 if one was about @ifindex (or events were lost), else 0.
  */
 int xvid_addr_watch_open(void);
+/* What the address events read so far changed (XVID_ADDR_*), 0 if nothing. */
+#define XVID_ADDR_ANY	1	/* an address of any interface of the namespace */
+#define XVID_ADDR_OURS	2	/* an address of @ifindex */
 int xvid_addr_watch_read(int ifindex);
 /* Addresses of @ifindex of @family (AF_INET or AF_INET6), up to @max. */
 int xvid_iface_addrs(const char *ifname, int family, __u8 (*out)[16], int max);
