@@ -28,7 +28,7 @@ ARCH_INC := /usr/include/$(shell $(CC) -dumpmachine 2>/dev/null || echo x86_64-l
 
 WARN    := -Wall -Wextra -Werror -Wno-unused-parameter -Wno-missing-field-initializers
 CFLAGS  ?= -O2 -g
-CFLAGS  += $(WARN) -std=gnu11 -D_GNU_SOURCE -fPIC -Iinclude -Iuser -I$(B)/include
+CFLAGS  += $(WARN) -std=gnu11 -D_GNU_SOURCE -fPIC -Iinclude -Ilibxvi -I$(B)/include
 LIB_CFLAGS := $(CFLAGS) -fvisibility=hidden
 LDLIBS  := -lxdp -lbpf -lmnl -lelf -lz -lpthread -lm
 
@@ -40,9 +40,9 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(B)/include/%.skel.h,$(BPF_SRCS))
 BPF_HDRS  := $(wildcard bpf/*.h) include/xvi_wire.h
 
-LIB_SRCS  := $(wildcard user/*.c)
-LIB_OBJS  := $(patsubst user/%.c,$(B)/obj/user/%.o,$(LIB_SRCS))
-LIB_HDRS  := $(wildcard user/*.h include/*.h)
+LIB_SRCS  := $(wildcard libxvi/*/*.c)
+LIB_OBJS  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS))
+LIB_HDRS  := $(wildcard libxvi/*/*.h include/*.h)
 
 LOADER_SRCS := $(wildcard loader/*.c)
 LOADER_OBJS := $(patsubst loader/%.c,$(B)/obj/loader/%.o,$(LOADER_SRCS))
@@ -78,14 +78,15 @@ $(B)/include/%.skel.h: $(B)/bpf/%.bpf.o | $(B)/include
 	$(BPFTOOL) gen skeleton $< name $(subst .bpf,,$(subst -,_,$*))_bpf > $@.tmp && mv $@.tmp $@
 
 # ---- libxvi ----------------------------------------------------------------
-$(B)/obj/user/%.o: user/%.c $(LIB_HDRS) $(BPF_SKELS) | $(B)/obj/user
+$(B)/obj/libxvi/%.o: libxvi/%.c $(LIB_HDRS) $(BPF_SKELS)
+	@mkdir -p $(@D)
 	$(CC) $(LIB_CFLAGS) -c $< -o $@
 
 $(B)/lib/libxvi.a: $(LIB_OBJS) | $(B)/lib
 	rm -f $@ && ar rcs $@ $^
 
-$(B)/lib/libxvi.so: $(LIB_OBJS) user/libxvi.map | $(B)/lib
-	$(CC) -shared -Wl,--version-script=user/libxvi.map -Wl,-soname,$(SONAME) \
+$(B)/lib/libxvi.so: $(LIB_OBJS) libxvi/libxvi.map | $(B)/lib
+	$(CC) -shared -Wl,--version-script=libxvi/libxvi.map -Wl,-soname,$(SONAME) \
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 
 # ---- programs (linked statically against libxvi: they use internal APIs) ---
@@ -123,9 +124,9 @@ $(B)/tests/%: tests/bench/%.c | $(B)/tests
 FUZZ_CC     ?= $(CLANG)
 FUZZ_TIME   ?= 600
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
-	-std=gnu11 -D_GNU_SOURCE $(WARN) -Iinclude -Iuser -Itools/xdp-vid -I$(B)/include
-FUZZ_LIB    := user/stream_engine.c user/stream_buf.c user/stream_wire.c user/stream_cc.c \
-	user/frame.c user/csum.c user/log.c tools/xdp-vid/request.c
+	-std=gnu11 -D_GNU_SOURCE $(WARN) -Iinclude -Ilibxvi -Itools/xdp-vid -I$(B)/include
+FUZZ_LIB    := libxvi/stream/engine.c libxvi/stream/buf.c libxvi/stream/wire.c libxvi/stream/cc.c \
+	libxvi/pkt/frame.c libxvi/pkt/csum.c libxvi/common/log.c tools/xdp-vid/request.c
 
 $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(LIB_HDRS) tools/xdp-vid/xvid.h | $(B)/fuzz
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -o $@ $< $(FUZZ_LIB)
@@ -134,7 +135,7 @@ $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(LIB_HDRS) tools/xdp-vid/xvid.h | $(B)/
 fuzz: $(FUZZ_BINS)
 	FUZZ_TIME=$(FUZZ_TIME) B=$(B) bash tests/fuzz/run.sh --long
 
-$(B)/bpf $(B)/include $(B)/obj/user $(B)/obj/loader $(B)/lib $(B)/bin $(B)/tests $(B)/fuzz:
+$(B)/bpf $(B)/include $(B)/obj/loader $(B)/lib $(B)/bin $(B)/tests $(B)/fuzz:
 	mkdir -p $@
 
 deps:
@@ -184,7 +185,7 @@ install: $(LIBS) $(PROGS)
 	ln -sf $(SONAME) $(DESTDIR)$(LIBDIR)/libxvi.so
 	sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@LIBDIR@|$(call pc_path,$(LIBDIR))|g' \
 		-e 's|@INCLUDEDIR@|$(call pc_path,$(INCLUDEDIR))|g' -e 's|@VERSION@|$(VERSION)|g' \
-		user/libxvi.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libxvi.pc
+		libxvi/libxvi.pc.in > $(DESTDIR)$(LIBDIR)/pkgconfig/libxvi.pc
 	chmod 0644 $(DESTDIR)$(LIBDIR)/pkgconfig/libxvi.pc
 	install -m 0644 $(PUB_HDRS) $(DESTDIR)$(INCLUDEDIR)/xvi/
 	$(foreach s,$(MAN_SECTS),install -m 0644 $(filter %.$(s),$(MAN_PAGES)) \

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Structures shared by the XDP datapath (bpf/) and user space (user/,
+ * Structures shared by the XDP datapath (bpf/) and user space (libxvi/,
  * loader/).  Everything here is ABI between the "NIC firmware" and libxvi:
  * change it only together with XVI_WIRE_VERSION.
  *

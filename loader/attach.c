@@ -3,7 +3,7 @@
 #include <stdio.h>
 
 #include "cmd.h"
-#include "ctl.h"
+#include "ctl/ctl.h"
 
 int cmd_attach(const struct xvi_cfg *cfg)
 {

@@ -15,10 +15,10 @@
 #include <linux/if_xdp.h>
 
 #include "cmd.h"
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "json.h"
-#include "neigh.h"
-#include "netdev.h"
+#include "nl/neigh.h"
+#include "nl/netdev.h"
 
 #ifndef AF_XDP
 #define AF_XDP 44

@@ -12,8 +12,8 @@
 #include <xdp/libxdp.h>
 
 #include "cmd.h"
-#include "ctl.h"
-#include "log.h"
+#include "ctl/ctl.h"
+#include "common/log.h"
 #include "params.h"
 
 static int verbosity;

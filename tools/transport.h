@@ -42,7 +42,7 @@
 #include <sys/socket.h>
 
 #include <xvi.h>
-#include "gather.h"	/* libxvi internal: the tools link it statically */
+#include "pkt/gather.h"	/* libxvi internal: the tools link it statically */
 
 #define XT_BATCH	64
 /* Kernel path buffers hold the largest UDP payload over IPv4. */

@@ -10,7 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include "broker.h"
+#include "broker/broker.h"
 #include "xvid.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);

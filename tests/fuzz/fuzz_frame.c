@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * libFuzzer target: the frame parser (user/frame.c), which reads every frame
+ * libFuzzer target: the frame parser (libxvi/pkt/frame.c), which reads every frame
  * the datapath hands an endpoint.  Whatever the bytes, xvi_frame__parse must
  * stay inside the frame, and what it accepts must describe a payload inside
  * the frame; xvi_frame__verify then reads the same bounds.
  */
 #include <stdlib.h>
 #include <string.h>
-#include "frame.h"
+#include "pkt/frame.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

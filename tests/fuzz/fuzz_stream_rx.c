@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
-#include "stream_engine.h"
+#include "stream/engine.h"
 
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 

@@ -21,7 +21,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include "csum.h"
+#include "pkt/csum.h"
 #include "xvi.h"
 
 #define ETH_HLEN	14

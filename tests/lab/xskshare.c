@@ -27,8 +27,8 @@
 #include <linux/if_xdp.h>
 #include <linux/membarrier.h>
 #include <xdp/xsk.h>
-#include "ctl.h"
-#include "xsk_setup.h"
+#include "ctl/ctl.h"
+#include "xsk/setup.h"
 
 #ifndef XDP_USE_SG
 #define XDP_USE_SG	(1 << 4)

@@ -14,8 +14,8 @@
 #include <sys/socket.h>
 #include <criterion/criterion.h>
 #include <xdp/xsk.h>
-#include "endpoint.h"
-#include "segment.h"
+#include "ep/endpoint.h"
+#include "ep/segment.h"
 
 /* A producer ring (TX, fill) of @size entries, all free. */
 static inline void fake_ring_prod(struct xsk_ring_prod *r, __u32 size, __u32 *prod,

@@ -14,8 +14,8 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include "stream_engine.h"
-#include "csum.h"
+#include "stream/engine.h"
+#include "pkt/csum.h"
 
 #define MAXPKT		1600
 

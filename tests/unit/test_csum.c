@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * Checksums against a byte-by-byte RFC 1071 reference that shares no code
- * with user/csum.c.
+ * with libxvi/pkt/csum.c.
  */
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include "csum.h"
-#include "frame.h"
+#include "pkt/csum.h"
+#include "pkt/frame.h"
 
 /* Reference: big-endian 16-bit words, host-order result, not complemented. */
 static __u32 ref_sum(const __u8 *p, size_t len, __u32 sum)

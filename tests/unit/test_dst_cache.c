@@ -4,7 +4,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include "dst_cache.h"
+#include "nl/dst_cache.h"
 
 static __u64 fake_now;
 static int resolve_calls;

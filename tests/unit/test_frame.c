@@ -3,7 +3,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include "frame.h"
+#include "pkt/frame.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

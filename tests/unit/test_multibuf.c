@@ -15,9 +15,9 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <criterion/criterion.h>
-#include "endpoint.h"
+#include "ep/endpoint.h"
 #include "fake_ep.h"
-#include "xsk_setup.h"
+#include "xsk/setup.h"
 
 #define FRAME		2048
 #define NFRAMES		64

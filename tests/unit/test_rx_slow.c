@@ -15,9 +15,9 @@
 #include <sys/socket.h>
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
-#include "endpoint.h"
+#include "ep/endpoint.h"
 #include "fake_ep.h"
-#include "frame.h"
+#include "pkt/frame.h"
 
 #define FRAME		2048
 #define NFRAMES		8

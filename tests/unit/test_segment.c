@@ -16,9 +16,9 @@
 #include <arpa/inet.h>
 #include <sys/socket.h>
 #include <criterion/criterion.h>
-#include "endpoint.h"
+#include "ep/endpoint.h"
 #include "fake_ep.h"
-#include "segment.h"
+#include "ep/segment.h"
 
 #define FRAME		2048
 #define NFRAMES		64

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <criterion/criterion.h>
-#include "stream_buf.h"
+#include "stream/buf.h"
 
 static __u64 rng_state;
 

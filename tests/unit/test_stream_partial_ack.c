@@ -10,7 +10,7 @@
 #include <string.h>
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
-#include "stream_engine.h"
+#include "stream/engine.h"
 
 #define MAX_SEGS 256
 

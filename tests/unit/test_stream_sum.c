@@ -7,7 +7,7 @@
  * correct sum for every data segment.
  */
 #include "stream_sim.h"
-#include "stream_buf.h"
+#include "stream/buf.h"
 
 /* A queue of copied and referenced items with odd lengths that wraps its ring. */
 static void fill_queue(struct xvi_ssq *q, __u8 *ref, __u32 seq0)

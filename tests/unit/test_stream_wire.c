@@ -3,7 +3,7 @@
 #include <errno.h>
 #include <string.h>
 #include <criterion/criterion.h>
-#include "stream_wire.h"
+#include "stream/wire.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <criterion/criterion.h>
-#include "endpoint.h"
+#include "ep/endpoint.h"
 #include "fake_ep.h"
 
 #define FRAME		2048

@@ -3,7 +3,7 @@
  * TX checksum offload: the kernel ABI of the TX metadata, the checksum
  * request a frame carries (checked by doing what the device or the kernel's
  * skb_checksum_help does with it, with a reference sum that shares no code
- * with user/csum.c), the netdev genl reply parsers, and the run-time probes.
+ * with libxvi/pkt/csum.c), the netdev genl reply parsers, and the run-time probes.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -16,10 +16,10 @@
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 #include <criterion/criterion.h>
-#include "endpoint.h"
-#include "frame.h"
-#include "netdev.h"
-#include "xsk_setup.h"
+#include "ep/endpoint.h"
+#include "pkt/frame.h"
+#include "nl/netdev.h"
+#include "xsk/setup.h"
 
 /* ---- the kernel's ABI (include/uapi/linux/if_xdp.h, netdev.h) ----------- */
 

@@ -27,8 +27,8 @@
 #include <linux/if_link.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
-#include "ctl.h"
-#include "neigh.h"
+#include "ctl/ctl.h"
+#include "nl/neigh.h"
 #include "xvid.h"
 
 /* Host ends whose deletion failed: retried by xvid_veth_retry(). */

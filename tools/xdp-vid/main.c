@@ -36,12 +36,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "broker.h"
-#include "ctl.h"
-#include "neigh.h"
-#include "reserve.h"
-#include "rundir.h"
-#include "util.h"
+#include "broker/broker.h"
+#include "ctl/ctl.h"
+#include "nl/neigh.h"
+#include "ctl/reserve.h"
+#include "common/rundir.h"
+#include "common/util.h"
 #include "xvi.h"
 #include "xvid.h"
 #include "xvi_client.skel.h"

@@ -42,7 +42,7 @@
 #include <sys/stat.h>
 #include <linux/nsfs.h>
 #include <sys/syscall.h>
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "xvid.h"
 
 #ifndef SO_PEERGROUPS

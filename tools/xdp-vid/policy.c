@@ -37,7 +37,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include "ctl.h"
+#include "ctl/ctl.h"
 #include "xvid.h"
 
 #define DEF_MAX_PER_UID		16

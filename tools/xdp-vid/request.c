@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * xdp-vid: decoding and validating one client message (user/broker.h).
+ * xdp-vid: decoding and validating one client message (libxvi/broker/broker.h).
  *
  * No side effects and no daemon state: the bytes, the connection's stage
  * and the limits in, a request or a refusal out.  Whatever passes here is
@@ -13,7 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/socket.h>
-#include "broker.h"
+#include "broker/broker.h"
 #include "xvid.h"
 
 static bool zero_bytes(const void *p, size_t n)

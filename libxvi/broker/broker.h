@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The xdp-vid broker protocol, and libxvi's client side of it.  Internal to
+ * libxvi and xdp-vid (tools/xdp-vid); nothing here is exported.
+ *
+ * Transport: a Unix SOCK_SEQPACKET socket per (network namespace,
+ * interface), <rundir>/<ifname>@<netns inode>.sock, rundir /run/xdp-vi or
+ * $XVI_RUN_DIR.  The namespace inode keeps two namespaces that both have
+ * an "eth0" apart (the socket path is visible across namespaces).  The
+ * daemon authenticates the peer with SO_PEERCRED (and SO_PEERGROUPS).
+ *
+ * Every message is one fixed-size struct, magic + version + op + size
+ * first; anything of another size, truncated or oversized, is refused.
+ * One connection carries one endpoint and lives as long as it:
+ *
+ *   client                          xdp-vid
+ *   OPEN(tag, segment size)  --->   policy, claim slot, veth pair, programs,
+ *                                   AF_XDP socket bound (SO_BINDTODEVICE) to
+ *                            <---   the client end; reply + socket (SCM_RIGHTS)
+ *   register UMEM, rings, bind to the client end, queue 0
+ *   READY                    --->   socket into the client end's XSKMAP,
+ *                            <---   tag live (xvi_devs[slot] = host end)
+ *   RESOLVE(next hop)        --->   (any time) the daemon routes it and starts
+ *                                   resolution of its on-link next hop (rate
+ *                            <---   limited); reply with the MAC once known
+ *   close / exit / crash     --->   veth pair, programs, table entries gone
+ *                            <---   REVOKE(why), unasked, when the daemon
+ *                                   takes the endpoint away (its address
+ *                                   left the interface); then it closes
+ */
+#ifndef XVI_BROKER_H
+#define XVI_BROKER_H
+
+#include <stdbool.h>
+#include <net/if.h>
+#include <linux/types.h>
+#include <xdp/xsk.h>
+#include "xvi_wire.h"
+#include "common/rundir.h"
+#include "xsk/setup.h"
+
+#define XVI_BROKER_MAGIC	0x78766962u	/* "xvib" */
+#define XVI_BROKER_VERSION	1
+
+enum xvi_broker_op {
+	XVI_BROKER_OPEN = 1,
+	XVI_BROKER_READY = 2,
+	XVI_BROKER_RESOLVE = 3,
+	/*
+	 * From the daemon, unasked: the endpoint is revoked (error says why,
+	 * e.g. -EADDRNOTAVAIL: its address left the interface); the
+	 * connection closes after it.
+	 */
+	XVI_BROKER_REVOKE = 4,
+};
+
+struct xvi_broker_req {
+	__u32 magic;		/* XVI_BROKER_MAGIC */
+	__u16 version;		/* XVI_BROKER_VERSION */
+	__u16 op;		/* enum xvi_broker_op */
+	__u32 size;		/* sizeof(struct xvi_broker_req) */
+	__u32 frame_size;	/* OPEN: segment the client will register */
+	__u32 num_frames;
+	__u32 family;		/* RESOLVE: AF_INET or AF_INET6 */
+	__u8 addr[16];		/* RESOLVE: next hop */
+	struct xvi_tag tag;	/* OPEN: the endpoint (unused bytes zero) */
+	char ifname[IF_NAMESIZE]; /* OPEN: must be the daemon's interface */
+	__u8 reserved[32];	/* zero */
+};
+
+struct xvi_broker_resp {
+	__u32 magic;
+	__u16 version;
+	__u16 op;		/* the request's op */
+	__u32 size;		/* sizeof(struct xvi_broker_resp) */
+	__s32 error;		/* 0 or a negative errno */
+	__u32 slot;		/* OPEN: endpoint slot (in the rx metadata) */
+	__u32 dev_ifindex;	/* OPEN: client end of the veth pair */
+	char dev[IF_NAMESIZE];	/* OPEN: bind the socket here, queue 0 */
+	__u8 mac[6];		/* RESOLVE: the next hop's MAC */
+	__u8 pad[2];
+	char msg[256];		/* why, when error != 0 (names the rule) */
+};
+
+/* "<rundir>/<ifname>@<netns inode>.sock" of the calling process's namespace. */
+int xvi_broker__path(const char *ifname, char *buf, size_t len);
+/*
+ * Does an xdp-vid socket exist for @ifname in this network namespace?  (A
+ * daemon that died leaves it behind: the open then says so.)
+ */
+bool xvi_broker__listening(const char *ifname);
+
+/* Fill magic, version, op and size of a request. */
+void xvi_broker__req_init(struct xvi_broker_req *req, __u16 op);
+
+/*
+ * Client: connect to the broker of @ifname and ask for the endpoint @tag.
+ * On success *conn is the connection (keep it open for the endpoint's life),
+ * *xsk the AF_XDP socket, @resp the reply (slot, client end).
+ * Errors are logged with the daemon's reason.
+ */
+int xvi_broker__open(const char *ifname, const struct xvi_tag *tag,
+		     __u32 frame_size, __u32 num_frames, int *conn, int *xsk,
+		     struct xvi_broker_resp *resp);
+
+/* Client: the socket is bound; the daemon makes the tag live. */
+int xvi_broker__ready(int conn);
+
+/*
+ * Client: MAC of @nexthop on the broker's interface.  Unprivileged processes
+ * cannot start neighbour resolution (RTM_NEWNEIGH needs CAP_NET_ADMIN), so
+ * the daemon starts it; polls for up to @timeout_ms.  -EHOSTUNREACH if the
+ * neighbour does not answer.
+ */
+int xvi_broker__resolve(int conn, int family, const __u8 *nexthop, __u8 mac[6],
+			int timeout_ms);
+
+/*
+ * Client: has the daemon revoked the endpoint?  Never blocks.  0 if not
+ * (or not yet known), else the reason's negative errno, logged with the
+ * daemon's message.  For a send that failed because the device is gone.
+ */
+int xvi_broker__revoked(int conn);
+
+/*
+ * Client: the broker's socket is set up with xvi_xsk__setup_fd()
+ * (xsk/setup.h): libxdp 1.3.1 can only register a UMEM on a socket it
+ * creates itself, which an unprivileged process cannot.
+ */
+
+#endif /* XVI_BROKER_H */

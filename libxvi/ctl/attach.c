@@ -1,0 +1,531 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Control plane: attach and detach the datapath, and the interface
+ * configuration it reads (xvi_config).
+ *
+ * Attach and detach are serialised with every other change in the network
+ * namespace (xvi_ctl_lock_open); a failed attach leaves nothing behind: no
+ * program, no pins, no directory.
+ */
+#include <errno.h>
+#include <ifaddrs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <xdp/libxdp.h>
+
+#include "ctl/priv.h"
+#include "common/log.h"
+#include "nl/neigh.h"
+#include "common/opts.h"
+#include "xvi_demux.skel.h"
+
+static const char *mac_str(const __u8 m[6], char buf[18])
+{
+	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+		 m[5]);
+	return buf;
+}
+
+/*
+ * A frame from outside for a loopback address is martian, and a link-local
+ * destination is the host's only on its own link: neither is an address a
+ * wildcard endpoint on @ifname would get from a kernel socket.
+ */
+static bool local_key(const struct ifaddrs *a, const char *ifname, struct xvi_tag *key)
+{
+	const __u8 *ip;
+
+	memset(key, 0, sizeof(*key));
+	if (a->ifa_addr->sa_family == AF_INET) {
+		ip = (const __u8 *)&((const struct sockaddr_in *)a->ifa_addr)->sin_addr;
+		key->kind = XVI_TAG_UDP4;
+		memcpy(key->addr, ip, 4);
+		return ip[0] != 127;
+	}
+	ip = (const __u8 *)&((const struct sockaddr_in6 *)a->ifa_addr)->sin6_addr;
+	key->kind = XVI_TAG_UDP6;
+	memcpy(key->addr, ip, 16);
+	if (IN6_IS_ADDR_LOOPBACK((const struct in6_addr *)ip))
+		return false;
+	return !IN6_IS_ADDR_LINKLOCAL((const struct in6_addr *)ip) || !strcmp(a->ifa_name, ifname);
+}
+
+static bool key_in(const struct xvi_tag *k, const struct xvi_tag *set, int n)
+{
+	while (n--)
+		if (!memcmp(k, &set[n], sizeof(*k)))
+			return true;
+	return false;
+}
+
+int xvi_ctl_sync_local(const char *ifname, int fd)
+{
+	struct xvi_tag *want, key, next, stale[64];
+	struct ifaddrs *ifa, *a;
+	int n = 0, nstale, err = 0, i;
+	__u32 one = 1;
+	bool more;
+
+	want = calloc(XVI_MAX_LOCAL_ADDRS, sizeof(*want));
+	if (!want)
+		return -ENOMEM;
+	if (getifaddrs(&ifa)) {
+		err = -errno;
+		goto out;
+	}
+	for (a = ifa; a; a = a->ifa_next) {
+		if (!a->ifa_addr || (a->ifa_addr->sa_family != AF_INET &&
+				     a->ifa_addr->sa_family != AF_INET6))
+			continue;
+		if (!local_key(a, ifname, &key) || key_in(&key, want, n))
+			continue;
+		if (n == XVI_MAX_LOCAL_ADDRS) {
+			pr_warn("%s: more than %d addresses on this host: wildcard endpoints "
+				"get datagrams for the first %d only\n", ifname,
+				XVI_MAX_LOCAL_ADDRS, XVI_MAX_LOCAL_ADDRS);
+			break;
+		}
+		want[n++] = key;
+	}
+	freeifaddrs(ifa);
+	/* New ones first: an address that stays never disappears meanwhile. */
+	for (i = 0; i < n && !err; i++)
+		if (bpf_map_update_elem(fd, &want[i], &one, BPF_ANY))
+			err = -errno;
+	/* Then the stale ones, collected before deleting (a hash walk restarts
+	 * when its current key goes), a batch at a time. */
+	do {
+		nstale = 0;
+		more = false;
+		for (i = bpf_map_get_next_key(fd, NULL, &next); !i && !err;
+		     i = bpf_map_get_next_key(fd, &key, &next)) {
+			key = next;
+			if (key_in(&key, want, n))
+				continue;
+			if (nstale == (int)(sizeof(stale) / sizeof(stale[0]))) {
+				more = true;
+				break;
+			}
+			stale[nstale++] = key;
+		}
+		for (i = 0; i < nstale; i++)
+			bpf_map_delete_elem(fd, &stale[i]);
+	} while (more && !err);
+	if (err)
+		pr_warn("%s: cannot update the datapath's table of local addresses: %s\n",
+			ifname, strerror(-err));
+out:
+	free(want);
+	return err;
+}
+
+/*
+ * Tell the datapath the interface's MAC (xvi_config): it delivers unicast
+ * frames to that address only; and whether the device is a local link
+ * (veth), where a partial UDP checksum is a local kernel's offload, not an
+ * error.  Done at every attach, so attaching again after a MAC change
+ * brings it up to date.  @fd is the map's fd.
+ */
+static int write_config(const char *ifname, int fd)
+{
+	struct xvi_config cfg = {}, old = {};
+	struct xvi_iface ifc;
+	char a[18], b[18];
+	__u32 zero = 0;
+	int err;
+
+	err = xvi_iface__query(ifname, &ifc);
+	if (err)
+		return err;
+	memcpy(cfg.mac, ifc.mac, 6);
+	cfg.flags = XVI_CFG_MAC;
+	if (xvi_iface__local_link(&ifc))
+		cfg.flags |= XVI_CFG_LOCAL_LINK;
+	if (!bpf_map_lookup_elem(fd, &zero, &old) && !memcmp(&old, &cfg, sizeof(cfg)))
+		return 0;
+	if (bpf_map_update_elem(fd, &zero, &cfg, 0)) {
+		err = -errno;
+		pr_warn("%s: cannot write the interface MAC into xvi_config: %s\n", ifname,
+			strerror(-err));
+		return err;
+	}
+	if ((old.flags & XVI_CFG_MAC) && memcmp(old.mac, cfg.mac, 6))
+		pr_info("%s: interface MAC changed from %s to %s: datapath updated\n", ifname,
+			mac_str(old.mac, a), mac_str(cfg.mac, b));
+	return 0;
+}
+
+int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out)
+{
+	__u32 zero = 0;
+
+	if (!ctl || !out)
+		return xvi_err(-EINVAL);
+	if (bpf_map_lookup_elem(ctl->fds[MAP_CONFIG], &zero, out))
+		return xvi_err(-errno);
+	return 0;
+}
+
+int xvi_ctl__sync_local_addrs(struct xvi_ctl *ctl)
+{
+	int err;
+
+	if (!ctl)
+		return xvi_err(-EINVAL);
+	err = xvi_lock_ex(ctl->lock_fd);
+	if (err)
+		return xvi_err(err);
+	err = xvi_ctl_sync_local(ctl->ifname, ctl->fds[MAP_LOCAL_ADDRS]);
+	xvi_lock_un(ctl->lock_fd);
+	return err ? xvi_err(err) : 0;
+}
+
+/* libxdp finds its dispatcher state in LIBXDP_BPFFS: keep it next to our pins. */
+static void libxdp_use_bpffs(const char *bpffs)
+{
+	if (strcmp(bpffs, "/sys/fs/bpf") && !getenv("LIBXDP_BPFFS"))
+		setenv("LIBXDP_BPFFS", bpffs, 0);
+}
+
+static __u32 map_id(int fd)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+/*
+ * Pins of the datapath whose maps are @fds, in @dir: kept if they are
+ * these maps already, else made anew.  Not fatal: the maps are reachable
+ * through the program without them.
+ */
+static void sync_pins(const char *ifname, const char *bpffs, const char *dir,
+		      const int fds[MAP_NR])
+{
+	char path[PATH_MAX];
+	int fd;
+
+	if (xvi_ctl_pins_present(dir) == MAP_NR) {
+		xvi_ctl_map_path(path, sizeof(path), dir, MAP_EP_STATS);
+		fd = bpf_obj_get(path);
+		if (fd >= 0 && map_id(fd) == map_id(fds[MAP_EP_STATS])) {
+			close(fd);
+			return;
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	if (xvi_ctl_remove_pins(bpffs, dir))
+		pr_info("%s: removed stale pins under %s\n", ifname, dir);
+	if (!xvi_ctl_pin_maps(bpffs, dir, fds))
+		pr_debug("%s: maps pinned under %s\n", ifname, dir);
+	else
+		pr_warn("%s: the maps are not pinned; xdp-vi finds them through the "
+			"attached program\n", ifname);
+}
+
+static void attach_error(const char *ifname, int err, enum xdp_attach_mode xmode)
+{
+	if (err == -EPERM || err == -EACCES)
+		pr_warn("%s: not allowed to load XDP: needs CAP_BPF and CAP_NET_ADMIN, "
+			"run as root\n", ifname);
+	else if (err == -EOPNOTSUPP && xmode == XDP_MODE_NATIVE)
+		pr_warn("%s: the driver has no native XDP: use --mode generic\n", ifname);
+	else if (err == -EEXIST || err == -EBUSY)
+		pr_warn("%s: other XDP programs are attached in another mode; "
+			"attach in their mode or remove them (xdp-loader status %s)\n",
+			ifname, ifname);
+	else
+		pr_warn("%s: attaching the datapath failed: %s (-v shows the "
+			"libbpf/libxdp log)\n", ifname, strerror(-err));
+}
+
+/*
+ * Load and attach the datapath; then make every map part of the program,
+ * write the configuration and pin (when @bpffs).  Detaches again if any
+ * of that fails, so the interface is as it was.
+ */
+static int load_and_attach(const char *ifname, int ifindex, enum xdp_attach_mode xmode,
+			   const char *bpffs, const char *dir)
+{
+	DECLARE_LIBXDP_OPTS(xdp_program_opts, popts);
+	struct xvi_demux_bpf *skel;
+	struct xdp_program *prog = NULL;
+	struct bpf_map *map;
+	int fds[MAP_NR];
+	int i, err;
+
+	skel = xvi_demux_bpf__open();
+	if (!skel) {
+		err = -errno;
+		pr_warn("%s: cannot open the embedded datapath object: %s\n", ifname,
+			strerror(-err));
+		return err;
+	}
+	popts.obj = skel->obj;
+	popts.prog_name = XVI_PROG_NAME;
+	prog = xdp_program__create(&popts);
+	err = libxdp_get_error(prog);
+	if (err || !prog) {
+		err = err ?: -ENOENT;
+		prog = NULL;
+		pr_warn("datapath object has no XDP program %s: %s\n", XVI_PROG_NAME,
+			strerror(-err));
+		goto out;
+	}
+
+	err = xdp_program__attach(prog, ifindex, xmode, 0);
+	if (err) {
+		attach_error(ifname, err, xmode);
+		goto out;
+	}
+	for (i = 0; i < MAP_NR; i++) {
+		map = bpf_object__find_map_by_name(skel->obj, xvi_map_defs[i].name);
+		fds[i] = map ? bpf_map__fd(map) : -1;
+		if (fds[i] < 0) {
+			pr_warn("datapath object has no map %s: rebuild xdp-vi\n",
+				xvi_map_defs[i].name);
+			err = -ENOENT;
+			goto detach;
+		}
+	}
+	/* Without pins, the program is what keeps the maps, all of them. */
+	err = xvi_ctl_bind_maps(xdp_program__fd(prog), fds);
+	if (err) {
+		pr_warn("%s: cannot bind the maps to the datapath program: %s\n", ifname,
+			strerror(-err));
+		goto detach;
+	}
+	/*
+	 * Until the MAC is in, the datapath passes every frame, and no
+	 * endpoint can be published (claims find the maps only now).
+	 */
+	err = write_config(ifname, fds[MAP_CONFIG]);
+	if (!err)
+		err = xvi_ctl_sync_local(ifname, fds[MAP_LOCAL_ADDRS]);
+	if (err)
+		goto detach;
+	if (bpffs)
+		sync_pins(ifname, bpffs, dir, fds);
+	goto out;
+detach:
+	xdp_program__detach(prog, ifindex, xmode, 0);
+out:
+	xdp_program__close(prog);
+	xvi_demux_bpf__destroy(skel);
+	return err;
+}
+
+/* Attach again: refresh what the datapath knows (its MAC), and its pins. */
+static int refresh(const char *ifname, int ifindex, const char *bpffs, const char *dir)
+{
+	__u32 prog_id;
+	int fds[MAP_NR], err, i;
+
+	err = xvi_ctl_find_maps(ifname, ifindex, NULL, fds, &prog_id);
+	if (err)
+		return err;
+	err = write_config(ifname, fds[MAP_CONFIG]);
+	if (!err)
+		err = xvi_ctl_sync_local(ifname, fds[MAP_LOCAL_ADDRS]);
+	if (!err && bpffs)
+		sync_pins(ifname, bpffs, dir, fds);
+	for (i = 0; i < MAP_NR; i++)
+		close(fds[i]);
+	return err;
+}
+
+/*
+ * Where to pin: 0 and *bpffs set, or *bpffs NULL for "no pins" (no bpffs
+ * and none mountable; the default path only), or an error for a configured
+ * path that is not a bpffs.
+ */
+static int pin_place(const struct xvi_ctl_opts *opts, bool mount, const char **bpffs)
+{
+	bool configured = OPTS_GET(opts, bpffs, NULL) || secure_getenv("XVI_BPFFS");
+	int err = xvi_ctl_bpffs_for_pins(opts, mount, bpffs);
+
+	if (!err)
+		return 0;
+	*bpffs = NULL;
+	return configured ? err : 0;
+}
+
+/*
+ * The start of attach and detach: privileges, the pin directory into @dir,
+ * the namespace lock, where to pin (mounting the default bpffs only if
+ * @mount).  Returns the lock's fd, locked (closing it unlocks), or a
+ * negative errno.
+ */
+static int begin(const char *ifname, const struct xvi_ctl_opts *opts, char *dir, size_t len,
+		 bool mount, const char **bpffs)
+{
+	int err, fd;
+
+	err = xvi_ctl_check_caps(ifname);
+	if (!err)
+		err = xvi_ctl__pin_dir(ifname, opts, dir, len);
+	if (err)
+		return err;
+	fd = xvi_ctl_lock_open();
+	if (fd < 0)
+		return fd;
+	err = xvi_lock_ex(fd);
+	if (!err)
+		err = pin_place(opts, mount, bpffs);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	return fd;
+}
+
+int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
+		    const struct xvi_ctl_opts *opts, bool *already)
+{
+	enum xdp_attach_mode xmode;
+	char dir[PATH_MAX];
+	const char *bpffs;
+	struct xvi_xdp_state st;
+	int ifindex, lock_fd, err;
+
+	if (already)
+		*already = false;
+	if (!OPTS_VALID(opts, xvi_ctl_opts))
+		return xvi_err(-EINVAL);
+	if (xvi_ctl_check_ifname(ifname))
+		return xvi_err(-EINVAL);
+	switch (mode) {
+	case XVI_ATTACH_NATIVE: xmode = XDP_MODE_NATIVE; break;
+	case XVI_ATTACH_GENERIC: xmode = XDP_MODE_SKB; break;
+	default:
+		pr_warn("%s: unknown attach mode %d\n", ifname, mode);
+		return xvi_err(-EINVAL);
+	}
+	ifindex = if_nametoindex(ifname);
+	if (!ifindex) {
+		pr_warn("%s: no such interface\n", ifname);
+		return xvi_err(-ENODEV);
+	}
+	lock_fd = begin(ifname, opts, dir, sizeof(dir), true, &bpffs);
+	if (lock_fd < 0)
+		return xvi_err(lock_fd);
+	if (bpffs)
+		libxdp_use_bpffs(bpffs);
+
+	err = xvi_xdp_inspect(ifindex, &st, NULL, NULL);
+	if (err) {
+		pr_warn("%s: cannot read the attached XDP programs: %s\n", ifname,
+			strerror(-err));
+		goto out;
+	}
+	if (st.ours_id) {
+		if (st.mode != xmode) {
+			pr_warn("%s: xdp-vi is already attached in %s mode (prog id %u); "
+				"run 'xdp-vi detach %s' first\n", ifname,
+				xvi_xdp_mode_name(st.mode), st.ours_id, ifname);
+			err = -EEXIST;
+			goto out;
+		}
+		pr_info("%s: already attached (prog id %u, %s mode)\n", ifname, st.ours_id,
+			xvi_xdp_mode_name(st.mode));
+		if (already)
+			*already = true;
+		err = refresh(ifname, ifindex, bpffs, dir);
+		if (err)
+			pr_warn("%s: could not refresh the datapath's configuration: %s\n",
+				ifname, strerror(-err));
+		goto out;
+	}
+	if (st.foreign_id) {
+		pr_warn("%s: XDP program '%s' (id %u) is attached without libxdp; remove it "
+			"(ip link set dev %s xdp off) or load it through libxdp "
+			"(xdp-loader) so both can run\n", ifname, st.foreign_name,
+			st.foreign_id, ifname);
+		err = -EBUSY;
+		goto out;
+	}
+
+	err = load_and_attach(ifname, ifindex, xmode, bpffs, dir);
+	if (!err)
+		pr_info("%s: attached xdp-vi in %s mode%s%s\n", ifname, xvi_xdp_mode_name(xmode),
+			bpffs ? ", maps pinned under " : " (no bpffs: maps not pinned)",
+			bpffs ? dir : "");
+out:
+	xvi_lock_un(lock_fd);
+	close(lock_fd);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
+{
+	struct xdp_multiprog *mp = NULL;
+	struct xdp_program *ours = NULL;
+	char dir[PATH_MAX];
+	const char *bpffs;
+	struct xvi_xdp_state st = {};
+	int ifindex, lock_fd, err, npins = 0;
+	bool had_pins = false;
+
+	if (!OPTS_VALID(opts, xvi_ctl_opts))
+		return xvi_err(-EINVAL);
+	if (xvi_ctl_check_ifname(ifname))
+		return xvi_err(-EINVAL);
+	/* No mount here: an unmounted bpffs holds no pins of ours. */
+	lock_fd = begin(ifname, opts, dir, sizeof(dir), false, &bpffs);
+	if (lock_fd < 0)
+		return xvi_err(lock_fd);
+	if (bpffs) {
+		npins = xvi_ctl_pins_present(dir);
+		had_pins = npins || !access(dir, F_OK);
+	}
+	/* The interface may be gone (veth deleted) while its pins remain. */
+	ifindex = if_nametoindex(ifname);
+	if (ifindex) {
+		err = xvi_xdp_inspect(ifindex, &st, &mp, &ours);
+		if (err) {
+			pr_warn("%s: cannot read the attached XDP programs: %s\n", ifname,
+				strerror(-err));
+			goto out;
+		}
+	}
+	if (!ifindex && !had_pins) {
+		pr_warn("%s: no such interface\n", ifname);
+		err = -ENODEV;
+		goto out;
+	}
+	if (!st.ours_id && !had_pins) {
+		pr_warn("%s: xdp-vi is not attached\n", ifname);
+		err = -ENOENT;
+		goto out;
+	}
+	if (ours) {
+		/* Only our program: others behind the dispatcher stay. */
+		err = xdp_program__detach(ours, ifindex, st.mode, 0);
+		if (err) {
+			pr_warn("%s: detaching prog id %u failed: %s\n", ifname, st.ours_id,
+				strerror(-err));
+			goto out;
+		}
+	}
+	if (had_pins)
+		xvi_ctl_remove_pins(bpffs, dir);
+	if (ours)
+		pr_info("%s: detached xdp-vi (prog id %u)%s%s\n", ifname, st.ours_id,
+			had_pins ? " and removed " : "", had_pins ? dir : "");
+	else
+		pr_info("%s: no xdp-vi program was attached; removed the pins under %s\n",
+			ifname, dir);
+	err = 0;
+out:
+	xdp_multiprog__close(mp);
+	xvi_lock_un(lock_fd);
+	close(lock_fd);
+	return err ? xvi_err(err) : 0;
+}

@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Internals of the control plane, shared by its files:
+ *   ctl/common.c  names, capabilities, processes, flock helpers
+ *   ctl/locate.c  where the datapath is: its program on the interface, the
+ *                 maps (through the program, or pins in a bpffs), the pin
+ *                 directory, the lock files
+ *   ctl/attach.c  attach, detach, the interface configuration
+ *   ctl.c         a handle on one interface's maps: the endpoint table,
+ *                 garbage collection, counters
+ */
+#ifndef XVI_CTL_PRIV_H
+#define XVI_CTL_PRIV_H
+
+#include <limits.h>
+#include <net/if.h>
+#include <linux/types.h>
+#include <xdp/libxdp.h>
+#include "ctl/ctl.h"
+
+enum {
+	MAP_ENDPOINTS,
+	MAP_XSKS,
+	MAP_EP_STATS,
+	MAP_GLOBAL_STATS,
+	MAP_OWNERS,
+	MAP_DEVS,
+	MAP_CONFIG,
+	MAP_LOCAL_ADDRS,
+	MAP_NR,
+};
+
+/* The layout ctl expects of each of the datapath's maps; checked on open. */
+struct xvi_map_def {
+	const char *name;
+	__u32 type;
+	__u32 key_size;
+	__u32 value_size;
+	__u32 max_entries;
+};
+extern const struct xvi_map_def xvi_map_defs[MAP_NR];
+
+struct xvi_ctl {
+	int fds[MAP_NR];
+	int lock_fd;		/* the namespace lock (xvi_ctl_lock_open), flock()ed around changes */
+	int ncpus;
+	int ifindex;
+	__u32 prog_id;		/* the program the maps were found through, 0 = pins */
+	char ifname[IF_NAMESIZE];
+};
+
+/* ---- ctl/common.c ---- */
+
+/* -EINVAL (and a message) unless @ifname can be an interface name. */
+int xvi_ctl_check_ifname(const char *ifname);
+/* CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN), or -EPERM with a message. */
+int xvi_ctl_check_caps(const char *ifname);
+/* Blocking exclusive flock that survives signals; and its release. */
+int xvi_lock_ex(int fd);
+void xvi_lock_un(int fd);
+
+/* ---- ctl/locate.c ---- */
+
+/* Inode of the caller's network namespace: pins and locks are per namespace. */
+int xvi_netns_ino(__u64 *ino);
+
+/* What is attached to an interface. */
+struct xvi_xdp_state {
+	__u32 ours_id;		/* 0: xvi_demux not attached */
+	enum xdp_attach_mode mode;
+	bool multiprog;
+	__u32 foreign_id;	/* non-libxdp program in the way, or 0 */
+	char foreign_name[16];
+};
+
+/*
+ * Inspect @ifindex.  If @ours is not NULL and xvi_demux is attached, *ours
+ * gets the program, owned by *mpp, which the caller closes.
+ */
+int xvi_xdp_inspect(int ifindex, struct xvi_xdp_state *st, struct xdp_multiprog **mpp,
+		    struct xdp_program **ours);
+const char *xvi_xdp_mode_name(enum xdp_attach_mode mode);
+
+/*
+ * The datapath's maps of @ifindex into @fds (every entry opened, or none):
+ * through the program attached to the interface (its map ids), which is
+ * the truth whether or not a bpffs holds pins; else, when the caller may
+ * not open objects by id (no CAP_SYS_ADMIN), from the pins of @ifname.
+ * Sets *prog_id (0 when found through pins).  -ENOENT (with a message) if
+ * the datapath is not attached.
+ */
+int xvi_ctl_find_maps(const char *ifname, int ifindex, const struct xvi_ctl_opts *opts,
+		      int fds[MAP_NR], __u32 *prog_id);
+
+/*
+ * Make every map of @map_fds part of the program @prog_fd (BPF_PROG_BIND_MAP),
+ * so that the program keeps them alive and lists them among its map ids,
+ * including the maps the program never reads (xvi_owners).
+ */
+int xvi_ctl_bind_maps(int prog_fd, const int map_fds[MAP_NR]);
+
+/*
+ * The bpffs to pin in: the configured one (opts, $XVI_BPFFS) must be a
+ * bpffs; the default /sys/fs/bpf is mounted when missing and the process
+ * may mount, as bpftool does.  0 and *bpffs set, -ENOENT when there is no
+ * bpffs to pin in (a message for a configured one, which is an error;
+ * a debug note for the default, which is not: the maps are then found
+ * through the program alone).
+ */
+int xvi_ctl_bpffs_for_pins(const struct xvi_ctl_opts *opts, bool mount_default,
+			   const char **bpffs);
+
+/*
+ * Bring the datapath's table of the host's addresses (xvi_local_addrs, map
+ * @fd) up to date: every address of every interface, but loopback ones and
+ * link-local ones of interfaces other than @ifname.  0 or a negative errno.
+ */
+int xvi_ctl_sync_local(const char *ifname, int fd);
+
+/* Number of the datapath's maps pinned in @dir, and their removal. */
+int xvi_ctl_pins_present(const char *dir);
+bool xvi_ctl_remove_pins(const char *bpffs, const char *dir);
+/* Pin @fds in @dir (creating it, mode 0700).  Undoes itself on failure. */
+int xvi_ctl_pin_maps(const char *bpffs, const char *dir, const int fds[MAP_NR]);
+/* "<dir>/<map name>" for map @i. */
+void xvi_ctl_map_path(char *buf, size_t len, const char *dir, int i);
+
+/*
+ * The control plane's lock: an fd of the caller's network namespace
+ * (/proc/self/ns/net) to flock().  It serialises attach, detach and every
+ * change to the endpoint tables of the namespace's interfaces.  Returns an
+ * open, unlocked fd or a negative errno with a message.
+ */
+int xvi_ctl_lock_open(void);
+
+#endif /* XVI_CTL_PRIV_H */

@@ -1,0 +1,181 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Device AF_XDP features from the netdev generic-netlink family (libmnl):
+ * resolve the family id with the genl controller, then NETDEV_CMD_DEV_GET.
+ *
+ * Slow path: each call opens its own NETLINK_GENERIC socket, so a caller in
+ * another network namespace (setns) asks about that namespace's devices.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <time.h>
+#include <libmnl/libmnl.h>
+#include <linux/genetlink.h>
+
+#include "common/log.h"
+#include "nl/netdev.h"
+
+int xvi_genl__parse_family_id(const struct nlmsghdr *nlh, __u16 *id)
+{
+	const struct nlattr *attr;
+
+	if (nlh->nlmsg_type != GENL_ID_CTRL ||
+	    nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
+		return -EPROTO;
+	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_get_type(attr) != CTRL_ATTR_FAMILY_ID)
+			continue;
+		if (mnl_attr_validate(attr, MNL_TYPE_U16) < 0)
+			return -EPROTO;
+		*id = mnl_attr_get_u16(attr);
+		return *id ? 0 : -EPROTO;
+	}
+	return -ENOENT;
+}
+
+int xvi_netdev__parse_dev(const struct nlmsghdr *nlh, int ifindex, int want, __u64 *features)
+{
+	const struct nlattr *attr;
+	bool have_if = false, have_feat = false;
+	__u64 feat = 0;
+
+	if (nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
+		return -EPROTO;
+	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr)) {
+		switch (mnl_attr_get_type(attr)) {
+		case XVI_NETDEV_A_DEV_IFINDEX:
+			if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0 ||
+			    mnl_attr_get_u32(attr) != (__u32)ifindex)
+				return -EPROTO;
+			have_if = true;
+			break;
+		default:
+			if (mnl_attr_get_type(attr) != want)
+				break;
+			if (mnl_attr_validate(attr, MNL_TYPE_U64) < 0)
+				return -EPROTO;
+			feat = mnl_attr_get_u64(attr);
+			have_feat = true;
+			break;
+		}
+	}
+	if (!have_if)
+		return -EPROTO;
+	if (!have_feat)
+		return -EOPNOTSUPP;
+	*features = feat;
+	return 0;
+}
+
+struct reply {
+	__u16 type;		/* expected nlmsg_type */
+	int ifindex;
+	int attr;		/* the DEV_GET attribute wanted */
+	int err;		/* of the parser; 1 = no reply seen */
+	__u16 family;
+	__u64 features;
+};
+
+static int reply_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct reply *r = data;
+
+	if (nlh->nlmsg_type != r->type)
+		return MNL_CB_OK;
+	if (r->type == GENL_ID_CTRL)
+		r->err = xvi_genl__parse_family_id(nlh, &r->family);
+	else
+		r->err = xvi_netdev__parse_dev(nlh, r->ifindex, r->attr, &r->features);
+	return MNL_CB_STOP;
+}
+
+/* One generic-netlink request, its one reply parsed into @r. */
+static int genl_do(struct mnl_socket *nl, struct nlmsghdr *nlh, struct reply *r)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	unsigned int portid = mnl_socket_get_portid(nl);
+	int ret;
+
+	nlh->nlmsg_seq = (unsigned int)time(NULL) ^ r->type;
+	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
+		return -errno;
+	r->err = 1;
+	ret = mnl_socket_recvfrom(nl, buf, sizeof(buf));
+	if (ret < 0)
+		return -errno;
+	ret = mnl_cb_run(buf, ret, nlh->nlmsg_seq, portid, reply_cb, r);
+	if (ret < 0)
+		return errno ? -errno : -EIO;	/* NLMSG_ERROR: the kernel's errno */
+	return r->err == 1 ? -EPROTO : r->err;
+}
+
+/*
+ * The whole buffer is zeroed first: libmnl 1.0.4 does not clear attribute
+ * padding (the byte after "netdev\0"), and an uninitialised byte would go
+ * to the kernel with the request.
+ */
+static struct nlmsghdr *genl_put(char *buf, size_t len, __u16 type, __u8 cmd,
+				 __u8 version)
+{
+	struct nlmsghdr *nlh;
+	struct genlmsghdr *g;
+
+	memset(buf, 0, len);
+	nlh = mnl_nlmsg_put_header(buf);
+
+	nlh->nlmsg_type = type;
+	nlh->nlmsg_flags = NLM_F_REQUEST;
+	g = mnl_nlmsg_put_extra_header(nlh, sizeof(*g));
+	g->cmd = cmd;
+	g->version = version;
+	return nlh;
+}
+
+/* One u64 attribute of NETDEV_CMD_DEV_GET for @ifindex. */
+static int dev_get(int ifindex, int attr, __u64 *features)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct reply r = { .type = GENL_ID_CTRL, .ifindex = ifindex, .attr = attr };
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	int err;
+
+	if (ifindex <= 0 || !features)
+		return -EINVAL;
+	nl = mnl_socket_open2(NETLINK_GENERIC, SOCK_CLOEXEC);
+	if (!nl)
+		return -errno;
+	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
+		err = -errno;
+		goto out;
+	}
+	nlh = genl_put(buf, sizeof(buf), GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
+	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, XVI_NETDEV_FAMILY_NAME);
+	err = genl_do(nl, nlh, &r);
+	if (err) {
+		/* no such family: a kernel before 6.3 */
+		err = err == -ENOENT ? -EOPNOTSUPP : err;
+		goto out;
+	}
+	r.type = r.family;
+	nlh = genl_put(buf, sizeof(buf), r.family, XVI_NETDEV_CMD_DEV_GET,
+		       XVI_NETDEV_FAMILY_VERSION);
+	mnl_attr_put_u32(nlh, XVI_NETDEV_A_DEV_IFINDEX, (__u32)ifindex);
+	err = genl_do(nl, nlh, &r);
+	if (!err)
+		*features = r.features;
+out:
+	mnl_socket_close(nl);
+	return err;
+}
+
+int xvi_netdev__xsk_features(int ifindex, __u64 *features)
+{
+	return dev_get(ifindex, XVI_NETDEV_A_DEV_XSK_FEATURES, features);
+}
+
+int xvi_netdev__xdp_features(int ifindex, __u64 *features)
+{
+	return dev_get(ifindex, XVI_NETDEV_A_DEV_XDP_FEATURES, features);
+}

@@ -1,0 +1,782 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Public stream API: the real link (an xvi endpoint, a timerfd, an epoll
+ * set the application can wait on) under the protocol engine, and the
+ * blocking variants of the engine's non-blocking operations.
+ *
+ * Progress without a thread: every call pumps the endpoint once (receive
+ * batch -> engine -> timers -> one doorbell).  A connection closed by the
+ * application keeps its timers in the timerfd, so the application's poll
+ * on xvi_stream_ctx__fd() wakes it to finish FIN/FINACK, and
+ * xvi_stream_ctx__free() gives the remaining ones a bounded last chance.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include "stream/engine.h"
+#include "ep/endpoint.h"
+#include "pkt/gather.h"
+#include "common/opts.h"
+#include "common/log.h"
+#include "common/util.h"
+
+#define RX_BATCH	64
+#define TXQ		64
+#define SPIN_US		30
+#define INTERNAL_COOKIE	(~0ULL)	/* blocking send by reference */
+
+struct xvi_sapi {
+	struct xvi_endpoint *ep;
+	int epfd;
+	int tfd;
+	__u64 tfd_at;			/* when the timerfd fires, 0: disarmed */
+	struct xvi_txbuf spare[TXQ];	/* allocated, not handed out */
+	int nspare;
+	struct xvi_txbuf cur;		/* handed to the engine */
+	bool have_cur;
+	struct xvi_txbuf q[TXQ];	/* filled, waiting for the doorbell */
+	__u64 sums[TXQ];		/* their payload sums, or XVI_TX_NO_SUM */
+	union xvi_sockaddr dst[TXQ];
+	int nq;
+	struct xvi_msg msgs[RX_BATCH];
+	/*
+	 * Multi-buffer endpoints deliver a datagram larger than a frame as
+	 * pieces (XVI_MSG_MORE); the engine takes a datagram in one piece, so
+	 * they are gathered here (buf: max_payload bytes, or NULL).
+	 */
+	struct xvi_gather gather;
+};
+
+/* ---- the endpoint link ------------------------------------------------ */
+
+static void ep_flush(void *priv)
+{
+	struct xvi_sapi *a = priv;
+	int off = 0, tries = 0;
+
+	while (off < a->nq) {
+		int r = xvi_tx__send(a->ep, a->q + off, a->sums + off, a->nq - off);
+
+		if (r > 0) {
+			off += r;
+			continue;
+		}
+		if (r == -EAGAIN && tries++ < 4) {
+			xvi_endpoint__flush(a->ep);
+			continue;
+		}
+		if (r == -EAGAIN)
+			break;	/* keep the rest for the next flush */
+		/*
+		 * A datagram the endpoint refuses (no route, no neighbour):
+		 * drop it like the network would; retransmission or the
+		 * user timeout deals with it.
+		 */
+		pr_debug("stream: send failed: %s\n", strerror(-r));
+		xvi_endpoint__tx_free(a->ep, a->q + off, 1);
+		off++;
+	}
+	if (off) {
+		memmove(a->q, a->q + off, (a->nq - off) * sizeof(a->q[0]));
+		memmove(a->dst, a->dst + off, (a->nq - off) * sizeof(a->dst[0]));
+		memmove(a->sums, a->sums + off, (a->nq - off) * sizeof(a->sums[0]));
+		a->nq -= off;
+		for (int i = 0; i < a->nq; i++)
+			a->q[i].dst = &a->dst[i];
+	}
+}
+
+static void *ep_tx_get(void *priv, __u32 *cap)
+{
+	struct xvi_sapi *a = priv;
+
+	if (a->nq == TXQ)
+		ep_flush(a);
+	if (a->nq == TXQ)
+		return NULL;
+	if (!a->nspare) {
+		int n = xvi_endpoint__tx_alloc(a->ep, a->spare, TXQ / 2);
+
+		if (n <= 0 && a->nq) {
+			ep_flush(a);
+			n = xvi_endpoint__tx_alloc(a->ep, a->spare, TXQ / 2);
+		}
+		if (n <= 0)
+			return NULL;
+		a->nspare = n;
+	}
+	a->cur = a->spare[--a->nspare];
+	a->have_cur = true;
+	*cap = a->cur.cap;
+	return a->cur.data;
+}
+
+static void ep_tx_put_sum(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer,
+			  __u64 sum)
+{
+	struct xvi_sapi *a = priv;
+	struct xvi_txbuf *b = &a->q[a->nq];
+
+	/* The engine puts the buffer it just got before asking for another. */
+	if (!a->have_cur || buf != a->cur.data)
+		return;
+	a->have_cur = false;
+	*b = a->cur;
+	b->len = len;
+	a->dst[a->nq] = *peer;
+	b->dst = &a->dst[a->nq];
+	a->sums[a->nq] = sum;
+	a->nq++;
+}
+
+static void ep_tx_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer)
+{
+	ep_tx_put_sum(priv, buf, len, peer, XVI_TX_NO_SUM);
+}
+
+static __u64 ep_now(void *priv)
+{
+	return xvi_now_us();
+}
+
+static void ep_timer_arm(void *priv, __u64 at)
+{
+	struct xvi_sapi *a = priv;
+	struct itimerspec its = { 0 };
+
+	/*
+	 * Re-arm only when the new deadline is earlier: a later one makes at
+	 * worst a spurious wakeup, and this keeps a bulk transfer (whose
+	 * retransmission deadline moves with every ACK) free of syscalls.
+	 */
+	if (!at || (a->tfd_at && a->tfd_at <= at))
+		return;
+	its.it_value.tv_sec = at / 1000000;
+	its.it_value.tv_nsec = (at % 1000000) * 1000;
+	if (!timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL))
+		a->tfd_at = at;
+}
+
+/* One piece of a multi-buffer datagram: append, hand over when complete. */
+static void gather_piece(struct xvi_stream_ctx *ctx, const struct xvi_msg *m)
+{
+	struct xvi_gather *g = &ctx->api->gather;
+	int r = xvi_gather__add(g, m);
+
+	if (r > 0)
+		xvi_sctx__input(ctx, &g->dgram.peer, g->dgram.data, g->dgram.len,
+				g->dgram.flags & XVI_MSG_CSUM_TRUSTED);
+	else if (r < 0)		/* longer than the endpoint's max_payload */
+		ctx->stats.rx_malformed++;
+}
+
+/* Receive one batch into the engine, then run it.  Returns pieces taken. */
+static int pump(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_sapi *a = ctx->api;
+	int n, i;
+
+	n = xvi_endpoint__recv_batch(a->ep, a->msgs, RX_BATCH);
+	if (n < 0)
+		return n;
+	for (i = 0; i < n; i++) {
+		const struct xvi_msg *m = &a->msgs[i];
+
+		if (likely(!(m->flags & XVI_MSG_MORE) && !a->gather.active))
+			xvi_sctx__input(ctx, &m->peer, m->data, m->len,
+					m->flags & XVI_MSG_CSUM_TRUSTED);
+		else
+			gather_piece(ctx, m);
+	}
+	if (n)
+		xvi_endpoint__release(a->ep, a->msgs, n);
+	if (a->tfd_at && a->tfd_at <= xvi_now_us()) {
+		__u64 exp;
+
+		/* Drain it, or the fd stays readable. */
+		if (read(a->tfd, &exp, sizeof(exp)) < 0 && errno != EAGAIN)
+			pr_debug("stream: timerfd read: %s\n", strerror(errno));
+		a->tfd_at = 0;
+		ctx->armed = 0;
+	}
+	xvi_sctx__run(ctx);
+	return n;
+}
+
+/* ---- context ------------------------------------------------------------ */
+
+struct xvi_stream_ctx *xvi_stream_ctx__new(struct xvi_endpoint *ep,
+					   const struct xvi_stream_ctx_opts *opts)
+{
+	struct xvi_endpoint_info info = { .sz = sizeof(info) };
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct xvi_stream_ctx *ctx;
+	struct xvi_slink link = { 0 };
+	struct xvi_sapi *a;
+	int err;
+
+	if (!ep) {
+		errno = EINVAL;
+		return NULL;
+	}
+	err = xvi_endpoint__info(ep, &info);
+	if (err)
+		return NULL;
+	a = calloc(1, sizeof(*a));
+	if (!a) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	a->ep = ep;
+	if (info.flags & XVI_INFO_MULTI_BUFFER) {
+		a->gather.cap = info.max_payload;
+		a->gather.buf = malloc(a->gather.cap);
+		if (!a->gather.buf) {
+			free(a);
+			errno = ENOMEM;
+			return NULL;
+		}
+	}
+	a->epfd = epoll_create1(EPOLL_CLOEXEC);
+	a->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (a->epfd < 0 || a->tfd < 0 ||
+	    epoll_ctl(a->epfd, EPOLL_CTL_ADD, a->tfd, &ev) ||
+	    epoll_ctl(a->epfd, EPOLL_CTL_ADD, xvi_endpoint__fd(ep), &ev)) {
+		err = -errno;
+		pr_warn("stream: cannot set up the context's epoll/timerfd: %s\n",
+			strerror(errno));
+		goto fail;
+	}
+	link.tx_get = ep_tx_get;
+	link.tx_put = ep_tx_put;
+	/* Software UDP checksums: the engine sums while it copies. */
+	if (info.local.sa.sa_family != AF_PACKET && !(info.flags & XVI_INFO_TX_CSUM_OFFLOAD))
+		link.tx_put_sum = ep_tx_put_sum;
+	link.tx_flush = ep_flush;
+	link.now_us = ep_now;
+	link.timer_arm = ep_timer_arm;
+	link.priv = a;
+	link.mtu = info.max_payload;
+	/* UDP datagrams carry a checksum the datapath verifies; raw do not. */
+	link.checksummed = info.local.sa.sa_family != AF_PACKET;
+	ctx = xvi_sctx__new(&link, opts);
+	if (!ctx) {
+		err = -errno;
+		goto fail;
+	}
+	ctx->api = a;
+	return ctx;
+fail:
+	if (a->epfd >= 0)
+		close(a->epfd);
+	if (a->tfd >= 0)
+		close(a->tfd);
+	free(a->gather.buf);
+	free(a);
+	errno = -err;
+	return NULL;
+}
+
+int xvi_stream_ctx__fd(const struct xvi_stream_ctx *ctx)
+{
+	if (!ctx || !ctx->api)
+		return xvi_err(-EINVAL);
+	return ctx->api->epfd;
+}
+
+int xvi_stream_ctx__process(struct xvi_stream_ctx *ctx)
+{
+	int n, total = 0;
+
+	if (!ctx || !ctx->api)
+		return xvi_err(-EINVAL);
+	/* Bounded: a flood must not keep the application in here forever. */
+	for (int i = 0; i < 16; i++) {
+		n = pump(ctx);
+		if (n < 0)
+			return xvi_err(n);
+		total += n;
+		if (n < RX_BATCH)
+			break;
+	}
+	return total;
+}
+
+int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms)
+{
+	struct epoll_event ev;
+	__u64 start = xvi_now_us(), next;
+	int n, ms;
+
+	n = xvi_stream_ctx__process(ctx);
+	if (n)
+		return n;
+	/* A short spin catches an answer already on its way (ping-pong). */
+	while (xvi_now_us() - start < SPIN_US && (timeout_ms < 0 || timeout_ms > 0)) {
+		n = xvi_stream_ctx__process(ctx);
+		if (n)
+			return n;
+	}
+	ms = timeout_ms;
+	next = xvi_sctx__next(ctx);
+	if (next) {
+		__u64 now = xvi_now_us();
+		int dms = next > now ? (int)((next - now + 999) / 1000) : 0;
+
+		if (ms < 0 || dms < ms)
+			ms = dms;
+	}
+	if (ms) {
+		/* Going to sleep: no reply will carry a held ACK soon. */
+		xvi_sctx__release_acks(ctx);
+		n = epoll_wait(ctx->api->epfd, &ev, 1, ms);
+		if (n < 0 && errno != EINTR)
+			return xvi_err(-errno);
+	}
+	n = xvi_stream_ctx__process(ctx);
+	if (n)
+		return n;
+	/* A timer that fell due was processed too: that is progress. */
+	return next && next <= xvi_now_us() ? 1 : xvi_err(-ETIMEDOUT);
+}
+
+void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_stream *s, *next;
+	__u64 until;
+
+	if (!ctx)
+		return;
+	if (ctx->api) {
+		/* Streams the application still holds: abort. */
+		for (s = ctx->all; s; s = next) {
+			next = s->next;
+			if (!s->orphan && !s->listener && s->state != XVI_SS_CLOSED)
+				xvi_ss__abort(s);
+			if (next && next->prev != s)
+				next = ctx->all;	/* list changed under us */
+		}
+		/* Orphans: a last bounded chance to finish FIN/FINACK. */
+		until = xvi_now_us() + ctx->linger_us;
+		while (xvi_sctx__orphans(ctx) && xvi_now_us() < until)
+			xvi_stream_ctx__wait(ctx, 10);
+		xvi_stream_ctx__process(ctx);
+		ep_flush(ctx->api);
+		close(ctx->api->epfd);
+		close(ctx->api->tfd);
+		if (ctx->api->nspare)
+			xvi_endpoint__tx_free(ctx->api->ep, ctx->api->spare, ctx->api->nspare);
+		if (ctx->api->nq)
+			xvi_endpoint__tx_free(ctx->api->ep, ctx->api->q, ctx->api->nq);
+		free(ctx->api->gather.buf);
+		free(ctx->api);
+	}
+	xvi_sctx__free(ctx);
+}
+
+int xvi_stream_ctx__register_mem(struct xvi_stream_ctx *ctx, void *addr, size_t len)
+{
+	if (!ctx || !addr || !len)
+		return xvi_err(-EINVAL);
+	for (int i = 0; i < XVI_SCTX_MAX_REGIONS; i++) {
+		struct xvi_sregion *r = &ctx->regions[i];
+
+		if (!r->used) {
+			*r = (struct xvi_sregion){ .addr = addr, .len = len, .used = true };
+			return i;
+		}
+	}
+	pr_warn("stream: all %d memory regions in use: deregister one first\n",
+		XVI_SCTX_MAX_REGIONS);
+	return xvi_err(-ENOSPC);
+}
+
+int xvi_stream_ctx__deregister_mem(struct xvi_stream_ctx *ctx, int region)
+{
+	struct xvi_sregion *r;
+
+	if (!ctx || region < 0 || region >= XVI_SCTX_MAX_REGIONS || !ctx->regions[region].used)
+		return xvi_err(-EINVAL);
+	r = &ctx->regions[region];
+	if (r->refs) {
+		pr_warn("region %d still has sends or MemNet jobs in flight: complete them first\n",
+			region);
+		return xvi_err(-EBUSY);
+	}
+	r->used = false;
+	return 0;
+}
+
+int xvi_stream_ctx__stats(const struct xvi_stream_ctx *ctx, struct xvi_stream_ctx_stats *st)
+{
+	struct xvi_stream_ctx_stats out;
+
+	if (!ctx || !OUT_VALID(st))
+		return xvi_err(-EINVAL);
+	out = ctx->stats;
+	out.conns = ctx->nconns;
+	OUT_COPY(st, out);
+	return 0;
+}
+
+/* ---- streams ------------------------------------------------------------- */
+
+static const char *const state_names[] = {
+	[XVI_SS_CLOSED] = "CLOSED",		[XVI_SS_LISTEN] = "LISTEN",
+	[XVI_SS_SYN_SENT] = "SYN_SENT",		[XVI_SS_SYN_RCVD] = "SYN_RCVD",
+	[XVI_SS_ESTABLISHED] = "ESTABLISHED",	[XVI_SS_FIN_WAIT_1] = "FIN_WAIT_1",
+	[XVI_SS_FIN_WAIT_2] = "FIN_WAIT_2",	[XVI_SS_CLOSING] = "CLOSING",
+	[XVI_SS_TIME_WAIT] = "TIME_WAIT",	[XVI_SS_CLOSE_WAIT] = "CLOSE_WAIT",
+	[XVI_SS_LAST_ACK] = "LAST_ACK",
+};
+
+const char *xvi_stream_state__str(enum xvi_stream_state st)
+{
+	if ((unsigned int)st < sizeof(state_names) / sizeof(state_names[0]))
+		return state_names[st];
+	return "?";
+}
+
+/* Progress on every call: one pump when there is a real link. */
+static void progress(struct xvi_stream_ctx *ctx)
+{
+	if (ctx->api)
+		pump(ctx);
+	else
+		xvi_sctx__run(ctx);
+}
+
+static bool blocking(const struct xvi_stream *s)
+{
+	return !(s->flags & XVI_STREAM_NONBLOCK) && s->ctx->api;
+}
+
+struct xvi_stream *xvi_stream__socket(struct xvi_stream_ctx *ctx,
+				      const struct xvi_stream_opts *opts)
+{
+	__u32 flags;
+
+	if (!ctx || !OPTS_VALID(opts, xvi_stream_opts)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	flags = OPTS_GET(opts, flags, 0);
+	if (flags & ~(XVI_STREAM_NONBLOCK | XVI_STREAM_NODELAY)) {
+		pr_warn("stream: unknown flags 0x%x\n", flags);
+		errno = EINVAL;
+		return NULL;
+	}
+	return xvi_ss__socket(ctx, flags);
+}
+
+int xvi_stream__bind(struct xvi_stream *s, __u16 service)
+{
+	if (!s || s->state != XVI_SS_CLOSED || s->rcid)
+		return xvi_err(-EINVAL);
+	s->svc = service;
+	s->bound = true;
+	return 0;
+}
+
+int xvi_stream__listen(struct xvi_stream *s, int backlog)
+{
+	int err;
+
+	if (!s)
+		return xvi_err(-EINVAL);
+	err = xvi_ss__listen(s, backlog);
+	return err ? xvi_err(err) : 0;
+}
+
+struct xvi_stream *xvi_stream__accept(struct xvi_stream *s, union xvi_sockaddr *peer)
+{
+	struct xvi_stream *c;
+
+	if (!s) {
+		errno = EINVAL;
+		return NULL;
+	}
+	for (;;) {
+		progress(s->ctx);
+		c = xvi_ss__accept(s, peer);
+		if (c || errno != EAGAIN || !blocking(s))
+			return c;
+		xvi_stream_ctx__wait(s->ctx, -1);
+	}
+}
+
+int xvi_stream__connect(struct xvi_stream *s, const union xvi_sockaddr *peer, __u16 service)
+{
+	int err;
+
+	if (!s || !peer)
+		return xvi_err(-EINVAL);
+	err = xvi_ss__connect(s, peer, service);
+	if (err != -EINPROGRESS || !blocking(s))
+		return xvi_err(err);
+	while (s->state == XVI_SS_SYN_SENT)
+		xvi_stream_ctx__wait(s->ctx, -1);
+	if (s->state >= XVI_SS_ESTABLISHED)
+		return 0;
+	return xvi_err(s->err ? -s->err : -ECONNREFUSED);
+}
+
+static ssize_t send_by_ref(struct xvi_stream *s, int region, const void *buf, size_t len)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	ssize_t r;
+	__u32 end;
+
+	r = xvi_ss__send_ref(s, region, (const __u8 *)buf - ctx->regions[region].addr,
+			     len, INTERNAL_COOKIE);
+	while (r == -EAGAIN) {
+		xvi_stream_ctx__wait(ctx, -1);
+		r = xvi_ss__send_ref(s, region, (const __u8 *)buf - ctx->regions[region].addr,
+				     len, INTERNAL_COOKIE);
+	}
+	if (r < 0)
+		return r;
+	/* The caller may reuse the buffer on return: wait for the ACK. */
+	end = s->sq.end;
+	while (seq_lt(s->snd_una, end) && !s->err && s->state != XVI_SS_CLOSED)
+		xvi_stream_ctx__wait(ctx, -1);
+	return s->err && seq_lt(s->snd_una, end) ? -s->err : (ssize_t)len;
+}
+
+ssize_t xvi_stream__send(struct xvi_stream *s, const void *buf, size_t len, int flags)
+{
+	size_t done = 0;
+	ssize_t r;
+	int region;
+
+	if (!s || (!buf && len) || flags)
+		return xvi_err(-EINVAL);
+	progress(s->ctx);
+	if (blocking(s) && len >= s->ctx->copy_thr &&
+	    (region = xvi_sctx__region_of(s->ctx, buf, len)) >= 0) {
+		r = send_by_ref(s, region, buf, len);
+		return r < 0 ? xvi_err((int)r) : r;
+	}
+	for (;;) {
+		r = xvi_ss__send(s, (const __u8 *)buf + done, len - done);
+		if (r > 0)
+			done += r;
+		if (done == len || (r < 0 && r != -EAGAIN) || !blocking(s))
+			break;
+		if (r == -EAGAIN || r == 0)
+			xvi_stream_ctx__wait(s->ctx, -1);
+	}
+	if (done)
+		return done;
+	return r < 0 ? xvi_err((int)r) : 0;
+}
+
+ssize_t xvi_stream__send_ref(struct xvi_stream *s, int region, size_t off, size_t len,
+			     __u64 cookie)
+{
+	ssize_t r;
+
+	if (!s || cookie == INTERNAL_COOKIE)
+		return xvi_err(-EINVAL);
+	progress(s->ctx);
+	r = xvi_ss__send_ref(s, region, off, len, cookie);
+	while (r == -EAGAIN && blocking(s)) {
+		xvi_stream_ctx__wait(s->ctx, -1);
+		r = xvi_ss__send_ref(s, region, off, len, cookie);
+	}
+	return r < 0 ? xvi_err((int)r) : r;
+}
+
+int xvi_stream__reap(struct xvi_stream *s, __u64 *cookies, int max)
+{
+	int n = 0, i, k = 0;
+
+	if (!s || (!cookies && max) || max < 0)
+		return xvi_err(-EINVAL);
+	progress(s->ctx);
+	n = xvi_ss__reap(s, cookies, max);
+	/* Drop the completions of blocking sends by reference. */
+	for (i = 0; i < n; i++)
+		if (cookies[i] != INTERNAL_COOKIE)
+			cookies[k++] = cookies[i];
+	return k;
+}
+
+/*
+ * Direct receive: while nothing waits in the receive ring, the caller's
+ * buffer is posted to the engine for the progress this call makes, so
+ * in-order payload goes from the frame (UMEM) straight into it, as MemNet's
+ * posted buffers do: one copy instead of two.  Not while MemNet jobs own the
+ * stream's posted buffer.
+ */
+static bool recv_post(struct xvi_stream *s, void *buf, size_t len)
+{
+	if (!len || s->post || s->mn_jobs || !s->segs || xvi_srq__ready(&s->rq) ||
+	    s->rd_shut || s->orphan)
+		return false;
+	s->post = buf;
+	s->post_len = len > (1u << 30) ? (1u << 30) : (__u32)len;
+	s->post_done = 0;
+	return true;
+}
+
+static __u32 recv_unpost(struct xvi_stream *s)
+{
+	__u32 got = s->post_done;
+
+	s->post = NULL;
+	s->post_len = s->post_done = 0;
+	return got;
+}
+
+ssize_t xvi_stream__recv(struct xvi_stream *s, void *buf, size_t len, int flags)
+{
+	ssize_t r;
+
+	if (!s || (!buf && len) || flags)
+		return xvi_err(-EINVAL);
+	for (;;) {
+		bool posted = recv_post(s, buf, len);
+		__u32 got = 0;
+
+		progress(s->ctx);
+		if (posted)
+			got = s->post_done;
+		r = -EAGAIN;
+		if (!got) {
+			r = xvi_ss__recv(s, buf, len);
+			if (r == -EAGAIN && blocking(s)) {
+				xvi_stream_ctx__wait(s->ctx, -1);
+				if (posted)
+					got = s->post_done;
+			}
+		}
+		if (posted)
+			recv_unpost(s);
+		if (got) {
+			/* Whatever the ring holds follows the placed bytes. */
+			ssize_t more = xvi_ss__recv(s, (__u8 *)buf + got, len - got);
+
+			r = got + (more > 0 ? more : 0);
+			break;
+		}
+		if (r != -EAGAIN || !blocking(s))
+			break;
+	}
+	return r < 0 ? xvi_err((int)r) : r;
+}
+
+int xvi_stream__shutdown(struct xvi_stream *s, int how)
+{
+	int err;
+
+	if (!s)
+		return xvi_err(-EINVAL);
+	err = xvi_ss__shutdown(s, how);
+	return err ? xvi_err(err) : 0;
+}
+
+static int jobs_pending(const struct xvi_stream *s)
+{
+	if (!s->mn_jobs)
+		return 0;
+	pr_warn("stream: %u MemNet jobs still use this stream: wait for them (job_wait) first\n",
+		s->mn_jobs);
+	return xvi_err(-EBUSY);
+}
+
+int xvi_stream__close(struct xvi_stream *s)
+{
+	if (!s)
+		return xvi_err(-EINVAL);
+	return jobs_pending(s) ?: xvi_ss__close(s);
+}
+
+int xvi_stream__abort(struct xvi_stream *s)
+{
+	if (!s)
+		return xvi_err(-EINVAL);
+	return jobs_pending(s) ?: xvi_ss__abort(s);
+}
+
+int xvi_stream__set_flags(struct xvi_stream *s, __u32 flags)
+{
+	if (!s || (flags & ~(XVI_STREAM_NONBLOCK | XVI_STREAM_NODELAY)))
+		return xvi_err(-EINVAL);
+	s->flags = flags;
+	/* Turning NODELAY on sends a held small tail now. */
+	if ((flags & XVI_STREAM_NODELAY) && s->segs)
+		xvi_ss__kick(s);
+	return 0;
+}
+
+int xvi_stream__poll(struct xvi_stream_pollfd *fds, int n, int timeout_ms)
+{
+	struct xvi_stream_ctx *ctx;
+	__u64 until = 0;
+	int ready, i;
+
+	if (!fds || n <= 0 || !fds[0].s)
+		return xvi_err(-EINVAL);
+	ctx = fds[0].s->ctx;
+	for (i = 1; i < n; i++)
+		if (!fds[i].s || fds[i].s->ctx != ctx)
+			return xvi_err(-EINVAL);	/* one context per call */
+	if (timeout_ms > 0)
+		until = xvi_now_us() + (__u64)timeout_ms * 1000;
+	for (;;) {
+		progress(ctx);
+		ready = 0;
+		for (i = 0; i < n; i++) {
+			short ev = xvi_ss__events(fds[i].s);
+
+			fds[i].revents = ev & (fds[i].events | POLLERR | POLLHUP);
+			ready += fds[i].revents != 0;
+		}
+		if (ready)
+			return ready;
+		if (!timeout_ms)
+			return xvi_err(-ETIMEDOUT);
+		if (!ctx->api)
+			return xvi_err(-EOPNOTSUPP);	/* nothing to block on */
+		if (timeout_ms < 0) {
+			xvi_stream_ctx__wait(ctx, -1);
+		} else {
+			__u64 now = xvi_now_us();
+
+			if (now >= until)
+				return xvi_err(-ETIMEDOUT);
+			xvi_stream_ctx__wait(ctx, (int)((until - now + 999) / 1000));
+		}
+	}
+}
+
+int xvi_stream__info(const struct xvi_stream *s, struct xvi_stream_info *info)
+{
+	struct xvi_stream_info t;
+
+	if (!s || !OUT_VALID(info))
+		return xvi_err(-EINVAL);
+	t = s->st_;
+	t.state = s->state;
+	t.error = s->err;
+	t.peer = s->peer;
+	t.service = s->svc;
+	t.local_cid = s->lcid;
+	t.peer_cid = s->rcid;
+	t.mss = s->mss;
+	t.srtt_us = s->srtt_us;
+	t.rttvar_us = s->rttvar_us;
+	t.rto_us = s->rto_us;
+	t.cwnd = s->cc.cwnd;
+	t.ssthresh = s->cc.ssthresh;
+	t.peer_wnd = s->peer_wnd;
+	t.rcv_queued = s->segs ? xvi_srq__ready(&s->rq) : 0;
+	t.snd_queued = s->segs ? xvi_ssq__queued(&s->sq) : 0;
+	OUT_COPY(info, t);
+	return 0;
+}

@@ -1,0 +1,2138 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Stream protocol engine: connection state machine, flow and congestion
+ * control, SACK loss recovery, timers.  It never blocks, never allocates on
+ * the data path (buffers are allocated when a connection is established)
+ * and knows nothing about endpoints: see struct xvi_slink.
+ * docs/PROTOCOL.md is the specification this file implements.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include "stream/engine.h"
+#include "pkt/csum.h"
+#include "common/opts.h"
+#include "common/log.h"
+
+#define MIN_MSS		64
+/*
+ * Longest an interactive connection holds the ACK of a PRB data segment for
+ * the application's reply to carry (section 4 of PROTOCOL.md): half the
+ * peer's probe timeout floor (TLP_MIN_US), so a reply that comes later
+ * costs the peer a late ACK, never a needless probe.
+ */
+#define ACK_HOLD_US	100
+#define SYN_TRIES_RCVD	16	/* SYN|ACK sends before a half-open gives up */
+
+static inline __u64 now_us(struct xvi_stream_ctx *ctx)
+{
+	return ctx->now = ctx->link.now_us(ctx->link.priv);
+}
+
+static __u32 rnd32(struct xvi_stream_ctx *ctx)
+{
+	/* xorshift64*: ids and sequence numbers need to be unguessable
+	 * only against blind off-path injection, not cryptographically. */
+	__u64 x = ctx->rng;
+
+	x ^= x >> 12;
+	x ^= x << 25;
+	x ^= x >> 27;
+	ctx->rng = x;
+	return (__u32)((x * 0x2545F4914F6CDD1DULL) >> 32);
+}
+
+bool xvi_sockaddr_eq(const union xvi_sockaddr *a, const union xvi_sockaddr *b)
+{
+	if (a->sa.sa_family != b->sa.sa_family)
+		return false;
+	switch (a->sa.sa_family) {
+	case AF_INET:
+		return a->in.sin_port == b->in.sin_port &&
+		       a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+	case AF_INET6:
+		return a->in6.sin6_port == b->in6.sin6_port &&
+		       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+	case AF_PACKET:
+		return a->raw.tag == b->raw.tag && !memcmp(a->raw.mac, b->raw.mac, 6);
+	}
+	return false;
+}
+
+/* ---- connection table ------------------------------------------------- */
+
+static struct xvi_stream **hslot(struct xvi_stream_ctx *ctx, __u32 cid)
+{
+	return &ctx->htab[(cid * 2654435761u) & ctx->hmask];
+}
+
+static struct xvi_stream *lookup(struct xvi_stream_ctx *ctx, __u32 cid)
+{
+	struct xvi_stream *s = *hslot(ctx, cid);
+
+	while (s && s->lcid != cid)
+		s = s->hnext;
+	return s;
+}
+
+static void unhash(struct xvi_stream *s)
+{
+	struct xvi_stream **pp;
+
+	if (!s->lcid)
+		return;
+	for (pp = hslot(s->ctx, s->lcid); *pp; pp = &(*pp)->hnext)
+		if (*pp == s) {
+			*pp = s->hnext;
+			break;
+		}
+	s->lcid = 0;
+}
+
+static void hash_new_cid(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 cid;
+
+	do
+		cid = rnd32(ctx);
+	while (!cid || lookup(ctx, cid));
+	s->lcid = cid;
+	s->hnext = *hslot(ctx, cid);
+	*hslot(ctx, cid) = s;
+}
+
+static struct xvi_stream *conn_new(struct xvi_stream_ctx *ctx, __u32 flags)
+{
+	struct xvi_stream *s = calloc(1, sizeof(*s));
+
+	if (!s)
+		return NULL;
+	s->ctx = ctx;
+	s->flags = flags;
+	s->state = XVI_SS_CLOSED;
+	s->mss = ctx->mss;
+	s->rto_us = ctx->rto_init_us;
+	s->next = ctx->all;
+	if (ctx->all)
+		ctx->all->prev = s;
+	ctx->all = s;
+	return s;
+}
+
+/* Buffers of a connection that is about to carry data. */
+static int conn_buffers(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 items = 256;
+
+	if (s->segs)
+		return 0;
+	s->segs_cap = 64;
+	while (s->segs_cap < 4 * ctx->window && s->segs_cap < XVI_SS_MAX_SEGS)
+		s->segs_cap <<= 1;
+	s->segs = calloc(s->segs_cap, sizeof(*s->segs));
+	s->done = calloc(items, sizeof(*s->done));
+	s->done_cap = items;
+	if (!s->segs || !s->done || xvi_srq__init(&s->rq, ctx->rcvbuf, 0) ||
+	    xvi_ssq__init(&s->sq, ctx->sndbuf, items, s->iss + 1))
+		return -ENOMEM;
+	return 0;
+}
+
+static void list_unlink(struct xvi_stream *s);
+
+static void dirty_remove(struct xvi_stream *s)
+{
+	struct xvi_stream **pp;
+
+	if (!s->dirty)
+		return;
+	for (pp = &s->ctx->dirty; *pp; pp = &(*pp)->dnext)
+		if (*pp == s) {
+			*pp = s->dnext;
+			break;
+		}
+	s->dirty = false;
+}
+
+/*
+ * Sends by reference still queued hold their regions: release them (the
+ * data will never be acknowledged) and empty the send queue.
+ */
+static void release_refs(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	if (!s->sq.items)
+		return;
+	for (__u32 i = s->sq.it; i != s->sq.ih; i++) {
+		const struct xvi_sq_item *it = &s->sq.items[i & (s->sq.items_cap - 1)];
+
+		if (it->kind == XVI_SQI_REF && it->region >= 0 &&
+		    it->region < XVI_SCTX_MAX_REGIONS && ctx->regions[it->region].refs)
+			ctx->regions[it->region].refs--;
+	}
+	xvi_ssq__reset(&s->sq, s->sq.end);
+}
+
+static void conn_free(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	if (s->mn_jobs && xvi_mn__stream_gone)
+		xvi_mn__stream_gone(s);
+	if (s->state != XVI_SS_LISTEN && s->state != XVI_SS_CLOSED)
+		ctx->nconns--;
+	if (s->state == XVI_SS_LISTEN) {
+		/* Children outlive nothing but must not point at us. */
+		for (struct xvi_stream *c = ctx->all; c; c = c->next)
+			if (c->listener == s) {
+				c->listener = NULL;
+				c->on_list = 0;
+			}
+	}
+	release_refs(s);
+	list_unlink(s);
+	dirty_remove(s);
+	unhash(s);
+	if (s->prev)
+		s->prev->next = s->next;
+	else
+		ctx->all = s->next;
+	if (s->next)
+		s->next->prev = s->prev;
+	xvi_srq__free(&s->rq);
+	xvi_ssq__free(&s->sq);
+	free(s->segs);
+	free(s->done);
+	free(s);
+}
+
+/* Listener queues: doubly linked through lq_next/lq_prev. */
+static void list_append(struct xvi_stream *l, struct xvi_stream *c, int which)
+{
+	struct xvi_stream **head = which == XVI_SL_HALFOPEN ? &l->half_head : &l->acc_head;
+	struct xvi_stream **tail = which == XVI_SL_HALFOPEN ? &l->half_tail : &l->acc_tail;
+
+	c->listener = l;
+	c->on_list = which;
+	c->lq_next = NULL;
+	c->lq_prev = *tail;
+	if (*tail)
+		(*tail)->lq_next = c;
+	else
+		*head = c;
+	*tail = c;
+	if (which == XVI_SL_HALFOPEN)
+		l->n_half++;
+	else
+		l->n_acc++;
+}
+
+static void list_unlink(struct xvi_stream *c)
+{
+	struct xvi_stream *l = c->listener;
+	struct xvi_stream **head, **tail;
+
+	if (!l || !c->on_list)
+		return;
+	head = c->on_list == XVI_SL_HALFOPEN ? &l->half_head : &l->acc_head;
+	tail = c->on_list == XVI_SL_HALFOPEN ? &l->half_tail : &l->acc_tail;
+	if (c->lq_prev)
+		c->lq_prev->lq_next = c->lq_next;
+	else
+		*head = c->lq_next;
+	if (c->lq_next)
+		c->lq_next->lq_prev = c->lq_prev;
+	else
+		*tail = c->lq_prev;
+	if (c->on_list == XVI_SL_HALFOPEN)
+		l->n_half--;
+	else
+		l->n_acc--;
+	c->on_list = 0;
+	c->listener = NULL;
+}
+
+static void mark_dirty(struct xvi_stream *s)
+{
+	if (s->dirty)
+		return;
+	s->dirty = true;
+	s->dnext = s->ctx->dirty;
+	s->ctx->dirty = s;
+}
+
+/* ---- transmit ---------------------------------------------------------- */
+
+static inline __u32 rcv_ack(const struct xvi_stream *s)
+{
+	return s->rq.nxt + (s->eof ? 1 : 0);
+}
+
+static __u32 rcv_wnd(const struct xvi_stream *s)
+{
+	__u32 right = xvi_srq__right(&s->rq), ack = rcv_ack(s), w;
+
+	w = seq_gt(right, ack) ? right - ack : 0;
+	/* SOVIA's window w, in bytes: never more than w full segments. */
+	if (w > s->ctx->window * s->mss)
+		w = s->ctx->window * s->mss;
+	return w;
+}
+
+static bool need_crc(const struct xvi_stream_ctx *ctx)
+{
+	return !ctx->link.checksummed || (ctx->flags & XVI_SCTX_CRC_ALWAYS);
+}
+
+/*
+ * Build and queue one segment: header from the connection, @len payload
+ * bytes from the send queue at @seq.  Every segment after the SYN carries
+ * the cumulative ACK, the window and SACK blocks, so sending anything
+ * settles a pending delayed ACK.
+ */
+static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	struct xvi_shdr h;
+	__u32 cap, hl;
+	__u8 *buf;
+
+	buf = ctx->link.tx_get(ctx->link.priv, &cap);
+	if (!buf) {
+		ctx->stats.tx_no_buf++;
+		mark_dirty(s);
+		return false;
+	}
+	memset(&h, 0, sizeof(h));
+	h.flags = flags;
+	h.dcid = s->rcid;
+	h.scid = s->lcid;
+	h.seq = seq;
+	h.tsval = (__u32)ctx->now ? (__u32)ctx->now : 1;
+	h.tsecr = s->ts_recent;
+	if (flags & XVI_SF_SYN) {
+		s->hs_tsval = h.tsval;
+		h.svc = s->svc;
+		h.mss = s->mss;
+		h.wnd = ctx->window * s->mss;
+		if (flags & XVI_SF_ACK)
+			h.ack = s->irs + 1;
+	} else if (s->segs) {
+		h.flags |= XVI_SF_ACK;
+		h.ack = rcv_ack(s);
+		h.wnd = rcv_wnd(s);
+		h.nsack = xvi_srq__sack(&s->rq, h.sack, XVI_SW_MAX_SACK);
+		s->adv_right = h.ack + h.wnd;
+	} else {
+		h.flags |= XVI_SF_ACK;
+		h.ack = s->irs + 1;
+	}
+	h.len = len;
+	if (h.flags & XVI_SF_ACK)
+		s->last_ack_sent = h.ack;
+	hl = xvi_shdr__encode(&h, buf);
+	if (hl + len > cap)	/* mss is below the link MTU: cannot happen */
+		len = 0;
+	if (ctx->link.tx_put_sum && !need_crc(ctx)) {
+		/* One pass over the payload: copy and checksum. */
+		__u64 sum = xvi_csum_partial(buf, hl, 0), psum;
+		__u16 f;
+
+		if (len) {
+			psum = xvi_ssq__copy_out_sum(&s->sq, seq, buf + hl, len);
+			if (hl & 1) {	/* payload at an odd offset: see stream/buf.c */
+				f = xvi_csum_fold(psum);
+				psum = (__u16)(f >> 8 | f << 8);
+			}
+			sum += psum;
+		}
+		ctx->link.tx_put_sum(ctx->link.priv, buf, hl + len, &s->peer, sum);
+	} else {
+		if (len)
+			xvi_ssq__copy_out(&s->sq, seq, buf + hl, len);
+		if (need_crc(ctx))
+			xvi_shdr__seal(buf, hl + len);
+		ctx->link.tx_put(ctx->link.priv, buf, hl + len, &s->peer);
+	}
+	ctx->stats.tx_segs++;
+	s->st_.segs_sent++;
+	s->ack_now = false;
+	s->ack_held = false;
+	s->ack_hold_at = 0;
+	s->delayed = 0;
+	s->delack_at = 0;
+	return true;
+}
+
+static void send_rst_raw(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
+			 __u32 dcid, __u32 scid, __u32 seq, __u32 ack)
+{
+	struct xvi_shdr h;
+	__u32 cap, hl;
+	void *buf = ctx->link.tx_get(ctx->link.priv, &cap);
+
+	if (!buf) {
+		ctx->stats.tx_no_buf++;
+		return;
+	}
+	memset(&h, 0, sizeof(h));
+	h.flags = XVI_SF_RST | XVI_SF_ACK;
+	h.dcid = dcid;
+	h.scid = scid ? scid : 0xffffffffu;
+	h.seq = seq;
+	h.ack = ack;
+	h.tsval = (__u32)ctx->now;
+	hl = xvi_shdr__encode(&h, buf);
+	if (need_crc(ctx))
+		xvi_shdr__seal(buf, hl);
+	ctx->link.tx_put(ctx->link.priv, buf, hl, peer);
+	ctx->stats.tx_rst++;
+	ctx->stats.tx_segs++;
+}
+
+static void send_rst(struct xvi_stream *s)
+{
+	if (s->rcid && s->state != XVI_SS_LISTEN)
+		send_rst_raw(s->ctx, &s->peer, s->rcid, s->lcid, s->snd_nxt, rcv_ack(s));
+}
+
+/* RFC 6675 pipe: bytes believed to be in the network. */
+static __u32 pipe_bytes(const struct xvi_stream *s)
+{
+	__u32 p = 0;
+
+	for (__u32 i = s->st; i != s->sh; i++) {
+		const struct xvi_sseg *g = &s->segs[i & (s->segs_cap - 1)];
+
+		if (g->fl & SEG_SACKED)
+			continue;
+		if ((g->fl & SEG_LOST) && !(g->fl & SEG_RETX))
+			continue;
+		p += g->len ? g->len : 1;
+	}
+	return p;
+}
+
+static bool synchronized(enum xvi_stream_state st)
+{
+	return st >= XVI_SS_ESTABLISHED;
+}
+
+static bool can_send_data(enum xvi_stream_state st)
+{
+	return st == XVI_SS_ESTABLISHED || st == XVI_SS_CLOSE_WAIT ||
+	       st == XVI_SS_FIN_WAIT_1 || st == XVI_SS_CLOSING || st == XVI_SS_LAST_ACK;
+}
+
+/* ---- retransmission timer, RACK, TLP, PRR ------------------------------- */
+
+#define REO_MIN_US	50	/* reordering window floor: timer granularity */
+#define TLP_MIN_US	200	/* probe timeout floor */
+#define REO_MULT_MAX	16
+
+static inline __u32 seg_end(const struct xvi_sseg *g)
+{
+	return g->seq + (g->len ? g->len : 1);
+}
+
+/* RFC 8985 "sent after": by transmission time, then by sequence. */
+static bool sent_after(__u64 t1, __u32 end1, __u64 t2, __u32 end2)
+{
+	return t1 > t2 || (t1 == t2 && seq_gt(end1, end2));
+}
+
+/* RFC 6298 (5.1): start the timer if it is not running. */
+static void arm_rto(struct xvi_stream *s)
+{
+	if (!s->rto_at && s->st != s->sh) {
+		__u64 rto = (__u64)s->rto_us << (s->backoff < 10 ? s->backoff : 10);
+
+		if (rto > s->ctx->rto_max_us)
+			rto = s->ctx->rto_max_us;
+		/*
+		 * A lingering close is aborted after linger_ms (section 8 of
+		 * PROTOCOL.md).  Backing off further would leave its FIN three
+		 * or four tries in that bound (0, 0.6, 1.8 s with a 600 ms
+		 * RTO): at 30 % loss each way one close in a hundred then
+		 * ended in RST.  So an orphan's timer stops backing off at
+		 * linger / 8: at least eight tries, at most eight more small
+		 * segments per linger.
+		 */
+		if (s->orphan && rto > s->ctx->linger_us / 8)
+			rto = s->ctx->linger_us / 8;
+		s->rto_at = s->ctx->now + rto;
+	}
+}
+
+/* RFC 6298 (5.3, 5.6): restart so it expires one (backed-off) RTO from now. */
+static void restart_rto(struct xvi_stream *s)
+{
+	s->rto_at = 0;
+	arm_rto(s);
+}
+
+/*
+ * RFC 8985 tail loss probe: with data in flight and no ACK for 2 SRTT after
+ * the last transmission, send one segment so the loss of the last segments
+ * of a burst shows up in a SACK (and RACK repairs it) instead of waiting for
+ * the retransmission timeout.  Unlike RFC 8985 this also runs in recovery:
+ * a lost retransmission that nothing was sent after (cwnd or the peer's
+ * window held new data back) is otherwise only found by the RTO, and through
+ * a 5 % loss relay that was the most common timeout.  One probe per episode:
+ * the next delivery re-enables it.
+ */
+static void arm_tlp(struct xvi_stream *s)
+{
+	__u64 pto;
+
+	s->tlp_at = 0;
+	if (s->tlp_out || s->st == s->sh || !s->srtt_us || !can_send_data(s->state))
+		return;
+	/*
+	 * No delayed-ACK allowance: the last segment of every burst carries
+	 * PRB, which the peer answers at once (section 4 of PROTOCOL.md).
+	 */
+	pto = 2 * (__u64)s->srtt_us;
+	if (pto < TLP_MIN_US)
+		pto = TLP_MIN_US;
+	s->tlp_at = s->ctx->now + pto;
+	if (s->rto_at && s->tlp_at >= s->rto_at)
+		s->tlp_at = 0;
+}
+
+/* RACK reordering window: a quarter min RTT, widened by spurious repairs. */
+static __u32 reo_wnd(const struct xvi_stream *s)
+{
+	__u32 w = (s->reo_mult ? s->reo_mult : 1) * (s->min_rtt_us / 4);
+
+	if (s->srtt_us && w > s->srtt_us)
+		w = s->srtt_us;
+	return w < REO_MIN_US ? REO_MIN_US : w;
+}
+
+static void enter_recovery(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	if (s->in_recovery)
+		return;
+	s->in_recovery = true;
+	s->recover = s->snd_nxt;
+	s->prr_delivered = 0;
+	s->prr_out = 0;
+	s->recover_fs = s->snd_nxt - s->snd_una;
+	s->tlp_at = 0;
+	ctx->cc->on_event(&s->cc, XVI_CC_FAST_LOSS, pipe_bytes(s));
+	s->st_.fast_retrans++;
+}
+
+/*
+ * RFC 6937 proportional rate reduction: during recovery the engine sizes
+ * cwnd itself so that what goes out follows what the peer received, down to
+ * the ssthresh the congestion control chose, and the first repair leaves at
+ * once (RFC 6675 4.3) whatever the pipe.
+ */
+static void prr_update(struct xvi_stream *s, __u32 delivered)
+{
+	__u32 pipe = pipe_bytes(s), ssthresh = s->cc.ssthresh, mss = s->mss;
+	__s64 sndcnt;
+
+	s->prr_delivered += delivered;
+	if (pipe > ssthresh) {
+		__u64 fs = s->recover_fs ? s->recover_fs : 1;
+
+		sndcnt = (__s64)(((__u64)s->prr_delivered * ssthresh + fs - 1) / fs) -
+			 s->prr_out;
+	} else {
+		__s64 limit = (__s64)s->prr_delivered - s->prr_out;
+
+		if (limit < delivered)
+			limit = delivered;
+		limit += mss;
+		sndcnt = (__s64)ssthresh - pipe;
+		if (sndcnt > limit)
+			sndcnt = limit;
+	}
+	if (sndcnt < 0)
+		sndcnt = 0;
+	if (!s->prr_out && sndcnt < mss)
+		sndcnt = mss;
+	s->cc.cwnd = pipe + (__u32)sndcnt;
+}
+
+/*
+ * RACK (RFC 8985 6.2): a segment sent before the most recently sent segment
+ * that was delivered is lost once it is older than that segment's RTT plus
+ * the reordering window.  Time-based, so it also finds lost retransmissions
+ * and losses at the tail, where no three segments above get SACKed.
+ */
+static void rack_detect(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 mask = s->segs_cap - 1, reo = reo_wnd(s);
+	__u64 next = 0;
+	bool lost = false;
+
+	s->reo_at = 0;
+	if (!s->rack_xmit_us)
+		return;
+	for (__u32 i = s->st; i != s->sh; i++) {
+		struct xvi_sseg *g = &s->segs[i & mask];
+		__u64 due;
+
+		if (g->fl & SEG_SACKED)
+			continue;
+		if ((g->fl & (SEG_LOST | SEG_RETX)) == SEG_LOST)
+			continue;	/* already waiting for its repair */
+		if (!sent_after(s->rack_xmit_us, s->rack_end, g->tx_us, seg_end(g)))
+			continue;
+		due = g->tx_us + s->rack_rtt_us + reo;
+		if (due <= ctx->now) {
+			if (g->fl & SEG_RETX)
+				s->st_.lost_retrans++;
+			g->fl = (g->fl & ~SEG_RETX) | SEG_LOST;
+			lost = true;
+		} else if (!next || due < next) {
+			next = due;
+		}
+	}
+	s->reo_at = next;
+	if (lost) {
+		enter_recovery(s);
+		mark_dirty(s);
+	}
+}
+
+/* A segment was delivered (cumulatively or SACKed): RFC 8985 6.2 step 2. */
+static void rack_update(struct xvi_stream *s, const struct xvi_sseg *g, __u32 tsecr)
+{
+	__u32 rtt = (__u32)(s->ctx->now - g->tx_us);
+
+	/* Delivered sooner than possible after its retransmission, or the
+	 * echo is older than it (RFC 8985 6.2 step 2): the ACK was for an
+	 * earlier copy, and says nothing about the last one.  Taking it
+	 * would call every segment sent before that retransmission lost,
+	 * after a spurious timeout all of the flight. */
+	if (g->ntx > 1 && (rtt < s->min_rtt_us ||
+			   (tsecr && (__s32)(tsecr - (__u32)g->tx_us) < 0)))
+		return;
+	if (sent_after(g->tx_us, seg_end(g), s->rack_xmit_us, s->rack_end)) {
+		s->rack_xmit_us = g->tx_us;
+		s->rack_end = seg_end(g);
+		s->rack_rtt_us = rtt;
+	}
+}
+
+/* Queue @len new bytes as a segment; false if the link had no buffer. */
+static bool send_new(struct xvi_stream *s, __u32 len, __u8 flags)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	struct xvi_sseg *g;
+
+	/* An answer to data received within the delayed-ACK time: the
+	 * connection is interactive, its next PRB data segment's ACK can wait
+	 * for the reply (on_data). */
+	if (s->data_in_us && ctx->now - s->data_in_us <= ctx->delack_us)
+		s->interactive = true;
+	if (!xmit(s, flags, s->snd_nxt, len))
+		return false;
+	g = &s->segs[s->sh++ & (s->segs_cap - 1)];
+	*g = (struct xvi_sseg){ .seq = s->snd_nxt, .len = len, .ntx = 1, .tx_us = ctx->now };
+	if (s->st + 1 == s->sh || !s->una_since)
+		s->una_since = ctx->now;
+	s->snd_nxt += len;
+	if (s->snd_nxt - s->snd_una > s->max_flight)
+		s->max_flight = s->snd_nxt - s->snd_una;
+	s->st_.bytes_sent += len;
+	if (s->in_recovery)
+		s->prr_out += len;
+	s->persist_at = 0;
+	arm_rto(s);
+	return true;
+}
+
+static void output(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 p, mask = s->segs_cap - 1;
+	__u64 sent0;
+
+	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD ||
+	    s->state == XVI_SS_CLOSED || s->state == XVI_SS_LISTEN || !s->segs)
+		return;
+	if (!can_send_data(s->state))
+		goto ack;
+	p = pipe_bytes(s);
+	sent0 = s->st_.segs_sent;
+	/* 1. Repair: segments judged lost go first (RFC 6675 NextSeg rule 1). */
+	for (__u32 i = s->st; i != s->sh; i++) {
+		struct xvi_sseg *g = &s->segs[i & mask];
+		__u32 sz = g->len ? g->len : 1;
+
+		if ((g->fl & (SEG_SACKED | SEG_LOST | SEG_RETX)) != SEG_LOST)
+			continue;
+		if (p && p + sz > s->cc.cwnd)
+			goto done;
+		if (!xmit(s, g->fl & SEG_FIN ? XVI_SF_FIN : 0, g->seq, g->len))
+			return;
+		g->fl |= SEG_RETX;
+		g->ntx++;
+		g->tx_us = ctx->now;
+		s->st_.segs_retrans++;
+		if (s->in_recovery)
+			s->prr_out += sz;
+		p += sz;
+		/* The oldest segment went again: give it a whole RTO. */
+		if (g->seq == s->snd_una)
+			restart_rto(s);
+		else
+			arm_rto(s);
+	}
+	/* 2. New data, within the peer's window and the congestion window. */
+	for (;;) {
+		__u32 avail = s->sq.end - s->snd_nxt, len, wroom, croom;
+		struct xvi_sseg *g;
+		__u8 fl = 0;
+
+		if (s->fin_sent)
+			break;
+		if (s->sh - s->st == s->segs_cap)
+			break;
+		wroom = seq_gt(s->snd_right, s->snd_nxt) ? s->snd_right - s->snd_nxt : 0;
+		croom = s->cc.cwnd > p ? s->cc.cwnd - p : 0;
+		if (!avail) {
+			if (!s->fin_queued)
+				break;
+			/* FIN takes one sequence number after the data. */
+			if (!xmit(s, XVI_SF_FIN, s->snd_nxt, 0))
+				return;
+			g = &s->segs[s->sh++ & mask];
+			*g = (struct xvi_sseg){ .seq = s->snd_nxt, .fl = SEG_FIN,
+						.ntx = 1, .tx_us = ctx->now };
+			s->snd_nxt++;
+			s->fin_sent = true;
+			if (!s->una_since)
+				s->una_since = ctx->now;
+			arm_rto(s);
+			break;
+		}
+		len = avail < s->mss ? avail : s->mss;
+		if (len > wroom)
+			len = wroom;
+		if (len > croom) {
+			len = croom;
+			s->cwnd_lim = true;	/* RFC 7661: cwnd is what limits */
+		}
+		if (!len) {
+			/* Zero window with nothing in flight: probe it. */
+			if (!wroom && s->st == s->sh && !s->persist_at)
+				s->persist_at = ctx->now + s->rto_us;
+			break;
+		}
+		if (len < s->mss && s->st != s->sh) {
+			/*
+			 * Nagle / SOVIA combining: hold a small tail while data
+			 * is unacknowledged, unless NODELAY, or the application
+			 * pushed (recv(), close()), or the window cuts it.
+			 */
+			if (len < avail)
+				break;	/* silly window: wait for room */
+			if (!(s->flags & XVI_STREAM_NODELAY) && !s->fin_queued)
+				break;
+		}
+		/*
+		 * The last segment before the sender must wait for an ACK
+		 * (queue empty, window or cwnd full) asks for that ACK at
+		 * once: SOVIA's ACK threshold t assumes windows far above t,
+		 * and a sender held back by cwnd must not sit out the
+		 * delayed-ACK timer once per round trip.
+		 */
+		if (len == avail || wroom - len < s->mss || croom - len < s->mss ||
+		    s->sh - s->st + 1 >= s->segs_cap)
+			fl = XVI_SF_PRB;
+		if (!send_new(s, len, fl))
+			return;
+		p += len;
+	}
+done:
+	/* The probe timer counts from the last transmission, not from the
+	 * last time the application called in. */
+	if (s->st_.segs_sent != sent0 || !s->tlp_at)
+		arm_tlp(s);
+ack:
+	if (s->ack_now)
+		xmit(s, 0, s->snd_nxt, 0);
+}
+
+/* A tail loss probe is due: new data if the window allows, else the last
+ * segment again; either way one segment beyond cwnd (RFC 8985 7.3). */
+static void on_tlp(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 mask = s->segs_cap - 1, avail, wroom;
+
+	s->tlp_at = 0;
+	if (s->tlp_out || s->st == s->sh || !can_send_data(s->state))
+		return;
+
+	avail = s->sq.end - s->snd_nxt;
+	wroom = seq_gt(s->snd_right, s->snd_nxt) ? s->snd_right - s->snd_nxt : 0;
+	if (avail && !s->fin_sent && s->sh - s->st < s->segs_cap &&
+	    wroom >= (avail < s->mss ? avail : s->mss)) {
+		if (!send_new(s, avail < s->mss ? avail : s->mss, XVI_SF_PRB))
+			return;
+	} else {
+		struct xvi_sseg *g = NULL;
+
+		for (__u32 i = s->sh; i != s->st; i--) {
+			g = &s->segs[(i - 1) & mask];
+			if (!(g->fl & SEG_SACKED))
+				break;
+			g = NULL;
+		}
+		if (!g)
+			return;
+		if (!xmit(s, (g->fl & SEG_FIN ? XVI_SF_FIN : 0) | XVI_SF_PRB, g->seq, g->len))
+			return;
+		g->ntx++;
+		g->tx_us = ctx->now;
+		s->st_.segs_retrans++;
+	}
+	s->tlp_out = true;
+	s->st_.tlp_probes++;
+	restart_rto(s);
+}
+
+/* ---- RTT and congestion ------------------------------------------------- */
+
+static void rtt_sample(struct xvi_stream *s, __u32 tsecr)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 r = (__u32)ctx->now - tsecr;
+
+	if (!tsecr || r > 60000000u)
+		return;
+	if (!r)
+		r = 1;
+	if (!s->min_rtt_us || r < s->min_rtt_us)
+		s->min_rtt_us = r;
+	if (!s->srtt_us) {
+		s->srtt_us = r;
+		s->rttvar_us = r / 2;
+	} else {
+		__u32 d = s->srtt_us > r ? s->srtt_us - r : r - s->srtt_us;
+
+		s->rttvar_us = (3 * s->rttvar_us + d) / 4;
+		s->srtt_us = (7 * s->srtt_us + r) / 8;
+	}
+	/* RFC 6298 (2.3); G is the delayed-ACK timer the peer may add. */
+	s->rto_us = s->srtt_us + (4 * s->rttvar_us > ctx->delack_us ?
+				  4 * s->rttvar_us : ctx->delack_us);
+	if (s->rto_us < ctx->rto_min_us)
+		s->rto_us = ctx->rto_min_us;
+	if (s->rto_us > ctx->rto_max_us)
+		s->rto_us = ctx->rto_max_us;
+}
+
+/*
+ * The handshake's round trip is each side's first RTT sample.  Without it a
+ * server that only receives kept rto_init (200 ms) until its FIN was
+ * acknowledged, so a background close sent that FIN only four times (0, 0.2,
+ * 0.6, 1.4 s) before linger ran out: at 30 % loss each way one close in 120
+ * ended in RST.  Karn's rule with timestamps: only an echo of our latest SYN
+ * (SYN|ACK) counts; an earlier copy's echo can come with a segment the peer
+ * repeated on its own timer and would measure that timer, not the path.
+ */
+static void hs_rtt_sample(struct xvi_stream *s, __u32 tsecr)
+{
+	if (tsecr && tsecr == s->hs_tsval)
+		rtt_sample(s, tsecr);
+}
+
+static void ref_done(void *arg, __u64 cookie, int region)
+{
+	struct xvi_stream *s = arg;
+
+	if (region >= 0 && region < XVI_SCTX_MAX_REGIONS && s->ctx->regions[region].refs)
+		s->ctx->regions[region].refs--;
+	if (s->done_h - s->done_t < s->done_cap)
+		s->done[s->done_h++ % s->done_cap] = cookie;
+}
+
+static bool fail(struct xvi_stream *s, int err);
+
+/*
+ * The first ACK that advances after a retransmission timeout tells whether
+ * the timeout was needed (Eifel detection, RFC 3522, with timestamps): an
+ * echo older than the timeout was sent for an original transmission, so
+ * nothing was lost, the ACKs were only late (a receiver that was not
+ * scheduled for a few milliseconds on a busy host).  Then, as RFC 4015's
+ * response: the congestion state before the timeout comes back and the
+ * segments the timeout marked lost but not yet resent are not resent.
+ */
+static void rto_spurious(struct xvi_stream *s, __u32 tsecr)
+{
+	__u32 mask = s->segs_cap - 1;
+
+	s->rto_undo = false;
+	if (!tsecr || (__s32)(tsecr - s->rto_ts) >= 0)
+		return;
+	if (s->cc.cwnd < s->undo_cwnd)
+		s->cc.cwnd = s->undo_cwnd;
+	s->cc.ssthresh = s->undo_ssthresh;
+	for (__u32 i = s->st; i != s->sh; i++) {
+		struct xvi_sseg *g = &s->segs[i & mask];
+
+		if ((g->fl & (SEG_LOST | SEG_RETX)) == SEG_LOST)
+			g->fl &= ~SEG_LOST;
+	}
+	/* spurious_retrans counts it with the head segment (on_ack). */
+	s->tlp_out = false;
+}
+
+/*
+ * RFC 7661: grow cwnd only while the sender uses it.  A sender held back by
+ * the peer's window or by its application never fills cwnd, and growing it
+ * anyway (tens to hundreds of MB after a loss-free transfer) would let the
+ * whole of it burst out later.  In slow start cwnd may stay up to twice the
+ * largest flight of this or the last period (it doubles per round trip
+ * while the flight follows it); in congestion avoidance cwnd must have
+ * held data back in this or the last period.
+ */
+static void cwnd_grow(struct xvi_stream *s, __u32 acked)
+{
+	__u32 flight = s->max_flight > s->max_flight_prev ? s->max_flight : s->max_flight_prev;
+	__u32 before = s->cc.cwnd;
+
+	if (s->cwnd_lim || s->cwnd_lim_prev) {
+		s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+		return;
+	}
+	if (s->cc.cwnd >= s->cc.ssthresh || s->cc.cwnd >= 2 * flight)
+		return;
+	s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+	/* A stretch ACK may add many segments at once: still not past
+	 * twice the flight. */
+	if (s->cc.cwnd > 2 * flight)
+		s->cc.cwnd = before > 2 * flight ? before : 2 * flight;
+}
+
+static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 ack = h->ack, mask = s->segs_cap - 1, old_wnd = s->peer_wnd, delivered = 0;
+
+	if (seq_gt(ack, s->snd_nxt) || seq_lt(ack, s->snd_una))
+		return;		/* acknowledges what we never sent, or old */
+	if (seq_gt(ack + h->wnd, s->snd_right) || seq_gt(ack, s->snd_una))
+		s->snd_right = ack + h->wnd;
+	s->peer_wnd = h->wnd;
+	if (h->wnd)
+		s->persist_at = 0;
+	if (seq_gt(ack, s->snd_una)) {
+		__u32 acked = ack - s->snd_una;
+		bool head = true;
+
+		rtt_sample(s, h->tsecr);
+		if (s->rto_undo)
+			rto_spurious(s, h->tsecr);
+		s->snd_una = ack;
+		while (s->st != s->sh) {
+			struct xvi_sseg *g = &s->segs[s->st & mask];
+
+			if (seq_gt(seg_end(g), ack))
+				break;
+			/*
+			 * Eifel (RFC 3522): the ACK echoes the timestamp of
+			 * the copy that filled the hole; older than our last
+			 * retransmission means the original arrived after
+			 * all: reordering, widen RACK's window.
+			 */
+			if (head && g->ntx > 1 && h->tsecr &&
+			    (__s32)(h->tsecr - (__u32)g->tx_us) < 0) {
+				s->st_.spurious_retrans++;
+				if (s->reo_mult < REO_MULT_MAX)
+					s->reo_mult = (s->reo_mult ? s->reo_mult : 1) + 1;
+				s->reo_clean = 0;
+			}
+			head = false;
+			if (!(g->fl & SEG_SACKED)) {
+				delivered += g->len ? g->len : 1;
+				rack_update(s, g, h->tsecr);
+			}
+			s->st++;
+		}
+		/*
+		 * The peer may acknowledge any byte, also inside a segment:
+		 * trim the oldest one so a retransmission starts at snd_una,
+		 * where the send queue starts after xvi_ssq__ack (the bytes
+		 * before it are gone, by-reference memory maybe handed back).
+		 */
+		if (s->st != s->sh) {
+			struct xvi_sseg *g = &s->segs[s->st & mask];
+
+			if (g->len && seq_gt(ack, g->seq)) {
+				g->len -= ack - g->seq;
+				g->seq = ack;
+			}
+		}
+		xvi_ssq__ack(&s->sq, ack, ref_done, s);
+		s->dupacks = 0;
+		s->backoff = 0;
+		s->tlp_out = false;
+		s->una_since = s->st != s->sh ? ctx->now : 0;
+		if (s->in_recovery) {
+			if (seq_ge(ack, s->recover)) {
+				s->in_recovery = false;
+				ctx->cc->on_event(&s->cc, XVI_CC_RECOVERED, pipe_bytes(s));
+				/* RFC 8985 7.2-style decay of the widened window. */
+				if (++s->reo_clean >= 16 && s->reo_mult > 1) {
+					s->reo_mult = 1;
+					s->reo_clean = 0;
+				}
+			}
+		} else {
+			cwnd_grow(s, acked);
+		}
+		if (seq_ge(ack, s->cwnd_seq)) {
+			/* One flight acknowledged: start a new validation period. */
+			s->cwnd_seq = s->snd_nxt;
+			s->max_flight_prev = s->max_flight;
+			s->max_flight = s->snd_nxt - s->snd_una;
+			s->cwnd_lim_prev = s->cwnd_lim;
+			s->cwnd_lim = false;
+		}
+		restart_rto(s);
+		mark_dirty(s);
+	} else if (!h->len && !(h->flags & (XVI_SF_FIN | XVI_SF_SYN | XVI_SF_PRB)) &&
+		   s->st != s->sh && h->wnd == old_wnd) {
+		/* RFC 5681 duplicate ACK: a window update is not one. */
+		s->dupacks++;
+	}
+	for (int b = 0; b < h->nsack; b++) {
+		__u32 a = h->sack[b].start, e = h->sack[b].end;
+
+		if (seq_le(e, s->snd_una) || seq_gt(e, s->snd_nxt))
+			continue;
+		for (__u32 i = s->st; i != s->sh; i++) {
+			struct xvi_sseg *g = &s->segs[i & mask];
+
+			if (!g->len || (g->fl & SEG_SACKED))
+				continue;
+			if (seq_ge(g->seq, a) && seq_le(g->seq + g->len, e)) {
+				g->fl |= SEG_SACKED;
+				delivered += g->len;
+				rack_update(s, g, h->tsecr);
+			}
+		}
+	}
+	if (delivered)
+		s->tlp_out = false;
+	if (s->st == s->sh) {
+		s->reo_at = s->tlp_at = s->rto_at = 0;
+		return;
+	}
+	rack_detect(s);
+	/* Without SACK information (all blocks used): three duplicate ACKs. */
+	if (s->dupacks >= 3) {
+		struct xvi_sseg *g = &s->segs[s->st & mask];
+
+		if (!(g->fl & (SEG_SACKED | SEG_LOST)) && g->ntx == 1) {
+			g->fl |= SEG_LOST;
+			enter_recovery(s);
+			mark_dirty(s);
+		}
+	}
+	if (s->in_recovery)
+		prr_update(s, delivered);
+	if (delivered)
+		mark_dirty(s);
+	arm_tlp(s);
+}
+
+/* SYN and SYN|ACK retransmission interval: backed off, at most rto_max. */
+static __u64 syn_rto(const struct xvi_stream *s)
+{
+	__u64 rto = (__u64)s->rto_us << (s->backoff < 6 ? s->backoff : 6);
+
+	return rto < s->ctx->rto_max_us ? rto : s->ctx->rto_max_us;
+}
+
+static bool on_rto(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u32 mask = s->segs_cap - 1, flight;
+
+	s->rto_at = 0;
+	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD) {
+		bool rcvd = s->state == XVI_SS_SYN_RCVD;
+
+		/*
+		 * A half-open connection lives as long as a connecting one
+		 * (the user timeout): the listener's half-open queue is
+		 * bounded by eviction, not by giving up early.
+		 */
+		if (s->syn_tries >= SYN_TRIES_RCVD ||
+		    ctx->now - s->una_since >= ctx->user_timeout_us) {
+			if (rcvd) {
+				conn_free(s);
+				return false;
+			}
+			return fail(s, ETIMEDOUT);
+		}
+		s->backoff++;
+		s->syn_tries++;
+		s->st_.segs_retrans++;
+		if (rcvd) {
+			/*
+			 * No echo on a SYN|ACK our own timer repeats: the time
+			 * since the SYN it would echo is this timer's, not the
+			 * path's, and the client must not take it for its first
+			 * RTT sample (an answer to a repeated SYN echoes it).
+			 */
+			__u32 ts = s->ts_recent;
+
+			s->ts_recent = 0;
+			xmit(s, XVI_SF_SYN | XVI_SF_ACK, s->iss, 0);
+			s->ts_recent = ts;
+		} else {
+			xmit(s, XVI_SF_SYN, s->iss, 0);
+		}
+		s->rto_at = ctx->now + syn_rto(s);
+		return true;
+	}
+	if (s->st == s->sh)
+		return true;
+	if (ctx->now - s->una_since >= ctx->user_timeout_us) {
+		send_rst(s);
+		return fail(s, ETIMEDOUT);
+	}
+	/* RFC 6298 (5.5): back off; (5.6) output() restarts the timer with
+	 * the retransmission of the oldest segment. */
+	if (!s->backoff && !s->rto_undo) {
+		s->rto_undo = true;
+		s->undo_cwnd = s->cc.cwnd;
+		s->undo_ssthresh = s->cc.ssthresh;
+		s->rto_ts = (__u32)ctx->now ? (__u32)ctx->now : 1;
+	}
+	s->backoff++;
+	s->st_.timeouts++;
+	flight = s->snd_nxt - s->snd_una;
+	for (__u32 i = s->st; i != s->sh; i++) {
+		struct xvi_sseg *g = &s->segs[i & mask];
+
+		if (!(g->fl & SEG_SACKED))
+			g->fl = (g->fl & ~SEG_RETX) | SEG_LOST;
+	}
+	ctx->cc->on_event(&s->cc, XVI_CC_TIMEOUT, flight);
+	s->in_recovery = false;
+	s->recover = s->snd_nxt;
+	s->dupacks = 0;
+	/* No probes in timeout recovery: the next ACK re-enables them. */
+	s->tlp_out = true;
+	s->tlp_at = s->reo_at = 0;
+	mark_dirty(s);
+	return true;
+}
+
+/* ---- state ---------------------------------------------------------------- */
+
+/*
+ * TIME_WAIT is there to ACK the peer's FIN again if our last ACK was lost
+ * (RFC 9293 3.6); old duplicates cannot be taken for a new connection (ids),
+ * so it need not last 2 MSL.  But it must outlast the peer's retransmissions
+ * of that FIN: they come one backed-off RTO of the peer's apart, and a peer
+ * that closed in the background retransmits for at most linger (section 8 of
+ * PROTOCOL.md).  So: linger, restarted by every retransmitted FIN (RFC 9293
+ * 3.10.7.4), never less than two of our RTOs.  A short TIME_WAIT answered
+ * the peer's retransmitted FIN with RST instead of an ACK.
+ */
+static __u32 time_wait_us(const struct xvi_stream *s)
+{
+	__u32 t = 2 * s->rto_us;
+
+	return t > s->ctx->linger_us ? t : s->ctx->linger_us;
+}
+
+static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	bool was = s->state != XVI_SS_CLOSED && s->state != XVI_SS_LISTEN;
+	bool is = st != XVI_SS_CLOSED && st != XVI_SS_LISTEN;
+
+	if (was && !is)
+		ctx->nconns--;
+	else if (!was && is)
+		ctx->nconns++;
+	s->state = st;
+	if (st == XVI_SS_TIME_WAIT) {
+		s->close_at = ctx->now + time_wait_us(s);
+		/* Nothing to send or probe: only the peer's FIN can come. */
+		s->ka_at = s->persist_at = s->tlp_at = s->reo_at = 0;
+	}
+	if (st == XVI_SS_CLOSED) {
+		s->ack_held = false;
+		s->rto_at = s->delack_at = s->persist_at = s->ka_at = s->ack_hold_at = 0;
+		s->reo_at = s->tlp_at = 0;
+		s->close_at = 0;
+		dirty_remove(s);
+	}
+}
+
+/*
+ * The connection is over with @err (0: orderly).  Returns false if it was
+ * freed (nobody holds a handle: an orphan or a child not yet accepted).
+ */
+static bool fail(struct xvi_stream *s, int err)
+{
+	if (err) {
+		s->err = err;
+		release_refs(s);
+	}
+	set_state(s, XVI_SS_CLOSED);
+	if (s->orphan || s->listener) {
+		conn_free(s);
+		return false;
+	}
+	return true;
+}
+
+/*
+ * The error a matching RST leaves (section 6 of PROTOCOL.md).  RFC 9293
+ * 3.10.7.4: in CLOSING, LAST_ACK and TIME_WAIT an RST just closes: the peer
+ * sent its FIN, so it has nothing more for us, and the application finished
+ * with the connection.  We report ECONNRESET there only while some of our
+ * data is unacknowledged (it may never have arrived); once everything up to
+ * our FIN is acknowledged, the RST loses nothing.
+ */
+static int rst_error(const struct xvi_stream *s)
+{
+	switch (s->state) {
+	case XVI_SS_SYN_RCVD:
+		return ECONNREFUSED;
+	case XVI_SS_TIME_WAIT:
+		return 0;
+	case XVI_SS_CLOSING:
+	case XVI_SS_LAST_ACK:
+		return s->fin_sent && s->snd_una + 1 == s->snd_nxt ? 0 : ECONNRESET;
+	default:
+		return ECONNRESET;
+	}
+}
+
+static void update_state(struct xvi_stream *s)
+{
+	bool fin_acked = s->fin_sent && s->snd_una == s->snd_nxt;
+
+	switch (s->state) {
+	case XVI_SS_ESTABLISHED:
+		if (s->eof)
+			set_state(s, XVI_SS_CLOSE_WAIT);
+		break;
+	case XVI_SS_FIN_WAIT_1:
+		if (fin_acked && s->eof)
+			set_state(s, XVI_SS_TIME_WAIT);
+		else if (fin_acked)
+			set_state(s, XVI_SS_FIN_WAIT_2);
+		else if (s->eof)
+			set_state(s, XVI_SS_CLOSING);
+		break;
+	case XVI_SS_FIN_WAIT_2:
+		if (s->eof)
+			set_state(s, XVI_SS_TIME_WAIT);
+		break;
+	case XVI_SS_CLOSING:
+		if (fin_acked)
+			set_state(s, XVI_SS_TIME_WAIT);
+		break;
+	case XVI_SS_LAST_ACK:
+		if (fin_acked)
+			fail(s, 0);
+		break;
+	default:
+		break;
+	}
+}
+
+static void established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	s->peer_mss = peer_mss;
+	if (s->mss > peer_mss)
+		s->mss = peer_mss;
+	s->cc.mss = s->mss;
+	ctx->cc->init(&s->cc);
+	s->snd_una = s->snd_nxt = s->iss + 1;
+	s->cwnd_seq = s->snd_nxt;
+	s->snd_right = s->iss + 1 + wnd;
+	s->peer_wnd = wnd;
+	s->rto_at = 0;
+	s->backoff = 0;
+	s->una_since = 0;
+	s->last_rx = ctx->now;
+	s->ka_at = ctx->ka_cnt ? ctx->now + ctx->ka_idle_us : 0;
+	set_state(s, XVI_SS_ESTABLISHED);
+}
+
+/* ---- input ---------------------------------------------------------------- */
+
+/*
+ * The table is full: end the TIME_WAIT connection closest to its end, if
+ * any (ids keep a later connection safe from its old segments; what is lost
+ * is only a repeated ACK of a retransmitted FIN, as when a TCP stack drops
+ * TIME_WAIT sockets beyond its limit).  Returns true if one was ended.
+ */
+static bool reclaim_time_wait(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_stream *s, *old = NULL;
+
+	for (s = ctx->all; s; s = s->next)
+		if (s->state == XVI_SS_TIME_WAIT && (!old || s->close_at < old->close_at))
+			old = s;
+	if (!old)
+		return false;
+	fail(old, 0);
+	return true;
+}
+
+static struct xvi_stream *find_listener(struct xvi_stream_ctx *ctx, __u16 svc)
+{
+	for (struct xvi_stream *s = ctx->all; s; s = s->next)
+		if (s->state == XVI_SS_LISTEN && s->svc == svc)
+			return s;
+	return NULL;
+}
+
+static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
+		   const struct xvi_shdr *h)
+{
+	struct xvi_stream *l = find_listener(ctx, h->svc), *c;
+
+	if (!l) {
+		ctx->stats.rx_no_conn++;
+		send_rst_raw(ctx, peer, h->scid, 0, 0, h->seq + 1);
+		return;
+	}
+	/*
+	 * A retransmitted (or duplicated) SYN of a connection we already
+	 * have: same peer, same id, same initial sequence number.  Every
+	 * connection counts, not only those still in the listener's queues:
+	 * a copy that arrives after the application accepted the connection
+	 * must not open a second one (whose SYN|ACK the client would answer
+	 * with RST).  Half-open: our SYN|ACK was lost, send it again, echoing
+	 * this copy's tsval (RFC 7323) so the client's first RTT sample is
+	 * not inflated by its retransmission timeout.  Otherwise the copy is
+	 * old: ACK it, as TCP does.
+	 */
+	for (c = ctx->all; c; c = c->next) {
+		if (c->state == XVI_SS_LISTEN || c->state == XVI_SS_CLOSED ||
+		    c->rcid != h->scid || c->irs != h->seq || !xvi_sockaddr_eq(&c->peer, peer))
+			continue;
+		if (c->state == XVI_SS_SYN_RCVD) {
+			if ((__s32)(h->tsval - c->ts_recent) > 0)
+				c->ts_recent = h->tsval;
+			xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
+			/* A retransmission: it gets a whole (backed-off) RTO. */
+			c->rto_at = ctx->now + syn_rto(c);
+		} else {
+			c->ack_now = true;
+			mark_dirty(c);
+		}
+		return;
+	}
+	/* TIME_WAIT gives way to new connections when the table is full. */
+	if (ctx->nconns >= ctx->max_conns)
+		reclaim_time_wait(ctx);
+	/*
+	 * Bounded half-open queue: a flood of SYNs evicts the oldest
+	 * half-open connection instead of growing, so it cannot exhaust
+	 * the listener; a genuine client whose entry was evicted
+	 * retransmits its SYN.
+	 */
+	if (l->n_half >= ctx->syn_backlog || ctx->nconns >= ctx->max_conns) {
+		if (!l->half_head) {
+			ctx->stats.accept_overflow++;
+			return;
+		}
+		ctx->stats.syn_evicted++;
+		conn_free(l->half_head);
+	}
+	c = conn_new(ctx, l->flags);
+	if (!c)
+		return;
+	hash_new_cid(c);
+	c->peer = *peer;
+	c->svc = h->svc;
+	c->rcid = h->scid;
+	c->irs = h->seq;
+	c->iss = ctx->link.iss ? ctx->link.iss : rnd32(ctx);
+	c->ts_recent = h->tsval;
+	c->peer_mss = h->mss;
+	c->peer_wnd = h->wnd;
+	if (c->mss > h->mss)
+		c->mss = h->mss;
+	set_state(c, XVI_SS_SYN_RCVD);
+	c->una_since = ctx->now;
+	list_append(l, c, XVI_SL_HALFOPEN);
+	xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
+	c->rto_at = ctx->now + c->rto_us;
+}
+
+static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *data)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	bool dup = false;
+	__u32 adv = 0, holes = s->rq.nr;
+
+	/*
+	 * RFC 7323: echo the timestamp of the earliest segment not yet
+	 * acknowledged, and of any segment at or below what we acknowledged
+	 * (a duplicate too): an ACK answering a spurious retransmission then
+	 * carries a fresh timestamp, not the one of data that arrived long
+	 * ago, which would blow up the peer's RTT estimate.
+	 */
+	if (seq_le(h->seq, s->last_ack_sent) && (__s32)(h->tsval - s->ts_recent) >= 0)
+		s->ts_recent = h->tsval;
+	if (h->len) {
+		if (s->eof) {
+			dup = true;
+		} else {
+			__u32 seq = h->seq, len = h->len, n = 0;
+
+			/*
+			 * MemNet direct placement: the next in-order bytes go
+			 * from the segment (in the endpoint's UMEM) straight
+			 * into the posted buffer when nothing is waiting in the
+			 * ring ahead of them; one copy instead of two.
+			 */
+			if (s->post && seq == s->rq.nxt && !xvi_srq__ready(&s->rq) &&
+			    !s->orphan && !s->rd_shut && s->post_done < s->post_len) {
+				n = s->post_len - s->post_done < len ? s->post_len - s->post_done
+								      : len;
+				memcpy(s->post + s->post_done, data, n);
+				s->post_done += n;
+				s->st_.bytes_direct += n;
+				adv = xvi_srq__skip(&s->rq, n);
+			}
+			if (len > n) {
+				adv += xvi_srq__insert(&s->rq, seq + n, data + n, len - n, &dup);
+				if (n)
+					dup = false;
+			}
+		}
+		if (dup) {
+			s->st_.dup_segs++;
+			s->ack_now = true;	/* the peer missed our ACK */
+		} else if (!adv || s->rq.nr || holes) {
+			/* hole, or filling one (RFC 5681 4.2): ACK with SACK now */
+			s->ack_now = true;
+		} else {
+			s->delayed++;
+			if (s->delayed >= ctx->ack_thr)
+				s->ack_now = true;
+			else if (!s->delack_at)
+				s->delack_at = ctx->now + ctx->delack_us;
+		}
+		if (adv) {
+			s->st_.bytes_received += adv;
+			s->data_in_us = ctx->now;
+		}
+		if (s->orphan || s->rd_shut)
+			xvi_srq__read(&s->rq, NULL, ~0u);
+	}
+	if (h->flags & XVI_SF_FIN) {
+		s->fin_in = h->seq + h->len;
+		s->have_fin_in = true;
+		s->ack_now = true;
+	}
+	if (s->have_fin_in && !s->eof && s->rq.nxt == s->fin_in) {
+		s->eof = true;
+		s->ack_now = true;
+	}
+	if (h->flags & XVI_SF_PRB) {
+		/*
+		 * Piggybacking: new in-order data with nothing else asking for
+		 * an ACK, on a connection whose application answers data with
+		 * data: the reply carries the ACK (one segment each way per
+		 * exchange instead of two), or the ACK leaves when the hold
+		 * ends (at most ACK_HOLD_US, or when the application sleeps).
+		 */
+		if (h->len && !s->ack_now && s->interactive && !s->orphan && !s->rd_shut &&
+		    can_send_data(s->state)) {
+			if (!s->ack_held) {
+				__u32 hold = ctx->delack_us < ACK_HOLD_US ? ctx->delack_us
+									   : ACK_HOLD_US;
+
+				s->ack_held = true;
+				s->ack_hold_at = ctx->now + hold;
+			}
+		} else {
+			s->ack_now = true;
+		}
+	}
+	if (s->ack_now)
+		mark_dirty(s);
+}
+
+void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
+		     const void *buf, __u32 len, bool verified)
+{
+	struct xvi_shdr h;
+	struct xvi_stream *s;
+	int hl;
+
+	hl = xvi_shdr__decode(&h, buf, len, verified);
+	if (hl < 0) {
+		if (hl == -EBADMSG)
+			ctx->stats.rx_bad_integrity++;
+		else
+			ctx->stats.rx_malformed++;
+		return;
+	}
+	ctx->stats.rx_segs++;
+	now_us(ctx);
+	if ((h.flags & XVI_SF_SYN) && !(h.flags & XVI_SF_ACK)) {
+		on_syn(ctx, peer, &h);
+		return;
+	}
+	s = lookup(ctx, h.dcid);
+	if (!s || !xvi_sockaddr_eq(&s->peer, peer) || s->state == XVI_SS_LISTEN ||
+	    (s->state != XVI_SS_SYN_SENT && s->rcid != h.scid) || s->state == XVI_SS_CLOSED) {
+		if (!(h.flags & XVI_SF_RST)) {
+			ctx->stats.rx_no_conn++;
+			send_rst_raw(ctx, peer, h.scid, h.dcid, h.ack, h.seq + h.len);
+		}
+		return;
+	}
+	s->st_.segs_received++;
+	if (s->state == XVI_SS_SYN_SENT) {
+		if (h.ack != s->iss + 1)
+			return;
+		if (h.flags & XVI_SF_RST) {
+			fail(s, ECONNREFUSED);
+			return;
+		}
+		if (!(h.flags & XVI_SF_SYN))
+			return;
+		s->rcid = h.scid;
+		s->irs = h.seq;
+		xvi_srq__reset(&s->rq, h.seq + 1);
+		s->ts_recent = h.tsval;
+		hs_rtt_sample(s, h.tsecr);
+		established(s, h.mss, h.wnd);
+		s->ack_now = true;
+		mark_dirty(s);
+		return;
+	}
+	s->last_rx = ctx->now;
+	s->ka_sent = 0;
+	if (ctx->ka_cnt && s->state != XVI_SS_TIME_WAIT)
+		s->ka_at = ctx->now + ctx->ka_idle_us;
+	if (h.flags & XVI_SF_RST) {
+		fail(s, rst_error(s));
+		return;
+	}
+	if (h.flags & XVI_SF_SYN) {
+		/*
+		 * Our ACK of the SYN|ACK was lost.  RFC 7323: the copy is at
+		 * or below what we acknowledged, so the ACK echoes its tsval;
+		 * echoing the first copy's would inflate the peer's first RTT
+		 * sample by its retransmission timeout.
+		 */
+		if (h.seq == s->irs && (__s32)(h.tsval - s->ts_recent) > 0)
+			s->ts_recent = h.tsval;
+		s->ack_now = true;
+		mark_dirty(s);
+		return;
+	}
+	if (s->state == XVI_SS_SYN_RCVD) {
+		struct xvi_stream *l = s->listener;
+
+		if (h.ack != s->iss + 1)
+			return;
+		if (l && l->n_acc >= l->backlog) {
+			/* Accept queue full: stay half-open, the peer retries. */
+			ctx->stats.accept_overflow++;
+			return;
+		}
+		if (conn_buffers(s)) {
+			send_rst(s);
+			fail(s, ENOMEM);
+			return;
+		}
+		xvi_srq__reset(&s->rq, s->irs + 1);
+		/* The ACK echoes our SYN|ACK: the passive side's first RTT. */
+		hs_rtt_sample(s, h.tsecr);
+		established(s, s->peer_mss, h.wnd);
+		if (l) {
+			list_unlink(s);
+			list_append(l, s, XVI_SL_ACCEPTQ);
+		}
+	}
+	on_ack(s, &h);
+	on_data(s, &h, (const __u8 *)buf + hl);
+	/* RFC 9293 3.10.7.4: a retransmitted FIN in TIME_WAIT is acknowledged
+	 * again (on_data) and restarts the timer: the peer missed our ACK. */
+	if ((h.flags & XVI_SF_FIN) && s->state == XVI_SS_TIME_WAIT)
+		s->close_at = ctx->now + time_wait_us(s);
+	update_state(s);
+}
+
+/* ---- timers --------------------------------------------------------------- */
+
+static __u64 dmin(__u64 a, __u64 b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return a < b ? a : b;
+}
+
+static __u64 conn_deadline(const struct xvi_stream *s)
+{
+	__u64 d = dmin(s->rto_at, s->delack_at);
+
+	d = dmin(d, s->persist_at);
+	d = dmin(d, s->ack_hold_at);
+	d = dmin(d, s->reo_at);
+	d = dmin(d, s->tlp_at);
+	d = dmin(d, s->ka_at);
+	return dmin(d, s->close_at);
+}
+
+/* Returns false if the connection was freed. */
+static bool conn_timers(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+	__u64 now = ctx->now;
+
+	if (s->close_at && s->close_at <= now) {
+		s->close_at = 0;
+		if (s->state == XVI_SS_TIME_WAIT)
+			return fail(s, 0);
+		if (s->orphan) {
+			/* Linger over: the peer did not finish, abort. */
+			send_rst(s);
+			conn_free(s);
+			return false;
+		}
+	}
+	if (s->rto_at && s->rto_at <= now && !on_rto(s))
+		return false;
+	if (s->reo_at && s->reo_at <= now)
+		rack_detect(s);
+	if (s->tlp_at && s->tlp_at <= now)
+		on_tlp(s);
+	if (s->delack_at && s->delack_at <= now) {
+		s->delack_at = 0;
+		s->ack_now = true;
+		mark_dirty(s);
+	}
+	if (s->ack_hold_at && s->ack_hold_at <= now) {
+		/* No reply in time: the ACK goes alone, and this connection's
+		 * ACKs stop waiting until it answers data with data again. */
+		s->ack_hold_at = 0;
+		s->ack_held = false;
+		s->interactive = false;
+		s->ack_now = true;
+		mark_dirty(s);
+	}
+	if (s->persist_at && s->persist_at <= now) {
+		s->persist_at = now + s->rto_us * 2;
+		xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
+	}
+	if (s->ka_at && s->ka_at <= now && synchronized(s->state)) {
+		if (s->ka_sent >= ctx->ka_cnt) {
+			/* Dead peer: nothing heard for idle + cnt * intvl. */
+			send_rst(s);
+			return fail(s, ETIMEDOUT);
+		}
+		s->ka_sent++;
+		s->ka_at = now + ctx->ka_intvl_us;
+		xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
+	}
+	return true;
+}
+
+__u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx)
+{
+	__u64 d = 0;
+
+	for (const struct xvi_stream *s = ctx->all; s; s = s->next)
+		d = dmin(d, conn_deadline(s));
+	return d;
+}
+
+void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx)
+{
+	bool any = false;
+
+	for (struct xvi_stream *s = ctx->all; s; s = s->next)
+		if (s->ack_held) {
+			s->ack_held = false;
+			s->ack_hold_at = 0;
+			s->ack_now = true;
+			mark_dirty(s);
+			any = true;
+		}
+	if (any)
+		xvi_sctx__run(ctx);
+}
+
+__u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx)
+{
+	__u32 n = 0;
+
+	for (const struct xvi_stream *s = ctx->all; s; s = s->next)
+		n += s->orphan;
+	return n;
+}
+
+void xvi_sctx__run(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_stream *s, *next;
+	__u64 d;
+
+	now_us(ctx);
+	for (s = ctx->all; s; s = next) {
+		next = s->next;
+		d = conn_deadline(s);
+		if (d && d <= ctx->now && !conn_timers(s))
+			continue;
+	}
+	while ((s = ctx->dirty)) {
+		ctx->dirty = s->dnext;
+		s->dirty = false;
+		output(s);
+		if (s->dirty)	/* link out of buffers: retry next run */
+			break;
+	}
+	ctx->link.tx_flush(ctx->link.priv);
+	d = xvi_sctx__next(ctx);
+	if (ctx->dirty)
+		d = dmin(d, ctx->now + 50);
+	if (d != ctx->armed) {
+		ctx->armed = d;
+		ctx->link.timer_arm(ctx->link.priv, d);
+	}
+}
+
+/* ---- context ---------------------------------------------------------------- */
+
+/*
+ * SOVIA's t = 16 suits its w = 32.  A larger window lets the ACKs space out
+ * as well (t = w / 4, at most 64): every ACK frees t segments, so t is also
+ * the batch a window-limited sender hands the link per doorbell, and on a
+ * copy-mode AF_XDP link the per-batch cost (system call, NAPI run, wake-up
+ * of the receiving socket) is a good part of the sender's time.  PRB still
+ * asks for an ACK at once when the sender has to wait (window, cwnd, end
+ * of data), and the delayed-ACK timer bounds the rest.
+ */
+static __u32 default_ack_thr(__u32 window)
+{
+	__u32 t = window / 4;
+
+	if (t < 16)
+		t = 16;
+	if (t > 64)
+		t = 64;
+	return t < window ? t : window;
+}
+
+struct xvi_stream_ctx *xvi_sctx__new(const struct xvi_slink *link,
+				     const struct xvi_stream_ctx_opts *opts)
+{
+	struct xvi_stream_ctx *ctx;
+	__u32 max_mss;
+
+	if (!OPTS_VALID(opts, xvi_stream_ctx_opts)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (link->mtu < XVI_SW_MAX_HDR + MIN_MSS) {
+		pr_warn("stream: link payload %u too small for segments\n", link->mtu);
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return NULL;
+	ctx->link = *link;
+	max_mss = link->mtu - XVI_SW_MAX_HDR;
+	if (max_mss > 0xffff)
+		max_mss = 0xffff;
+	ctx->flags = OPTS_GET(opts, flags, 0);
+	ctx->max_conns = OPTS_GET(opts, max_conns, 0) ?: 1024;
+	/*
+	 * SOVIA's w = 32 by default.  Bulk transfers on fast links want more:
+	 * 32 segments hold only 30 us of data at 12 Gbit/s, so a receiver's
+	 * scheduling hiccup stalls the sender (PROTOCOL.md section 10).
+	 */
+	ctx->window = OPTS_GET(opts, window, 0) ?: 32;
+	ctx->ack_thr = OPTS_GET(opts, ack_threshold, 0) ?: default_ack_thr(ctx->window);
+	ctx->delack_us = OPTS_GET(opts, delack_us, 0) ?: 2000;
+	ctx->mss = OPTS_GET(opts, mss, 0) ?: max_mss;
+	ctx->copy_thr = OPTS_GET(opts, copy_threshold, 0) ?: 2048;
+	ctx->rto_init_us = (OPTS_GET(opts, rto_init_ms, 0) ?: 200) * 1000;
+	ctx->rto_min_us = (OPTS_GET(opts, rto_min_ms, 0) ?: 5) * 1000;
+	ctx->rto_max_us = (OPTS_GET(opts, rto_max_ms, 0) ?: 2000) * 1000;
+	ctx->user_timeout_us = (OPTS_GET(opts, user_timeout_ms, 0) ?: 10000) * 1000;
+	ctx->ka_idle_us = (OPTS_GET(opts, keepalive_idle_ms, 0) ?: 2000) * 1000;
+	ctx->ka_intvl_us = (OPTS_GET(opts, keepalive_intvl_ms, 0) ?: 500) * 1000;
+	ctx->ka_cnt = OPTS_GET(opts, keepalive_cnt, 0) ?: 6;
+	if (ctx->ka_cnt == ~0u)
+		ctx->ka_cnt = 0;	/* disabled */
+	ctx->linger_us = (OPTS_GET(opts, linger_ms, 0) ?: 2000) * 1000;
+	ctx->syn_backlog = OPTS_GET(opts, syn_backlog, 0) ?: 64;
+	ctx->cc = OPTS_GET(opts, cc, NULL) ?: xvi_stream_cc_newreno();
+	if (ctx->mss < MIN_MSS || ctx->mss > max_mss || ctx->window > 4096 ||
+	    ctx->ack_thr > ctx->window || !ctx->cc->init || !ctx->cc->on_ack ||
+	    !ctx->cc->on_event || ctx->rto_min_us > ctx->rto_max_us) {
+		pr_warn("stream: bad options: mss %u (64..%u), window %u (<= 4096), ack_threshold %u (<= window), rto_min <= rto_max, cc ops complete\n",
+			ctx->mss, max_mss, ctx->window, ctx->ack_thr);
+		free(ctx);
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx->rcvbuf = OPTS_GET(opts, rcvbuf, 0) ?: ctx->window * ctx->mss;
+	ctx->sndbuf = OPTS_GET(opts, sndbuf, 0) ?: 2 * ctx->rcvbuf;
+	if (ctx->rcvbuf < ctx->mss || ctx->sndbuf < ctx->mss || ctx->rcvbuf > (1u << 30) ||
+	    ctx->sndbuf > (1u << 30)) {
+		pr_warn("stream: rcvbuf/sndbuf must be between mss (%u) and 1 GiB\n", ctx->mss);
+		free(ctx);
+		errno = EINVAL;
+		return NULL;
+	}
+	ctx->hmask = 1023;
+	while (ctx->hmask + 1 < ctx->max_conns)
+		ctx->hmask = ctx->hmask * 2 + 1;
+	ctx->htab = calloc(ctx->hmask + 1, sizeof(*ctx->htab));
+	if (!ctx->htab) {
+		free(ctx);
+		errno = ENOMEM;
+		return NULL;
+	}
+	ctx->rng = link->seed;
+	if (!ctx->rng && getrandom(&ctx->rng, sizeof(ctx->rng), GRND_NONBLOCK) != sizeof(ctx->rng))
+		ctx->rng = (__u64)(unsigned long)ctx ^ link->now_us(link->priv);
+	if (!ctx->rng)
+		ctx->rng = 0x9e3779b97f4a7c15ULL;
+	now_us(ctx);
+	return ctx;
+}
+
+void xvi_sctx__free(struct xvi_stream_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	while (ctx->all)
+		conn_free(ctx->all);
+	free(ctx->htab);
+	free(ctx);
+}
+
+int xvi_sctx__region_of(const struct xvi_stream_ctx *ctx, const void *p, size_t len)
+{
+	const __u8 *b = p;
+
+	for (int i = 0; i < XVI_SCTX_MAX_REGIONS; i++) {
+		const struct xvi_sregion *r = &ctx->regions[i];
+
+		if (r->used && b >= r->addr && len <= r->len &&
+		    (size_t)(b - r->addr) <= r->len - len)
+			return i;
+	}
+	return -1;
+}
+
+/* ---- stream operations (non-blocking) ----------------------------------- */
+
+struct xvi_stream *xvi_ss__socket(struct xvi_stream_ctx *ctx, __u32 flags)
+{
+	struct xvi_stream *s = conn_new(ctx, flags);
+
+	if (!s)
+		errno = ENOMEM;
+	return s;
+}
+
+int xvi_ss__listen(struct xvi_stream *s, int backlog)
+{
+	if (s->state != XVI_SS_CLOSED || s->rcid)
+		return -EINVAL;
+	for (struct xvi_stream *o = s->ctx->all; o; o = o->next)
+		if (o != s && o->state == XVI_SS_LISTEN && o->svc == s->svc)
+			return -EADDRINUSE;
+	s->backlog = backlog > 0 ? (__u32)backlog : 64;
+	s->state = XVI_SS_LISTEN;
+	return 0;
+}
+
+struct xvi_stream *xvi_ss__accept(struct xvi_stream *s, union xvi_sockaddr *peer)
+{
+	struct xvi_stream *c;
+
+	if (s->state != XVI_SS_LISTEN) {
+		errno = EINVAL;
+		return NULL;
+	}
+	c = s->acc_head;
+	if (!c) {
+		errno = EAGAIN;
+		return NULL;
+	}
+	list_unlink(c);
+	c->flags = s->flags;
+	if (peer)
+		*peer = c->peer;
+	return c;
+}
+
+int xvi_ss__connect(struct xvi_stream *s, const union xvi_sockaddr *peer, __u16 svc)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	if (s->state == XVI_SS_SYN_SENT)
+		return -EALREADY;
+	if (s->state != XVI_SS_CLOSED || s->rcid)
+		return -EISCONN;
+	if (ctx->nconns >= ctx->max_conns && !reclaim_time_wait(ctx))
+		return -EAGAIN;
+	now_us(ctx);
+	s->peer = *peer;
+	s->svc = svc;
+	s->iss = ctx->link.iss ? ctx->link.iss : rnd32(ctx);
+	if (!s->lcid)
+		hash_new_cid(s);
+	if (conn_buffers(s))
+		return -ENOMEM;
+	set_state(s, XVI_SS_SYN_SENT);
+	s->una_since = ctx->now;
+	xmit(s, XVI_SF_SYN, s->iss, 0);
+	s->rto_at = ctx->now + s->rto_us;
+	xvi_sctx__run(ctx);
+	return -EINPROGRESS;
+}
+
+static int conn_error(struct xvi_stream *s)
+{
+	if (s->err)
+		return -s->err;
+	return 0;
+}
+
+ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len)
+{
+	__u32 n;
+
+	if (s->err)
+		return conn_error(s);
+	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
+		return -EAGAIN;
+	if (s->state == XVI_SS_LISTEN || (s->state == XVI_SS_CLOSED && !s->rcid))
+		return -ENOTCONN;
+	if (s->fin_queued || !can_send_data(s->state))
+		return -EPIPE;
+	if (!len)
+		return 0;
+	n = xvi_ssq__push_copy(&s->sq, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
+	if (!n)
+		return -EAGAIN;
+	now_us(s->ctx);
+	output(s);
+	xvi_sctx__run(s->ctx);
+	return n;
+}
+
+ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t len,
+			 __u64 cookie)
+{
+	struct xvi_sregion *r;
+	int err;
+
+	if (region < 0 || region >= XVI_SCTX_MAX_REGIONS || !s->ctx->regions[region].used)
+		return -EINVAL;
+	r = &s->ctx->regions[region];
+	if (off > r->len || len > r->len - off || !len || len > (1u << 30))
+		return -EINVAL;
+	if (s->err)
+		return conn_error(s);
+	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
+		return -EAGAIN;
+	if (s->fin_queued || !can_send_data(s->state))
+		return -EPIPE;
+	/* Keep a completion slot free for every reference in the queue. */
+	if (s->done_h - s->done_t + (s->sq.ih - s->sq.it) >= s->done_cap)
+		return -EAGAIN;
+	err = xvi_ssq__push_ref(&s->sq, r->addr + off, (__u32)len, region, cookie);
+	if (err)
+		return err;
+	r->refs++;
+	now_us(s->ctx);
+	output(s);
+	xvi_sctx__run(s->ctx);
+	return len;
+}
+
+int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max)
+{
+	int n = 0;
+
+	while (n < max && s->done_t != s->done_h)
+		cookies[n++] = s->done[s->done_t++ % s->done_cap];
+	return n;
+}
+
+ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
+{
+	__u32 n, before;
+
+	if (!s->segs)
+		return s->err ? conn_error(s) : -ENOTCONN;
+	before = rcv_wnd(s);
+	n = xvi_srq__read(&s->rq, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
+	if (n) {
+		/* Window update once the window opened by a good part. */
+		__u32 w = rcv_wnd(s);
+
+		if (synchronized(s->state) && !s->eof &&
+		    (before < s->mss || w - before >= s->ctx->rcvbuf / 4) &&
+		    seq_gt(rcv_ack(s) + w, s->adv_right)) {
+			s->ack_now = true;
+			mark_dirty(s);
+		}
+	}
+	/* SOVIA: the application turning to receive pushes combined data. */
+	if (s->sq.end != s->snd_nxt && can_send_data(s->state)) {
+		__u32 f = s->flags;
+
+		s->flags |= XVI_STREAM_NODELAY;
+		now_us(s->ctx);
+		output(s);
+		s->flags = f;
+	}
+	if (n || s->dirty)
+		xvi_sctx__run(s->ctx);
+	if (n)
+		return n;
+	if (s->eof || s->rd_shut)
+		return 0;
+	if (s->err)
+		return conn_error(s);
+	if (s->state == XVI_SS_CLOSED)
+		return 0;
+	return -EAGAIN;
+}
+
+int xvi_ss__shutdown(struct xvi_stream *s, int how)
+{
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return -EINVAL;
+	if (!synchronized(s->state))
+		return s->state == XVI_SS_CLOSED && s->err ? conn_error(s) : -ENOTCONN;
+	if (how != SHUT_WR) {
+		s->rd_shut = true;
+		xvi_srq__read(&s->rq, NULL, ~0u);
+	}
+	if (how != SHUT_RD && !s->fin_queued) {
+		s->fin_queued = true;
+		if (s->state == XVI_SS_ESTABLISHED)
+			set_state(s, XVI_SS_FIN_WAIT_1);
+		else if (s->state == XVI_SS_CLOSE_WAIT)
+			set_state(s, XVI_SS_LAST_ACK);
+		now_us(s->ctx);
+		mark_dirty(s);
+		xvi_sctx__run(s->ctx);
+	}
+	return 0;
+}
+
+int xvi_ss__abort(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	now_us(ctx);
+	if (s->state == XVI_SS_LISTEN) {
+		struct xvi_stream *c;
+
+		while ((c = s->half_head) || (c = s->acc_head)) {
+			send_rst(c);
+			conn_free(c);
+		}
+	} else if (s->state != XVI_SS_CLOSED && s->state != XVI_SS_TIME_WAIT) {
+		send_rst(s);
+	}
+	conn_free(s);
+	ctx->link.tx_flush(ctx->link.priv);
+	return 0;
+}
+
+int xvi_ss__close(struct xvi_stream *s)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	now_us(ctx);
+	switch (s->state) {
+	case XVI_SS_LISTEN:
+	case XVI_SS_SYN_SENT:
+	case XVI_SS_SYN_RCVD:
+		return xvi_ss__abort(s);
+	case XVI_SS_CLOSED:
+	case XVI_SS_TIME_WAIT:
+		/* TIME_WAIT finishes on its own; CLOSED is done. */
+		if (s->state == XVI_SS_TIME_WAIT) {
+			s->orphan = true;
+			return 0;
+		}
+		conn_free(s);
+		return 0;
+	default:
+		break;
+	}
+	if (xvi_srq__ready(&s->rq) && !s->rd_shut)
+		return xvi_ss__abort(s);	/* unread data: RST, as TCP */
+	s->orphan = true;
+	s->close_at = ctx->now + ctx->linger_us;
+	if (!s->fin_queued) {
+		s->fin_queued = true;
+		if (s->state == XVI_SS_ESTABLISHED)
+			set_state(s, XVI_SS_FIN_WAIT_1);
+		else if (s->state == XVI_SS_CLOSE_WAIT)
+			set_state(s, XVI_SS_LAST_ACK);
+	}
+	mark_dirty(s);
+	xvi_sctx__run(ctx);
+	return 0;
+}
+
+void xvi_ss__kick(struct xvi_stream *s)
+{
+	now_us(s->ctx);
+	mark_dirty(s);
+	xvi_sctx__run(s->ctx);
+}
+
+short xvi_ss__events(const struct xvi_stream *s)
+{
+	short ev = 0;
+
+	if (s->state == XVI_SS_LISTEN)
+		return s->acc_head ? POLLIN : 0;
+	if (s->segs && (xvi_srq__ready(&s->rq) || s->eof || s->rd_shut))
+		ev |= POLLIN;
+	if (can_send_data(s->state) && !s->fin_queued && xvi_ssq__room(&s->sq) &&
+	    s->sq.ih - s->sq.it < s->sq.items_cap)
+		ev |= POLLOUT;
+	if (s->err)
+		ev |= POLLERR | POLLIN | POLLOUT;
+	if (s->state == XVI_SS_CLOSED && s->rcid)
+		ev |= POLLHUP;
+	return ev;
+}

@@ -1,0 +1,249 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The stream protocol engine, separate from its transport.  The engine
+ * talks to a "link": send a datagram to a peer, tell the time, arm one
+ * timer.  stream/api.c provides the real link over an xvi endpoint; the
+ * unit tests provide a deterministic simulated one.  Datagrams come in
+ * through xvi_sctx__input(); xvi_sctx__run() runs due timers and sends
+ * what is pending.  Internal to libxvi.
+ */
+#ifndef XVI_STREAM_ENGINE_H
+#define XVI_STREAM_ENGINE_H
+
+#include <stdbool.h>
+#include "xvi.h"
+#include "xvi_stream.h"
+#include "stream/wire.h"
+#include "stream/buf.h"
+
+struct xvi_slink {
+	/*
+	 * A buffer for one datagram of up to *cap bytes, or NULL when the
+	 * link is out of buffers (the engine retries on the next run).
+	 */
+	void *(*tx_get)(void *priv, __u32 *cap);
+	/* Queue @buf (from tx_get) with @len bytes to @peer; owns it now. */
+	void (*tx_put)(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer);
+	/*
+	 * Optional, for a link that checksums in software: like tx_put, with
+	 * the partial Internet checksum (csum.h) of the @len bytes at @buf,
+	 * which the engine computes while it writes them.  Used for data
+	 * segments instead of tx_put when set.
+	 */
+	void (*tx_put_sum)(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer,
+			   __u64 sum);
+	/* Push queued datagrams out (one doorbell per batch). */
+	void (*tx_flush)(void *priv);
+	__u64 (*now_us)(void *priv);
+	/* The engine wants to run at @at_us (0: nothing due). */
+	void (*timer_arm)(void *priv, __u64 at_us);
+	void *priv;
+	__u32 mtu;		/* largest datagram payload */
+	bool checksummed;	/* the link checksums datagrams (UDP) */
+	/* test hooks: deterministic ids and sequence numbers */
+	__u64 seed;		/* 0: random */
+	__u32 iss;		/* nonzero: initial sequence of every connection */
+};
+
+#define XVI_SS_MAX_SEGS		1024	/* in-flight segment records cap */
+
+enum { SEG_SACKED = 1, SEG_LOST = 2, SEG_RETX = 4, SEG_FIN = 8 };
+
+struct xvi_sseg {
+	__u32 seq;
+	__u16 len;
+	__u8 fl;		/* SEG_* */
+	__u8 ntx;
+	__u64 tx_us;
+};
+
+enum { XVI_SL_HALFOPEN = 1, XVI_SL_ACCEPTQ = 2 };
+
+struct xvi_stream {
+	struct xvi_stream_ctx *ctx;
+	enum xvi_stream_state state;
+	__u32 flags;			/* XVI_STREAM_* */
+	int err;			/* pending error, positive errno */
+	bool orphan;			/* closed by the application */
+	bool bound;
+	bool eof;			/* peer's FIN consumed */
+	bool rd_shut;
+	bool fin_queued;		/* we will send FIN after the data */
+	bool fin_sent;
+	bool ack_now;
+	bool dirty;			/* on the output list */
+	bool in_recovery;
+	bool have_fin_in;		/* peer's FIN sequence known */
+	__u8 on_list;			/* XVI_SL_*: where a listener child is */
+	__u16 svc;
+	__u32 lcid, rcid;
+	union xvi_sockaddr peer;
+	struct xvi_stream *hnext;	/* cid hash chain */
+	struct xvi_stream *prev, *next;	/* all connections */
+	struct xvi_stream *dnext;	/* output list */
+	/* listener */
+	struct xvi_stream *listener;	/* of a child not yet accepted */
+	struct xvi_stream *lq_next, *lq_prev;
+	struct xvi_stream *half_head, *half_tail;
+	struct xvi_stream *acc_head, *acc_tail;
+	__u32 n_half, n_acc, backlog;
+	/* receive */
+	struct xvi_srq rq;
+	__u32 irs;
+	__u32 fin_in;			/* peer's FIN sequence */
+	__u32 adv_right;		/* right window edge last advertised */
+	__u32 delayed;			/* segments not yet acknowledged */
+	__u32 ts_recent;
+	__u32 last_ack_sent;		/* RFC 7323 Last.ACK.sent */
+	__u64 delack_at;
+	/*
+	 * ACK piggybacking (PROTOCOL.md section 4): an interactive connection
+	 * (it answered received data with data within the delayed-ACK time)
+	 * holds the ACK a PRB data segment asks for, so the application's
+	 * reply carries it; bounded by ack_hold_at.
+	 */
+	bool interactive;
+	bool ack_held;
+	__u64 ack_hold_at;
+	__u64 data_in_us;		/* last in-order data received */
+	/* send */
+	struct xvi_ssq sq;
+	__u32 iss;
+	__u32 snd_una, snd_nxt;		/* snd_nxt: next new byte */
+	__u32 snd_right;		/* peer window right edge */
+	__u32 peer_mss, mss;
+	__u32 peer_wnd;
+	__u32 dupacks;
+	__u32 recover;
+	/* RACK (RFC 8985): the most recently sent segment known delivered */
+	__u64 rack_xmit_us;
+	__u32 rack_end;
+	__u32 rack_rtt_us;
+	__u32 min_rtt_us;
+	__u32 reo_mult;			/* reordering window in min_rtt/4 units */
+	__u32 reo_clean;		/* recoveries since the last spurious one */
+	/* PRR (RFC 6937) while in recovery */
+	__u32 prr_delivered, prr_out, recover_fs;
+	/*
+	 * Congestion window validation (RFC 7661): cwnd grows only while it
+	 * limits the sender.  Per period of one flight (until ack passes
+	 * cwnd_seq): the largest flight sent and whether cwnd held data back,
+	 * this period's and the last one's.
+	 */
+	__u32 cwnd_seq;
+	__u32 max_flight, max_flight_prev;
+	bool cwnd_lim, cwnd_lim_prev;
+	/* Spurious timeout response (Eifel, RFC 4015): the window before
+	 * the first timeout of an episode and the tsval clock at it */
+	bool rto_undo;
+	__u32 undo_cwnd, undo_ssthresh, rto_ts;
+	bool tlp_out;			/* a tail loss probe is unanswered */
+	struct xvi_sseg *segs;		/* in flight, oldest at sh */
+	__u32 segs_cap, sh, st;		/* head (next), tail (oldest) */
+	/* timers */
+	__u64 rto_at;
+	__u64 reo_at;			/* RACK reordering window ends */
+	__u64 tlp_at;			/* tail loss probe due */
+	__u64 persist_at;
+	__u64 una_since;		/* oldest unacked data waiting since */
+	__u64 last_rx;
+	__u64 ka_at;
+	__u32 ka_sent;
+	__u64 close_at;			/* linger or TIME_WAIT end */
+	__u64 deadline;			/* min of the above */
+	__u32 syn_tries;
+	__u32 hs_tsval;			/* tsval of our latest SYN or SYN|ACK */
+	/* RTT */
+	__u32 srtt_us, rttvar_us, rto_us;
+	__u32 backoff;
+	struct xvi_stream_cc cc;
+	/* MemNet (memnet.c): a posted receive buffer the engine fills straight
+	 * from in-order segments, and the jobs that wait on this stream */
+	__u8 *post;
+	__u32 post_len, post_done;
+	struct xvi_memnet_job *mn_rxq, *mn_txq;
+	__u32 mn_jobs;
+	/* reference send completions */
+	__u64 *done;
+	__u32 done_cap, done_h, done_t;
+	struct xvi_stream_info st_;	/* counters */
+};
+
+struct xvi_sregion {
+	__u8 *addr;
+	size_t len;
+	__u32 refs;
+	bool used;
+};
+
+#define XVI_SCTX_MAX_REGIONS	64
+
+struct xvi_stream_ctx {
+	struct xvi_slink link;
+	/* config (defaults applied) */
+	__u32 flags, max_conns, window, ack_thr, delack_us, mss, rcvbuf, sndbuf;
+	__u32 copy_thr, rto_init_us, rto_min_us, rto_max_us, user_timeout_us;
+	__u32 ka_idle_us, ka_intvl_us, ka_cnt, linger_us, syn_backlog;
+	const struct xvi_stream_cc_ops *cc;
+	/* state */
+	__u64 rng;
+	struct xvi_stream **htab;	/* by local cid */
+	__u32 hmask;
+	struct xvi_stream *all;		/* connections and listeners */
+	struct xvi_stream *dirty;	/* output list */
+	__u32 nconns;
+	__u64 armed;			/* deadline given to the link */
+	__u64 now;			/* cached for one run */
+	struct xvi_sregion regions[XVI_SCTX_MAX_REGIONS];
+	struct xvi_stream_ctx_stats stats;
+	struct xvi_memnet_job *mn_pending;	/* MemNet jobs not yet completed */
+	/* the real link (stream/api.c), NULL under test */
+	struct xvi_sapi *api;
+};
+
+/* Create/free an engine over @link (opts as in xvi_stream_ctx__new). */
+struct xvi_stream_ctx *xvi_sctx__new(const struct xvi_slink *link,
+				     const struct xvi_stream_ctx_opts *opts);
+void xvi_sctx__free(struct xvi_stream_ctx *ctx);
+/* One received datagram. */
+void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
+		     const void *buf, __u32 len, bool verified);
+/* Run due timers, send pending output, flush the link, re-arm the timer. */
+void xvi_sctx__run(struct xvi_stream_ctx *ctx);
+/* Earliest due time over all connections, 0 if none. */
+__u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx);
+/* The application is about to sleep: held ACKs leave now (no reply soon). */
+void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx);
+/* Connections in a lingering close (orphans) still alive. */
+__u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx);
+
+/* Non-blocking stream operations (the API layer adds waiting). */
+struct xvi_stream *xvi_ss__socket(struct xvi_stream_ctx *ctx, __u32 flags);
+int xvi_ss__listen(struct xvi_stream *s, int backlog);
+struct xvi_stream *xvi_ss__accept(struct xvi_stream *s, union xvi_sockaddr *peer);
+int xvi_ss__connect(struct xvi_stream *s, const union xvi_sockaddr *peer, __u16 svc);
+ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len);
+ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t len,
+			 __u64 cookie);
+ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len);
+int xvi_ss__shutdown(struct xvi_stream *s, int how);
+int xvi_ss__close(struct xvi_stream *s);
+int xvi_ss__abort(struct xvi_stream *s);
+short xvi_ss__events(const struct xvi_stream *s);
+/* Mark for output and run the engine. */
+void xvi_ss__kick(struct xvi_stream *s);
+/* Is the stream's region reference send @cookie... reap completions. */
+int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max);
+/* Address of registered memory: region id or -1. */
+int xvi_sctx__region_of(const struct xvi_stream_ctx *ctx, const void *p, size_t len);
+
+bool xvi_sockaddr_eq(const union xvi_sockaddr *a, const union xvi_sockaddr *b);
+
+/*
+ * memnet.c: the stream is being freed; its jobs complete with an error.
+ * Weak: a program that never uses MemNet (and never has jobs) does not
+ * need memnet.o linked in.
+ */
+void xvi_mn__stream_gone(struct xvi_stream *s) __attribute__((weak));
+
+#endif /* XVI_STREAM_ENGINE_H */
