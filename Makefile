@@ -40,14 +40,15 @@ BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(B)/include/%.skel.h,$(BPF_SRCS))
 BPF_HDRS  := $(wildcard bpf/*.h) include/xvi_wire.h
 
+# libxvi, one folder per layer (docs/DESIGN.md, section 7).
 LIB_SRCS  := $(wildcard libxvi/*/*.c)
 LIB_OBJS  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS))
 LIB_HDRS  := $(wildcard libxvi/*/*.h include/*.h)
 
 LOADER_SRCS := $(wildcard loader/*.c)
-LOADER_OBJS := $(patsubst loader/%.c,$(B)/obj/loader/%.o,$(LOADER_SRCS))
+LOADER_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LOADER_SRCS))
 
-# Each tools/NAME/ directory (or tools/NAME.c) is one program.
+# Each tools/NAME/ directory is one program.
 TOOL_DIRS := $(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c))))
 TOOLS     := $(addprefix $(B)/bin/,$(TOOL_DIRS))
 
@@ -77,10 +78,21 @@ $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(B)/bpf
 $(B)/include/%.skel.h: $(B)/bpf/%.bpf.o | $(B)/include
 	$(BPFTOOL) gen skeleton $< name $(subst .bpf,,$(subst -,_,$*))_bpf > $@.tmp && mv $@.tmp $@
 
-# ---- libxvi ----------------------------------------------------------------
-$(B)/obj/libxvi/%.o: libxvi/%.c $(LIB_HDRS) $(BPF_SKELS)
+# ---- C objects ---------------------------------------------------------------
+# Every object records the headers it includes (-MMD -MP, $(B)/obj/**/*.d),
+# so an edited header rebuilds exactly the objects that use it.  The BPF
+# skeletons are generated headers: they exist before any object compiles.
+DEP_FLAGS := -MMD -MP
+OBJ_CFLAGS = $(CFLAGS)
+
+$(B)/obj/%.o: %.c | $(BPF_SKELS)
 	@mkdir -p $(@D)
-	$(CC) $(LIB_CFLAGS) -c $< -o $@
+	$(CC) $(OBJ_CFLAGS) $(DEP_FLAGS) -c $< -o $@
+
+-include $(shell find $(B)/obj -name '*.d' 2>/dev/null)
+
+# ---- libxvi ----------------------------------------------------------------
+$(LIB_OBJS): OBJ_CFLAGS = $(LIB_CFLAGS)
 
 $(B)/lib/libxvi.a: $(LIB_OBJS) | $(B)/lib
 	rm -f $@ && ar rcs $@ $^
@@ -90,8 +102,7 @@ $(B)/lib/libxvi.so: $(LIB_OBJS) libxvi/libxvi.map | $(B)/lib
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 
 # ---- programs (linked statically against libxvi: they use internal APIs) ---
-$(B)/obj/loader/%.o: loader/%.c $(LIB_HDRS) $(wildcard loader/*.h) | $(B)/obj/loader
-	$(CC) $(CFLAGS) -Iloader -DXDPVI_VERSION='"$(VERSION)"' -c $< -o $@
+$(LOADER_OBJS): OBJ_CFLAGS = $(CFLAGS) -Iloader -DXDPVI_VERSION='"$(VERSION)"'
 
 # xdp-vi --version prints VERSION: rebuild when the Makefile changes.
 $(B)/obj/loader/xdp-vi.o: Makefile
@@ -99,22 +110,32 @@ $(B)/obj/loader/xdp-vi.o: Makefile
 $(B)/bin/xdp-vi: $(LOADER_OBJS) $(B)/lib/libxvi.a | $(B)/bin
 	$(CC) -o $@ $(LOADER_OBJS) $(B)/lib/libxvi.a $(LDLIBS)
 
-.SECONDEXPANSION:
-$(B)/bin/%: $$(wildcard tools/%/*.c) $$(wildcard tools/%/*.h) $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/bin
-	$(CC) $(CFLAGS) -Itools/$* -o $@ $(wildcard tools/$*/*.c) $(B)/lib/libxvi.a $(LDLIBS)
+# tools/NAME/*.c -> $(B)/obj/tools/NAME/*.o -> $(B)/bin/NAME
+define tool_rules
+$(1)_OBJS := $$(patsubst %.c,$$(B)/obj/%.o,$$(wildcard tools/$(1)/*.c))
+$$($(1)_OBJS): OBJ_CFLAGS = $$(CFLAGS) -Itools/$(1)
+$$(B)/bin/$(1): $$($(1)_OBJS) $$(B)/lib/libxvi.a | $$(B)/bin
+	$$(CC) -o $$@ $$($(1)_OBJS) $$(B)/lib/libxvi.a $$(LDLIBS)
+endef
+$(foreach t,$(TOOL_DIRS),$(eval $(call tool_rules,$(t))))
 
 # ---- tests -----------------------------------------------------------------
-$(UNIT_BIN): $(UNIT_SRCS) $(wildcard tests/unit/*.h) $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/tests
-	$(if $(UNIT_SRCS),$(CC) $(CFLAGS) -o $@ $(UNIT_SRCS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
+UNIT_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(UNIT_SRCS))
+XDP_OBJS  := $(patsubst %.c,$(B)/obj/%.o,$(XDP_SRCS))
+$(XDP_OBJS): OBJ_CFLAGS = $(CFLAGS) -Itests/xdp
 
-$(XDP_BIN): $(XDP_SRCS) $(wildcard tests/xdp/*.h) $(BPF_SKELS) $(B)/lib/libxvi.a | $(B)/tests
-	$(if $(XDP_SRCS),$(CC) $(CFLAGS) -Itests/xdp -o $@ $(XDP_SRCS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
+$(UNIT_BIN): $(UNIT_OBJS) $(B)/lib/libxvi.a | $(B)/tests
+	$(if $(UNIT_SRCS),$(CC) -o $@ $(UNIT_OBJS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
 
-$(B)/tests/%: tests/lab/%.c $(B)/lib/libxvi.a $(LIB_HDRS) | $(B)/tests
-	$(CC) $(CFLAGS) -o $@ $< $(B)/lib/libxvi.a $(LDLIBS)
+$(XDP_BIN): $(XDP_OBJS) $(B)/lib/libxvi.a | $(B)/tests
+	$(if $(XDP_SRCS),$(CC) -o $@ $(XDP_OBJS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
 
-$(B)/tests/%: tests/bench/%.c | $(B)/tests
-	$(CC) $(CFLAGS) -pthread -o $@ $<
+$(LAB_BINS): $(B)/tests/%: $(B)/obj/tests/lab/%.o $(B)/lib/libxvi.a | $(B)/tests
+	$(CC) -o $@ $< $(B)/lib/libxvi.a $(LDLIBS)
+
+$(BENCH_BINS): $(B)/tests/%: $(B)/obj/tests/bench/%.o | $(B)/tests
+	$(CC) -pthread -o $@ $<
+$(patsubst %.c,$(B)/obj/%.o,$(BENCH_SRCS)): OBJ_CFLAGS = $(CFLAGS) -pthread
 
 # ---- fuzzing: libFuzzer targets (clang, ASan + UBSan) -----------------------
 # Each target links the library code it reaches, rebuilt with the sanitizers.
@@ -135,7 +156,7 @@ $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(LIB_HDRS) tools/xdp-vid/xvid.h | $(B)/
 fuzz: $(FUZZ_BINS)
 	FUZZ_TIME=$(FUZZ_TIME) B=$(B) bash tests/fuzz/run.sh --long
 
-$(B)/bpf $(B)/include $(B)/obj/loader $(B)/lib $(B)/bin $(B)/tests $(B)/fuzz:
+$(B)/bpf $(B)/include $(B)/lib $(B)/bin $(B)/tests $(B)/fuzz:
 	mkdir -p $@
 
 deps:
