@@ -64,6 +64,17 @@ t_lab_up() {
 	lab_up --name "$T_LAB" || fail "lab_up $T_LAB failed"
 }
 
+# t_stop PID: end a command started as `t_x ... &` and wait for it.  $! is
+# the shell that runs t_x; the command is its child (timeout), which passes
+# the signal on.  Killing only $! would leave the command running, holding
+# every fd the test shell had open, until its timeout.
+t_stop() {
+	pkill -TERM -P "$1" 2>/dev/null
+	kill "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 0
+}
+
 # Run on a node of this suite's lab, bounded (default 20 s).
 t_x() {
 	local tmo=20

@@ -198,8 +198,11 @@ _ep() {
 	local -n _who=$who
 	rm -f "$fifo" && mkfifo "$fifo" && chmod 0666 "$fifo"
 	: >"$T_TMP/ep-$name.out"
-	t_x -T 120 b env XVI_RUN_DIR="$RUN" "${_who[@]}" "$EPCTL" "$LAB_IFACE" "$ip" "$port" \
-		<"$fifo" >"$T_TMP/ep-$name.out" 2>"$T_TMP/ep-$name.err" &
+	# the other endpoints' fifo ends stay with the shell: a copy held here
+	# would keep their epctl from seeing end of file at _ep_close
+	( for v in ${!EP_FD_@}; do [ -z "${!v}" ] || eval "exec ${!v}>&-"; done
+	  t_x -T 120 b env XVI_RUN_DIR="$RUN" "${_who[@]}" "$EPCTL" "$LAB_IFACE" "$ip" "$port" \
+		<"$fifo" >"$T_TMP/ep-$name.out" 2>"$T_TMP/ep-$name.err" ) &
 	exec {fd}>"$fifo"
 	printf -v "EP_FD_$name" '%s' "$fd"
 	printf -v "EP_PID_$name" '%s' "$!"
@@ -364,23 +367,22 @@ case_addr_follow() {
 	t_x -T 60 a tcpdump -i "$LAB_IFACE" -n -A -l udp port 9300 >"$T_TMP/cap-addr" \
 		2>"$T_TMP/cap-addr.err" &
 	cpid=$!
-	t_wait_grep "$T_TMP/cap-addr.err" "listening on" || { kill "$cpid"; fail "no tcpdump"; return; }
+	t_wait_grep "$T_TMP/cap-addr.err" "listening on" || { t_stop "$cpid"; fail "no tcpdump"; return; }
 	_send() { _ep_cmd "$1" send "$2" 198.18.0.1 9300 "$MAC_A" "$MAC_B" "$3"; }
 	# control: the wildcard endpoint may send as 198.18.0.50 while it is there
 	out=$(_send W 198.18.0.50 "w1-$tok")
-	t_wait_grep "$T_TMP/cap-addr" "w1-$tok" || { kill "$cpid"
+	t_wait_grep "$T_TMP/cap-addr" "w1-$tok" || { t_stop "$cpid"
 		fail "a frame from 198.18.0.50 never left while the address was there ($out)"; return; }
 	t_x b ip addr del 198.18.0.50/32 dev "$LAB_IFACE"
 	t_x b ip addr del 198.18.0.51/32 dev "$LAB_IFACE"
 	t_wait_grep "$T_TMP/vid.log" "7881: allowed sources now" ||
-		{ kill "$cpid"; fail "the guard of the wildcard endpoint was not rewritten"; return; }
+		{ t_stop "$cpid"; fail "the guard of the wildcard endpoint was not rewritten"; return; }
 	out=$(_send W 198.18.0.50 "w2-$tok")
 	# a legitimate frame after it: once it is on the wire, so would w2 be
 	out="$out; $(_send W 198.18.0.2 "w3-$tok")"
-	t_wait_grep "$T_TMP/cap-addr" "w3-$tok" || { kill "$cpid"; fail "no frame from 198.18.0.2: $out"
+	t_wait_grep "$T_TMP/cap-addr" "w3-$tok" || { t_stop "$cpid"; fail "no frame from 198.18.0.2: $out"
 		return; }
-	kill "$cpid"
-	wait "$cpid" 2>/dev/null
+	t_stop "$cpid"
 	! grep -q "w2-$tok" "$T_TMP/cap-addr" ||
 		fail "a frame from the removed 198.18.0.50 left the host" || return
 	drop=$(_ep_status 7881 | awk '{print $2}')
@@ -440,8 +442,8 @@ case_ipv6_off() {
 	# the daemon cannot write /proc/sys (see _start_vid): netlink must do it
 	t_x -T 60 b tcpdump -i any -n -l ip6 >"$T_TMP/cap-v6" 2>"$T_TMP/cap-v6.err" &
 	cpid=$!
-	t_wait_grep "$T_TMP/cap-v6.err" "listening on" || { kill "$cpid"; fail "no tcpdump"; return; }
-	_ep V ASA 198.18.0.2 7895 && _wait_ep 7895 || { kill "$cpid"; fail "endpoint not live"
+	t_wait_grep "$T_TMP/cap-v6.err" "listening on" || { t_stop "$cpid"; fail "no tcpdump"; return; }
+	_ep V ASA 198.18.0.2 7895 && _wait_ep 7895 || { t_stop "$cpid"; fail "endpoint not live"
 		return; }
 	host=$(_ep_status 7895 | awk '{print $1}')
 	six=$(t_x b ip -6 -o addr show dev "$host"; t_x b ip -6 -o addr show dev "xvc${host#xvh}")
@@ -449,8 +451,7 @@ case_ipv6_off() {
 	# IPv6 would speak within a second of the link going up (DAD, MLD, RS)
 	t_wait_grep "$T_TMP/cap-v6" " xv[hc]" 20
 	_ep_close V
-	kill "$cpid"
-	wait "$cpid" 2>/dev/null
+	t_stop "$cpid"
 	[ -z "$six" ] || fail "IPv6 addresses on the veth ends: ${six//$'\n'/; }" || return
 	[ "$mode" = 1 ] || fail "address generation mode $mode on the client end, want 1 (none)" ||
 		return

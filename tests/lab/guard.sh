@@ -271,8 +271,7 @@ _attack() {
 	done
 	exec 8>&-
 	wait "$mpid"
-	kill "$cpid" 2>/dev/null
-	wait "$cpid" 2>/dev/null
+	t_stop "$cpid"
 	seen=$(grep -v "FENCE-$tok" "$T_TMP/cap-$mode" | grep -c "$tok")
 	t_log "$mode: $seen on node a's wire; guard $counter counted 3: ${counted:-no}"
 	grep -q "FENCE-$tok" "$T_TMP/cap-$mode" ||
@@ -345,8 +344,7 @@ case_wildcard_not_local() {
 	done
 	_send_from_a "$ok" 7840 198.19.7.1
 	wait "$LJOB"
-	kill "$cpid" 2>/dev/null
-	wait "$cpid" 2>/dev/null
+	t_stop "$cpid"
 	t_xdpvi b status --json >"$T_TMP/nl.json"
 	after=$(t_json_values "$T_TMP/nl.json" not_local | head -1)
 	t_x b ip link del xgc0

@@ -401,12 +401,12 @@ _spoof() {
 		2>"$T_TMP/cap-$mode.err" &
 	local cpid=$!
 	t_wait_grep "$T_TMP/cap-$mode.err" "listening on" ||
-		{ kill "$cpid"; fail "tcpdump on a did not start"; return 1; }
+		{ t_stop "$cpid"; fail "tcpdump on a did not start"; return 1; }
 	rm -f "$T_TMP/k-$mode.ready"
 	t_x -T 60 a "$PY" -c "$T_RECV" "$dport" 3 "$T_TMP/k-$mode.ready" >"$T_TMP/k-$mode.out" &
 	local rpid=$!
 	t_wait_file "$T_TMP/k-$mode.ready" ||
-		{ kill "$cpid"; fail "kernel receiver on a did not start"; return 1; }
+		{ t_stop "$cpid"; fail "kernel receiver on a did not start"; return 1; }
 	# The helper holds its endpoint until its stdin, this fifo, closes.
 	rm -f "$hold" && mkfifo "$hold" && chmod 0666 "$hold"
 	TMO=60 _nb "$HELPER" "$LAB_IFACE" "$mode" 198.18.0.2 "$lport" 198.18.0.1 "$dport" \
@@ -414,7 +414,7 @@ _spoof() {
 	local hpid=$!
 	exec 9>"$hold"
 	t_wait_grep "$T_TMP/sp-$mode.out" "^sent $mode" || { exec 9>&-; wait "$hpid"
-		kill "$cpid"; fail "helper $mode: $(tr '\n' ' ' <"$T_TMP/sp-$mode.out")"
+		t_stop "$cpid"; fail "helper $mode: $(tr '\n' ' ' <"$T_TMP/sp-$mode.out")"
 		return 1; }
 	# Status until the guard has counted the frames (bounded).
 	GUARD=
@@ -425,12 +425,11 @@ _spoof() {
 		sleep 0.1
 	done
 	exec 9>&-
-	wait "$hpid" || { kill "$cpid"; fail "helper $mode exited $?"; return 1; }
+	wait "$hpid" || { t_stop "$cpid"; fail "helper $mode exited $?"; return 1; }
 	# The receiver stops after 3 s without a datagram: any frame that got
 	# past the guard has reached node a by then.
 	wait "$rpid"
-	kill "$cpid" 2>/dev/null
-	wait "$cpid" 2>/dev/null
+	t_stop "$cpid"
 	SEEN=$(cat "$T_TMP/cap-$mode" "$T_TMP/k-$mode.out" | grep -c "SPOOF-$mode")
 	return 0
 }
