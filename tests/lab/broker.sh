@@ -181,6 +181,7 @@ t_setup() {
 	t_attach b || return 1
 	BEFORE=$(_counts)
 	printf '%s\n' "# broker.sh" "deny uid:$UIDA udp 7830-7839" "deny uid:$UIDB udp 7850-7859" \
+		"allow uid:$UIDB udp 7860 addr iface guard-allow group" \
 		"allow * udp default addr iface" >"$T_TMP/policy"
 	_start_p1 || return 1
 	MAC_A=$(t_x a cat /sys/class/net/xv0/address)
@@ -420,6 +421,30 @@ _wait_local() {
 	return 1
 }
 
+case_guard_allow() {
+	local out tok=$RANDOM cpid bcast=ff:ff:ff:ff:ff:ff
+	_ep G ASB 198.18.0.2 7860 && _ep H ASA 198.18.0.2 7861 || return
+	_wait_ep 7860 && _wait_ep 7861 || fail "endpoints not live" || return
+	t_x -T 60 a tcpdump -i "$LAB_IFACE" -n -A -l udp port 9301 >"$T_TMP/cap-allow" \
+		2>"$T_TMP/cap-allow.err" &
+	cpid=$!
+	t_wait_grep "$T_TMP/cap-allow.err" "listening on" || { t_stop "$cpid"; fail "no tcpdump"; return; }
+	# the default: a broadcast from an endpoint no rule lets out
+	out=$(_ep_cmd H send 198.18.0.2 255.255.255.255 9301 "$bcast" "$MAC_B" "h-$tok")
+	# the rule with "guard-allow group": its endpoint's broadcast leaves
+	out="$out; $(_ep_cmd G send 198.18.0.2 255.255.255.255 9301 "$bcast" "$MAC_B" "g-$tok")"
+	t_wait_grep "$T_TMP/cap-allow" "g-$tok" || { t_stop "$cpid"
+		fail "the broadcast of the endpoint allowed group destinations never left ($out)"
+		return; }
+	t_stop "$cpid"
+	_ep_close G
+	_ep_close H
+	! grep -q "h-$tok" "$T_TMP/cap-allow" ||
+		fail "a broadcast left from an endpoint no guard-allow rule covers" || return
+	grep -q "7860 on slot .*guard allows group too" "$T_TMP/vid.log" ||
+		fail "xdp-vid did not log the endpoint's guard allowances"
+}
+
 case_local_addrs() {
 	local id map=
 	for id in $(t_prog_map_ids b); do
@@ -588,6 +613,7 @@ CASES=(
 	denied_uncharged case_denied_uncharged	"denied OPENs are charged to no limit"
 	msg_flood	case_msg_flood		"RESOLVE and garbage floods: rate limited, others served"
 	addr_follow	case_addr_follow	"a removed address: the guard drops it, an endpoint bound to it is revoked"
+	guard_allow	case_guard_allow	"a policy rule's guard-allow lets its endpoints' broadcasts out, no other's"
 	local_addrs	case_local_addrs	"an address of any interface added or removed: the datapath's local table follows"
 	ipv6_off	case_ipv6_off		"no IPv6 on the veth ends though disable_ipv6 is read-only"
 	default_group	case_default_group	"no policy file: only the granted group, others told how"

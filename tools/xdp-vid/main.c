@@ -105,6 +105,7 @@ struct xvid_ep {
 	int resv;			/* UDP port reservation (reserve.h), or -1 */
 	int guard_cfg;			/* the guard's xvi_guard_cfg map, kept for
 					 * address changes, or -1 */
+	__u32 guard_allow;		/* XVI_GUARD_ALLOW_*: from the policy rule */
 	struct xvi_client_bpf *cskel;
 	struct xvi_guard_bpf *gskel;
 	char tagstr[80];
@@ -470,9 +471,9 @@ static int iface_bcast4(__be32 *out, int max)
 
 /*
  * What the guard lets out: the endpoint's identity, and nothing a host's
- * own sockets would not send unless the policy allows it.  The policy has
- * no words for that yet, so allow stays 0: group destinations, IPv4
- * options, network-control DSCP and control ports are dropped.
+ * own sockets would not send unless the policy rule that allowed the
+ * endpoint says so ("guard-allow"): group destinations, IPv4 options,
+ * network-control DSCP and control ports are dropped otherwise.
  */
 static void guard_config(const struct xvid_ep *e, const struct xvi_tag *tag, __u32 mtu,
 			 struct xvi_guard_cfg *cfg)
@@ -487,7 +488,7 @@ static void guard_config(const struct xvid_ep *e, const struct xvi_tag *tag, __u
 	cfg->raw_tag = tag->raw_tag;
 	memcpy(cfg->mac, d.ifc.mac, 6);
 	cfg->out_ifindex = d.ifc.ifindex;
-	cfg->allow = 0;
+	cfg->allow = e->guard_allow;
 	cfg->max_frame = mtu + 14;	/* the Ethernet header; VLAN tags never pass */
 	n = iface_bcast4(cfg->bcast4, XVI_GUARD_MAX_ADDRS);
 	cfg->nbcast = n;
@@ -878,13 +879,13 @@ static int check_datapath(struct xvid_ep *except)
 /* Returns false when the connection must be closed. */
 static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 {
-	char why[200] = "";
+	char why[200] = "", allowed[64];
 	int err;
 
 	xvi_tag__format(&q->tag, e->tagstr, sizeof(e->tagstr));
 	/* The policy first: a refused request is charged nothing. */
 	err = xvid_policy_check(&d.policy, &e->id, &q->tag, addr_on_iface(&q->tag), d.ifname,
-				why, sizeof(why));
+				&e->guard_allow, why, sizeof(why));
 	if (err) {
 		log_info("%s\n", why);
 		reply(e, q->op, err, -1, "%s", why);
@@ -924,8 +925,9 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 	}
 	if (reply(e, q->op, 0, e->xsk, NULL))
 		return false;
-	log_info("%s: pid %d uid %u: %s on slot %u via %s/%s\n", d.ifname, (int)e->id.pid,
-		 e->id.uid, e->tagstr, e->slot, e->host, e->client);
+	log_info("%s: pid %d uid %u: %s on slot %u via %s/%s, guard allows %s too\n", d.ifname,
+		 (int)e->id.pid, e->id.uid, e->tagstr, e->slot, e->host, e->client,
+		 xvid_guard_allow_str(e->guard_allow, allowed, sizeof(allowed)));
 	e->state = ST_WAIT_READY;
 	e->deadline = xvi_now_ms() + READY_TIMEOUT_MS;
 	return true;

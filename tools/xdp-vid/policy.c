@@ -5,8 +5,8 @@
  * File (default /etc/xdp-vi/policy), one rule a line, '#' comments, the
  * first rule that matches the request decides; no match is a refusal:
  *
- *   allow|deny  WHO  udp PORT[-PORT] [addr iface|any|IP]
- *   allow|deny  WHO  raw TAG[-TAG]
+ *   allow|deny  WHO  udp PORT[-PORT] [addr iface|any|IP] [guard-allow KINDS]
+ *   allow|deny  WHO  raw TAG[-TAG] [guard-allow KINDS]
  *   limit endpoints-per-uid N
  *   limit connections-per-uid N
  *   limit opens-per-second N
@@ -21,6 +21,10 @@
  *   PORTS may also be "default": 1024-65535 without the control-protocol
  *   ports below and without net.ipv4.ip_local_reserved_ports (read at
  *   every OPEN: where NodePort and similar ranges are reserved).
+ *   KINDS (allow rules only) = comma-separated kinds of frame the guard
+ *   drops by default and lets out for endpoints this rule allows:
+ *   group (multicast and broadcast destinations), ip-options,
+ *   net-control (DSCP 48-63), control-ports; or all.
  *
  * Without a file the built-in policy is one rule, for the members of one
  * group an administrator grants (xdp-vid --group, default "xdp-vi"):
@@ -206,6 +210,85 @@ static int parse_who(const char *s, struct xvid_rule *r)
 	return -EINVAL;
 }
 
+static const struct {
+	const char *name;
+	__u32 bit;
+} guard_kinds[] = {
+	{ "group", XVI_GUARD_ALLOW_GROUP },
+	{ "ip-options", XVI_GUARD_ALLOW_IP_OPTIONS },
+	{ "net-control", XVI_GUARD_ALLOW_NET_CONTROL },
+	{ "control-ports", XVI_GUARD_ALLOW_CTL_PORTS },
+};
+
+#define GUARD_ALLOW_ALL	(XVI_GUARD_ALLOW_GROUP | XVI_GUARD_ALLOW_IP_OPTIONS | \
+			 XVI_GUARD_ALLOW_NET_CONTROL | XVI_GUARD_ALLOW_CTL_PORTS)
+
+/* "group,net-control" or "all" -> XVI_GUARD_ALLOW_* bits. */
+static int parse_guard_allow(char *s, __u32 *bits)
+{
+	char *save = NULL, *k;
+	size_t i;
+
+	*bits = 0;
+	if (!strcmp(s, "all")) {
+		*bits = GUARD_ALLOW_ALL;
+		return 0;
+	}
+	for (k = strtok_r(s, ",", &save); k; k = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < sizeof(guard_kinds) / sizeof(guard_kinds[0]); i++)
+			if (!strcmp(k, guard_kinds[i].name))
+				break;
+		if (i == sizeof(guard_kinds) / sizeof(guard_kinds[0]))
+			return -EINVAL;
+		*bits |= guard_kinds[i].bit;
+	}
+	return *bits ? 0 : -EINVAL;
+}
+
+const char *xvid_guard_allow_str(__u32 bits, char *buf, size_t len)
+{
+	size_t i, off = 0;
+
+	buf[0] = '\0';
+	for (i = 0; i < sizeof(guard_kinds) / sizeof(guard_kinds[0]); i++)
+		if ((bits & guard_kinds[i].bit) && off < len)
+			off += snprintf(buf + off, len - off, "%s%s", off ? "," : "",
+					guard_kinds[i].name);
+	if (!off)
+		snprintf(buf, len, "none");
+	return buf;
+}
+
+/*
+ * The optional "guard-allow KINDS" ending a rule at @tok[@i]: 0 when there
+ * is none (@i == @n) or it parsed; -EBADMSG for a guard-allow the reader
+ * should be told about (bad kind, on a deny rule), -EINVAL otherwise.
+ */
+static int parse_rule_tail(struct xvid_rule *r, char **tok, int i, int n)
+{
+	if (i == n)
+		return 0;
+	if (i + 2 != n || strcmp(tok[i], "guard-allow"))
+		return -EINVAL;
+	if (!r->allow || parse_guard_allow(tok[i + 1], &r->guard_allow))
+		return -EBADMSG;
+	return 0;
+}
+
+static const char *parse_error_str(int err)
+{
+	switch (err) {
+	case -ENOENT:
+		return "no such user or group";
+	case -EBADMSG:
+		return "guard-allow goes on allow rules and takes group, ip-options, "
+		       "net-control, control-ports (comma-separated) or all";
+	case -E2BIG:
+		return "too many words";
+	}
+	return "syntax";
+}
+
 /* One line, already stripped of comments; 0 for a rule, 1 for blank/limit. */
 static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 {
@@ -257,10 +340,8 @@ static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 			return -EINVAL;
 		}
 		r->addr = ADDR_IFACE;
-		if (n == 4)
-			return 0;
-		if (n != 6 || strcmp(tok[4], "addr"))
-			return -EINVAL;
+		if (n < 6 || strcmp(tok[4], "addr"))
+			return parse_rule_tail(r, tok, 4, n);
 		if (!strcmp(tok[5], "iface"))
 			r->addr = ADDR_IFACE;
 		else if (!strcmp(tok[5], "any"))
@@ -271,13 +352,13 @@ static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 			r->addr = ADDR_IP, r->family = AF_INET6;
 		else
 			return -EINVAL;
-		return 0;
+		return parse_rule_tail(r, tok, 6, n);
 	}
 	if (!strcmp(tok[2], "raw")) {
 		r->what = WHAT_RAW;
-		if (n != 4 || parse_range(tok[3], &r->lo, &r->hi, true) || !r->lo)
+		if (parse_range(tok[3], &r->lo, &r->hi, true) || !r->lo)
 			return -EINVAL;
-		return 0;
+		return parse_rule_tail(r, tok, 4, n);
 	}
 	return -EINVAL;
 }
@@ -368,7 +449,7 @@ int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path
 		if (err) {
 			log_warn("%s:%d: cannot parse '%.*s' (%s); see xdp-vid(8) for the format\n",
 				 path, lineno, (int)strcspn(line, "\r\n"), line,
-				 err == -ENOENT ? "no such user or group" : "syntax");
+				 parse_error_str(err));
 			fclose(f);
 			return -EINVAL;
 		}
@@ -474,7 +555,7 @@ void xvid_policy_explain(const struct xvid_policy *p, const struct xvid_client_i
 
 int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *c,
 		      const struct xvi_tag *tag, bool addr_on_iface, const char *ifname,
-		      char *why, size_t len)
+		      __u32 *guard_allow, char *why, size_t len)
 {
 	char tagstr[80], ex[64], note[128] = "";
 	const char *excl = NULL;
@@ -486,8 +567,10 @@ int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *
 
 		if (!who_matches(r, c) || !what_matches(r, tag, addr_on_iface))
 			continue;
-		if (r->allow)
+		if (r->allow) {
+			*guard_allow = r->guard_allow;
 			return 0;
+		}
 		if (r->line)
 			snprintf(why, len, "uid %u may not open %s on %s: denied by %s:%d '%s'",
 				 c->uid, tagstr, ifname, p->path, r->line, r->text);

@@ -34,6 +34,8 @@ struct xvid_rule {
 	enum xvid_addr addr;		/* UDP only */
 	int family;			/* ADDR_IP */
 	__u8 ip[16];
+	__u32 guard_allow;		/* allow rules: XVI_GUARD_ALLOW_* the guard
+					 * lets out ("guard-allow ...") */
 	int line;			/* in the file, 0 for the default rule */
 	char text[128];			/* the rule as written, for messages */
 };
@@ -91,11 +93,14 @@ void xvid_policy_explain(const struct xvid_policy *p, const struct xvid_client_i
 
 /*
  * Decide a request.  @addr_on_iface: the UDP address is one of the
- * interface's or the wildcard.  Returns 0 or -EPERM with @why filled.
+ * interface's or the wildcard.  Returns 0, with @guard_allow set to the
+ * allowing rule's XVI_GUARD_ALLOW_* bits, or -EPERM with @why filled.
  */
 int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *c,
 		      const struct xvi_tag *tag, bool addr_on_iface, const char *ifname,
-		      char *why, size_t len);
+		      __u32 *guard_allow, char *why, size_t len);
+/* "group,ip-options" for XVI_GUARD_ALLOW_* bits, "none" for 0. */
+const char *xvid_guard_allow_str(__u32 bits, char *buf, size_t len);
 
 /* ---- requests (request.c) ------------------------------------------------- */
 
