@@ -200,27 +200,108 @@ static __always_inline int xvi_udp_csum(struct xdp_md *ctx, __u32 l4_off, __u32 
 	return ret ? 0 : XVI_RX_CSUM_VERIFIED;
 }
 
+/* The metadata every delivered frame starts with, but its payload. */
+static __always_inline void xvi_meta_init(struct xvi_rx_meta *m, __u16 flags, __u32 l3_off,
+					  __u32 l4_off, __u32 slot)
+{
+	m->flags = flags;
+	m->l3_off = l3_off;
+	m->l4_off = l4_off;
+	m->slot = slot;
+}
+
 /*
- * The common tail of IPv4 and IPv6: check the UDP checksum against @seed,
- * finish the metadata (m->l4_off is set) and deliver.
+ * The UDP header after either IP header, and the endpoint its tag names:
+ * @kind, the destination port, and the @addr_len bytes of destination
+ * address at @daddr.  NULL, and the frame is the kernel's, if the header is
+ * cut short (counted malformed) or no endpoint takes it (xvi_match counted
+ * why).
+ */
+static __always_inline struct xvi_ep_counters *
+xvi_udp_match(struct xvi_cursor *c, struct xvi_global_counters *g, __u16 flags, __u8 kind,
+	      const void *daddr, __u32 addr_len, struct udphdr **uhp, __u32 *slot,
+	      __u32 *vflags)
+{
+	struct xvi_tag tag = {};
+	struct udphdr *uh;
+
+	uh = xvi_parse_udp(c);
+	if (!uh) {
+		g->malformed++;
+		return NULL;
+	}
+	*uhp = uh;
+	/* Field by field: a designated initializer would come from .rodata,
+	 * costing the object an extra map. */
+	tag.kind = kind;
+	tag.port = uh->dest;
+	__builtin_memcpy(tag.addr, daddr, addr_len);
+	return xvi_match(&tag, g, flags, slot, vflags);
+}
+
+/*
+ * The common tail of IPv4 and IPv6, once the IP header checked out: the
+ * UDP checksum @check against the pseudo-header (the @addrs_len bytes of
+ * source and destination addresses at @addrs, then the family's @ph), the
+ * rest of the metadata (flags, offsets and slot are set), and delivery.  A
+ * zero @check means no checksum was sent over IPv4 (RFC 768) and is invalid
+ * over IPv6 (RFC 8200 8.1).
  */
 static __always_inline int xvi_udp_deliver(struct xdp_md *ctx, struct xvi_global_counters *g,
 					   struct xvi_ep_counters *ep, struct xvi_rx_meta *m,
-					   __u32 seed, __u16 check, __u32 udp_len,
-					   __u32 frame_len, __u32 vflags, bool local_link)
+					   void *addrs, __u32 addrs_len, void *ph, __u32 ph_len,
+					   __u16 check, __u32 udp_len, __u32 frame_len,
+					   __u32 vflags, bool local_link)
 {
-	int v = xvi_udp_csum(ctx, m->l4_off, udp_len, seed, check, local_link);
+	__u32 seed = 0;
+	int v;
 
-	if (v < 0)
-		return xvi_malformed(g, ep);
-	if (!v) {
-		ep->drop_bad_l4_csum++;
-		return XDP_DROP;
+	if (check == 0) {
+		if (m->flags & XVI_RX_IPV6) {
+			ep->drop_bad_l4_csum++;
+			return XDP_DROP;
+		}
+		v = XVI_RX_CSUM_NONE;
+	} else {
+		if (xvi_csum_mem(addrs, addrs_len, &seed) || xvi_csum_mem(ph, ph_len, &seed))
+			return xvi_malformed(g, ep);
+		v = xvi_udp_csum(ctx, m->l4_off, udp_len, seed, check, local_link);
+		if (v < 0)
+			return xvi_malformed(g, ep);
+		if (!v) {
+			ep->drop_bad_l4_csum++;
+			return XDP_DROP;
+		}
 	}
 	m->flags |= v;
 	m->payload_off = m->l4_off + XVI_UDP_HLEN;
 	m->payload_len = udp_len - XVI_UDP_HLEN;
 	return xvi_deliver(ctx, ep, m, frame_len, vflags);
+}
+
+/*
+ * The IPv4 header checksum, never offloaded: always verified.  Returns 0
+ * if it holds, 1 if it does not, -1 if the header could not be read.
+ */
+static __always_inline int xvi_ip4_hdr_csum(struct xdp_md *ctx, struct iphdr *iph,
+					    __u32 l3_off, __u32 hlen)
+{
+	__u32 sum = 0;
+
+	if (hlen == XVI_IP4_HLEN) {
+		if (xvi_csum_mem(iph, XVI_IP4_HLEN, &sum))
+			return -1;
+	} else {
+		/* Options: copy the whole header, whose length the verifier
+		 * knows to be 20..60 (a non-zero helper size), rather than
+		 * the options alone, whose 4..40 it cannot prove non-zero. */
+		__u8 hdr[60];
+
+		if (bpf_xdp_load_bytes(ctx, l3_off, hdr, hlen) ||
+		    xvi_csum_mem(hdr, hlen, &sum))
+			return -1;
+	}
+	return xvi_csum_fold(sum) == 0xffff ? 0 : 1;
 }
 
 static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
@@ -230,12 +311,12 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph4_tail ph = { .proto = IPPROTO_UDP };
 	__u32 l3_off = c->off, l4_off, hlen, slot, frame_len, vflags;
-	__u32 tot_len, udp_len, sum;
-	struct xvi_tag tag = {};
+	__u32 tot_len, udp_len;
 	struct xvi_ep_counters *ep;
 	struct udphdr *uh;
 	struct iphdr *iph;
 	__be16 check;
+	int ret;
 
 	iph = xvi_parse_ip4(c, &hlen);
 	if (!iph) {
@@ -249,18 +330,8 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	if (iph->protocol != IPPROTO_UDP)
 		return XDP_PASS;
 	l4_off = c->off;
-	uh = xvi_parse_udp(c);
-	if (!uh) {
-		g->malformed++;
-		return XDP_PASS;
-	}
-
-	/* Field by field: a designated initializer would come from .rodata,
-	 * costing the object an extra map. */
-	tag.kind = XVI_TAG_UDP4;
-	tag.port = uh->dest;
-	__builtin_memcpy(tag.addr, &iph->daddr, sizeof(iph->daddr));
-	ep = xvi_match(&tag, g, flags, &slot, &vflags);
+	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP4, &iph->daddr, sizeof(iph->daddr), &uh,
+			   &slot, &vflags);
 	if (!ep)
 		return XDP_PASS;
 
@@ -274,44 +345,18 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	    udp_len < XVI_UDP_HLEN || udp_len > tot_len - hlen)
 		return xvi_malformed(g, ep);
 
-	/* The IPv4 header checksum is never offloaded: always verified. */
-	sum = 0;
-	if (hlen == XVI_IP4_HLEN) {
-		if (xvi_csum_mem(iph, XVI_IP4_HLEN, &sum))
-			return xvi_malformed(g, ep);
-	} else {
-		/* Options: copy the whole header, whose length the verifier
-		 * knows to be 20..60 (a non-zero helper size), rather than
-		 * the options alone, whose 4..40 it cannot prove non-zero. */
-		__u8 hdr[60];
-
-		if (bpf_xdp_load_bytes(ctx, l3_off, hdr, hlen) ||
-		    xvi_csum_mem(hdr, hlen, &sum))
-			return xvi_malformed(g, ep);
-	}
-	if (xvi_csum_fold(sum) != 0xffff) {
+	ret = xvi_ip4_hdr_csum(ctx, iph, l3_off, hlen);
+	if (ret < 0)
+		return xvi_malformed(g, ep);
+	if (ret) {
 		ep->drop_bad_ip_csum++;
 		return XDP_DROP;
 	}
 
-	m.flags = flags;
-	m.l3_off = l3_off;
-	m.l4_off = l4_off;
-	m.slot = slot;
-	if (check == 0) {
-		/* RFC 768: zero means the sender computed no checksum. */
-		m.flags |= XVI_RX_CSUM_NONE;
-		m.payload_off = l4_off + XVI_UDP_HLEN;
-		m.payload_len = udp_len - XVI_UDP_HLEN;
-		return xvi_deliver(ctx, ep, &m, frame_len, vflags);
-	}
 	ph.len = uh->len;
-	sum = 0;
-	if (xvi_csum_mem(&iph->saddr, 2 * sizeof(iph->saddr), &sum) ||
-	    xvi_csum_mem(&ph, sizeof(ph), &sum))
-		return xvi_malformed(g, ep);
-	return xvi_udp_deliver(ctx, g, ep, &m, sum, check, udp_len, frame_len, vflags,
-			       local_link);
+	xvi_meta_init(&m, flags, l3_off, l4_off, slot);
+	return xvi_udp_deliver(ctx, g, ep, &m, &iph->saddr, 2 * sizeof(iph->saddr), &ph,
+			       sizeof(ph), check, udp_len, frame_len, vflags, local_link);
 }
 
 static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
@@ -321,8 +366,7 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph6_tail ph = { .nexthdr = IPPROTO_UDP };
 	__u32 l3_off = c->off, l4_off, slot, frame_len, vflags;
-	__u32 plen, udp_len, sum;
-	struct xvi_tag tag = {};
+	__u32 plen, udp_len;
 	struct xvi_ep_counters *ep;
 	struct ipv6hdr *ip6h;
 	struct udphdr *uh;
@@ -341,16 +385,8 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	if (ip6h->nexthdr != IPPROTO_UDP)
 		return XDP_PASS;
 	l4_off = c->off;
-	uh = xvi_parse_udp(c);
-	if (!uh) {
-		g->malformed++;
-		return XDP_PASS;
-	}
-
-	tag.kind = XVI_TAG_UDP6;
-	tag.port = uh->dest;
-	__builtin_memcpy(tag.addr, &ip6h->daddr, sizeof(ip6h->daddr));
-	ep = xvi_match(&tag, g, flags, &slot, &vflags);
+	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP6, &ip6h->daddr, sizeof(ip6h->daddr), &uh,
+			   &slot, &vflags);
 	if (!ep)
 		return XDP_PASS;
 
@@ -361,23 +397,10 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	if (l4_off + plen > frame_len || udp_len < XVI_UDP_HLEN || udp_len > plen)
 		return xvi_malformed(g, ep);
 
-	/* RFC 8200 8.1: a zero UDP checksum is invalid over IPv6. */
-	if (check == 0) {
-		ep->drop_bad_l4_csum++;
-		return XDP_DROP;
-	}
 	ph.len = bpf_htonl(udp_len);
-	sum = 0;
-	if (xvi_csum_mem(&ip6h->saddr, 2 * sizeof(ip6h->saddr), &sum) ||
-	    xvi_csum_mem(&ph, sizeof(ph), &sum))
-		return xvi_malformed(g, ep);
-
-	m.flags = flags | XVI_RX_IPV6;
-	m.l3_off = l3_off;
-	m.l4_off = l4_off;
-	m.slot = slot;
-	return xvi_udp_deliver(ctx, g, ep, &m, sum, check, udp_len, frame_len, vflags,
-			       local_link);
+	xvi_meta_init(&m, flags | XVI_RX_IPV6, l3_off, l4_off, slot);
+	return xvi_udp_deliver(ctx, g, ep, &m, &ip6h->saddr, 2 * sizeof(ip6h->saddr), &ph,
+			       sizeof(ph), check, udp_len, frame_len, vflags, local_link);
 }
 
 /* Raw xvi frames carry no checksum of their own: the Ethernet FCS covers them. */
@@ -406,12 +429,9 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	if (l3_off + XVI_RAW_HDR_LEN + len > frame_len)
 		return xvi_malformed(g, ep);
 
-	m.flags = flags | XVI_RX_RAW;
-	m.l3_off = l3_off;
-	m.l4_off = l3_off;
+	xvi_meta_init(&m, flags | XVI_RX_RAW, l3_off, l3_off, slot);
 	m.payload_off = l3_off + XVI_RAW_HDR_LEN;
 	m.payload_len = len;
-	m.slot = slot;
 	return xvi_deliver(ctx, ep, &m, frame_len, vflags);
 }
 
