@@ -165,79 +165,79 @@ static __always_inline bool ip6_allowed(const struct ipv6hdr *ip6h,
 }
 
 /*
- * Does the frame at @c carry the endpoint's identity, and is it what the
- * endpoint may send (cfg->allow)?  Counts why not.
+ * One untagged Ethernet header from the endpoint's MAC, to a unicast
+ * destination unless the policy allows more.  Returns the EtherType, or -1
+ * (counted).
  */
-static __always_inline bool frame_allowed(struct xvi_cursor *c,
-					  const struct xvi_guard_cfg *cfg,
-					  struct xvi_ep_counters *ep)
+static __always_inline int eth_allowed(struct xvi_cursor *c, const struct xvi_guard_cfg *cfg,
+				       struct xvi_ep_counters *ep)
 {
 	struct ethhdr *eth = c->pos;
-	struct udphdr *uh;
 	bool vlan;
 	int proto;
 
 	proto = xvi_parse_eth(c, &vlan);
 	if (proto < 0 || vlan) {
 		ep->drop_guard_other++;
-		return false;
+		return -1;
 	}
 	if (!mac_eq(eth->h_source, cfg->mac)) {
 		ep->drop_guard_mac++;
-		return false;
+		return -1;
 	}
 	if (!(cfg->allow & XVI_GUARD_ALLOW_GROUP) && (eth->h_dest[0] & 1)) {
 		ep->drop_guard_group++;		/* I/G bit: multicast or broadcast */
-		return false;
+		return -1;
 	}
+	return proto;
+}
 
-	if (proto == bpf_htons(ETH_P_IP)) {
-		struct iphdr *iph;
-		__u32 hlen;
+/* IPv4 for an IPv4 endpoint: UDP, no fragment, from an allowed address. */
+static __always_inline bool ip4_hdr_allowed(struct xvi_cursor *c,
+					    const struct xvi_guard_cfg *cfg,
+					    struct xvi_ep_counters *ep)
+{
+	struct iphdr *iph;
+	__u32 hlen;
 
-		iph = xvi_parse_ip4(c, &hlen);
-		if (cfg->kind != XVI_TAG_UDP4 || !iph || iph->protocol != IPPROTO_UDP ||
-		    xvi_ip4_is_fragment(iph)) {
-			ep->drop_guard_other++;
-			return false;
-		}
-		if (!addr_allowed(cfg, &iph->saddr, false)) {
-			ep->drop_guard_ip++;
-			return false;
-		}
-		if (!ip4_allowed(iph, hlen, cfg, ep))
-			return false;
-	} else if (proto == bpf_htons(ETH_P_IPV6)) {
-		struct ipv6hdr *ip6h;
-
-		ip6h = xvi_parse_ip6(c);
-		if (cfg->kind != XVI_TAG_UDP6 || !ip6h || ip6h->nexthdr != IPPROTO_UDP) {
-			ep->drop_guard_other++;
-			return false;
-		}
-		if (!addr_allowed(cfg, &ip6h->saddr, true)) {
-			ep->drop_guard_ip++;
-			return false;
-		}
-		if (!ip6_allowed(ip6h, cfg, ep))
-			return false;
-	} else if (proto == bpf_htons(XVI_ETH_P_RAW)) {
-		struct xvi_raw_hdr *rh;
-
-		rh = xvi_parse_raw(c);
-		if (cfg->kind != XVI_TAG_RAW || !rh) {
-			ep->drop_guard_other++;
-			return false;
-		}
-		if (rh->src_tag != cfg->raw_tag) {
-			ep->drop_guard_tag++;
-			return false;
-		}
-		return true;
-	} else {
+	iph = xvi_parse_ip4(c, &hlen);
+	if (cfg->kind != XVI_TAG_UDP4 || !iph || iph->protocol != IPPROTO_UDP ||
+	    xvi_ip4_is_fragment(iph)) {
 		ep->drop_guard_other++;
 		return false;
 	}
+	if (!addr_allowed(cfg, &iph->saddr, false)) {
+		ep->drop_guard_ip++;
+		return false;
+	}
+	return ip4_allowed(iph, hlen, cfg, ep);
+}
+
+/* IPv6 for an IPv6 endpoint: UDP after the fixed header, from an allowed address. */
+static __always_inline bool ip6_hdr_allowed(struct xvi_cursor *c,
+					    const struct xvi_guard_cfg *cfg,
+					    struct xvi_ep_counters *ep)
+{
+	struct ipv6hdr *ip6h;
+
+	ip6h = xvi_parse_ip6(c);
+	if (cfg->kind != XVI_TAG_UDP6 || !ip6h || ip6h->nexthdr != IPPROTO_UDP) {
+		ep->drop_guard_other++;
+		return false;
+	}
+	if (!addr_allowed(cfg, &ip6h->saddr, true)) {
+		ep->drop_guard_ip++;
+		return false;
+	}
+	return ip6_allowed(ip6h, cfg, ep);
+}
+
+/* The UDP header after either: the endpoint's source port, no control port. */
+static __always_inline bool udp_hdr_allowed(struct xvi_cursor *c,
+					    const struct xvi_guard_cfg *cfg,
+					    struct xvi_ep_counters *ep)
+{
+	struct udphdr *uh;
 
 	uh = xvi_parse_udp(c);
 	if (!uh) {
@@ -253,6 +253,52 @@ static __always_inline bool frame_allowed(struct xvi_cursor *c,
 		return false;
 	}
 	return true;
+}
+
+/* A raw frame for a raw endpoint, with the endpoint's source tag. */
+static __always_inline bool raw_hdr_allowed(struct xvi_cursor *c,
+					    const struct xvi_guard_cfg *cfg,
+					    struct xvi_ep_counters *ep)
+{
+	struct xvi_raw_hdr *rh;
+
+	rh = xvi_parse_raw(c);
+	if (cfg->kind != XVI_TAG_RAW || !rh) {
+		ep->drop_guard_other++;
+		return false;
+	}
+	if (rh->src_tag != cfg->raw_tag) {
+		ep->drop_guard_tag++;
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Does the frame at @c carry the endpoint's identity, and is it what the
+ * endpoint may send (cfg->allow)?  Counts why not.
+ */
+static __always_inline bool frame_allowed(struct xvi_cursor *c,
+					  const struct xvi_guard_cfg *cfg,
+					  struct xvi_ep_counters *ep)
+{
+	bool ip_ok;
+	int proto;
+
+	proto = eth_allowed(c, cfg, ep);
+	if (proto < 0)
+		return false;
+	if (proto == bpf_htons(ETH_P_IP)) {
+		ip_ok = ip4_hdr_allowed(c, cfg, ep);
+	} else if (proto == bpf_htons(ETH_P_IPV6)) {
+		ip_ok = ip6_hdr_allowed(c, cfg, ep);
+	} else if (proto == bpf_htons(XVI_ETH_P_RAW)) {
+		return raw_hdr_allowed(c, cfg, ep);
+	} else {
+		ep->drop_guard_other++;
+		return false;
+	}
+	return ip_ok && udp_hdr_allowed(c, cfg, ep);
 }
 
 SEC("tc")
