@@ -177,11 +177,11 @@ int xvi_ctl__sync_local_addrs(struct xvi_ctl *ctl)
 
 	if (!ctl)
 		return xvi_err(-EINVAL);
-	err = xvi_lock_ex(ctl->lock_fd);
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
 	err = xvi_ctl_sync_local(ctl->ifname, ctl->fds[MAP_LOCAL_ADDRS]);
-	xvi_lock_un(ctl->lock_fd);
+	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
 }
 
@@ -286,11 +286,11 @@ static int load_and_attach(const char *ifname, int ifindex, enum xdp_attach_mode
 		goto out;
 	}
 	for (i = 0; i < MAP_NR; i++) {
-		map = bpf_object__find_map_by_name(skel->obj, xvi_map_defs[i].name);
+		map = bpf_object__find_map_by_name(skel->obj, xvi_ctl_map_defs[i].name);
 		fds[i] = map ? bpf_map__fd(map) : -1;
 		if (fds[i] < 0) {
 			pr_warn("datapath object has no map %s: rebuild xdp-vi\n",
-				xvi_map_defs[i].name);
+				xvi_ctl_map_defs[i].name);
 			err = -ENOENT;
 			goto detach;
 		}
@@ -376,7 +376,7 @@ static int begin(const char *ifname, const struct xvi_ctl_opts *opts, char *dir,
 	fd = xvi_ctl_lock_open();
 	if (fd < 0)
 		return fd;
-	err = xvi_lock_ex(fd);
+	err = xvi_ctl_lock_ex(fd);
 	if (!err)
 		err = pin_place(opts, mount, bpffs);
 	if (err) {
@@ -419,7 +419,7 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 	if (bpffs)
 		libxdp_use_bpffs(bpffs);
 
-	err = xvi_xdp_inspect(ifindex, &st, NULL, NULL);
+	err = xvi_ctl_xdp_inspect(ifindex, &st, NULL, NULL);
 	if (err) {
 		pr_warn("%s: cannot read the attached XDP programs: %s\n", ifname,
 			strerror(-err));
@@ -429,12 +429,12 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 		if (st.mode != xmode) {
 			pr_warn("%s: xdp-vi is already attached in %s mode (prog id %u); "
 				"run 'xdp-vi detach %s' first\n", ifname,
-				xvi_xdp_mode_name(st.mode), st.ours_id, ifname);
+				xvi_ctl_xdp_mode_name(st.mode), st.ours_id, ifname);
 			err = -EEXIST;
 			goto out;
 		}
 		pr_info("%s: already attached (prog id %u, %s mode)\n", ifname, st.ours_id,
-			xvi_xdp_mode_name(st.mode));
+			xvi_ctl_xdp_mode_name(st.mode));
 		if (already)
 			*already = true;
 		err = refresh(ifname, ifindex, bpffs, dir);
@@ -454,11 +454,12 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 
 	err = load_and_attach(ifname, ifindex, xmode, bpffs, dir);
 	if (!err)
-		pr_info("%s: attached xdp-vi in %s mode%s%s\n", ifname, xvi_xdp_mode_name(xmode),
+		pr_info("%s: attached xdp-vi in %s mode%s%s\n", ifname,
+			xvi_ctl_xdp_mode_name(xmode),
 			bpffs ? ", maps pinned under " : " (no bpffs: maps not pinned)",
 			bpffs ? dir : "");
 out:
-	xvi_lock_un(lock_fd);
+	xvi_ctl_lock_un(lock_fd);
 	close(lock_fd);
 	return err ? xvi_err(err) : 0;
 }
@@ -488,7 +489,7 @@ int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 	/* The interface may be gone (veth deleted) while its pins remain. */
 	ifindex = if_nametoindex(ifname);
 	if (ifindex) {
-		err = xvi_xdp_inspect(ifindex, &st, &mp, &ours);
+		err = xvi_ctl_xdp_inspect(ifindex, &st, &mp, &ours);
 		if (err) {
 			pr_warn("%s: cannot read the attached XDP programs: %s\n", ifname,
 				strerror(-err));
@@ -525,7 +526,7 @@ int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 	err = 0;
 out:
 	xdp_multiprog__close(mp);
-	xvi_lock_un(lock_fd);
+	xvi_ctl_lock_un(lock_fd);
 	close(lock_fd);
 	return err ? xvi_err(err) : 0;
 }

@@ -28,7 +28,7 @@ int xvi_ctl_check_ifname(const char *ifname)
 	return 0;
 }
 
-int xvi_cap_effective(__u64 *eff)
+int xvi_ctl__cap_effective(__u64 *eff)
 {
 	unsigned long long v;
 	char line[256];
@@ -55,7 +55,7 @@ int xvi_ctl_check_caps(const char *ifname)
 	bool bpf_ok, net_ok;
 	__u64 eff;
 
-	if (xvi_cap_effective(&eff))
+	if (xvi_ctl__cap_effective(&eff))
 		return 0;	/* cannot tell: let the kernel decide */
 	net_ok = eff & XVI_CAP(CAP_NET_ADMIN);
 	bpf_ok = eff & (XVI_CAP(CAP_BPF) | XVI_CAP(CAP_SYS_ADMIN));
@@ -66,7 +66,7 @@ int xvi_ctl_check_caps(const char *ifname)
 	return -EPERM;
 }
 
-int xvi_lock_ex(int fd)
+int xvi_ctl_lock_ex(int fd)
 {
 	while (flock(fd, LOCK_EX)) {
 		if (errno != EINTR)
@@ -75,7 +75,7 @@ int xvi_lock_ex(int fd)
 	return 0;
 }
 
-void xvi_lock_un(int fd)
+void xvi_ctl_lock_un(int fd)
 {
 	flock(fd, LOCK_UN);
 }

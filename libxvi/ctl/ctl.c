@@ -261,11 +261,11 @@ int xvi_ctl__gc(struct xvi_ctl *ctl)
 {
 	int err;
 
-	err = xvi_lock_ex(ctl->lock_fd);
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
 	err = gc_locked(ctl);
-	xvi_lock_un(ctl->lock_fd);
+	xvi_ctl_lock_un(ctl->lock_fd);
 	return err < 0 ? xvi_err(err) : err;
 }
 
@@ -454,11 +454,11 @@ int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slo
 	owner->xsk_fd = -1;
 	owner->bind_flags = 0;
 
-	err = xvi_lock_ex(ctl->lock_fd);
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
 	err = claim_locked(ctl, owner, slot, tagstr);
-	xvi_lock_un(ctl->lock_fd);
+	xvi_ctl_lock_un(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
 	pr_debug("%s: %s claimed slot %u for pid %u\n", ctl->ifname, tagstr, *slot,
@@ -533,11 +533,11 @@ int xvi_ctl__publish(struct xvi_ctl *ctl, __u32 slot, int xsk_fd, __u32 bind_fla
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || xsk_fd < 0)
 		return xvi_err(-EINVAL);
-	err = xvi_lock_ex(ctl->lock_fd);
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
 	err = publish_locked(ctl, slot, xsk_fd, bind_flags);
-	xvi_lock_un(ctl->lock_fd);
+	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
 }
 
@@ -586,11 +586,11 @@ int xvi_ctl__publish_dev(struct xvi_ctl *ctl, __u32 slot, int dev_ifindex)
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || dev_ifindex <= 0)
 		return xvi_err(-EINVAL);
-	err = xvi_lock_ex(ctl->lock_fd);
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
 	err = publish_dev_locked(ctl, slot, dev_ifindex);
-	xvi_lock_un(ctl->lock_fd);
+	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
 }
 
@@ -601,7 +601,7 @@ int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slo
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || !expect)
 		return xvi_err(-EINVAL);
-	err = xvi_lock_ex(ctl->lock_fd);
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
 	err = owner_get(ctl, slot, &o);
@@ -610,7 +610,7 @@ int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slo
 		err = -ENOENT;	/* gc'ed and claimed again: not ours any more */
 	if (!err)
 		err = release_locked(ctl, slot);
-	xvi_lock_un(ctl->lock_fd);
+	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
 }
 
@@ -625,11 +625,11 @@ int xvi_ctl__release(struct xvi_ctl *ctl, __u32 slot)
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS)
 		return xvi_err(-EINVAL);
-	err = xvi_lock_ex(ctl->lock_fd);
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
 	err = release_locked(ctl, slot);
-	xvi_lock_un(ctl->lock_fd);
+	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
 }
 

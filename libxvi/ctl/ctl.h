@@ -196,7 +196,7 @@ int xvi_ctl__pin_dir(const char *ifname, const struct xvi_ctl_opts *opts,
 #ifndef CAP_BPF
 #define CAP_BPF		39
 #endif
-int xvi_cap_effective(__u64 *eff);
+int xvi_ctl__cap_effective(__u64 *eff);
 
 /*
  * Names of the veth pair xdp-vid makes for @slot of the interface with

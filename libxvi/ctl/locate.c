@@ -42,7 +42,7 @@
 /* Maps a datapath program may reference: ours, libxdp's, .rodata/.bss. */
 #define XVI_PROG_MAX_MAPS	32
 
-const struct xvi_map_def xvi_map_defs[MAP_NR] = {
+const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 	[MAP_ENDPOINTS] = { "xvi_endpoints", BPF_MAP_TYPE_HASH, sizeof(struct xvi_tag),
 			    sizeof(struct xvi_ep_value), XVI_MAX_ENDPOINTS },
 	[MAP_XSKS] = { "xvi_xsks", BPF_MAP_TYPE_XSKMAP, sizeof(__u32), sizeof(__u32),
@@ -61,7 +61,7 @@ const struct xvi_map_def xvi_map_defs[MAP_NR] = {
 			      sizeof(__u32), XVI_MAX_LOCAL_ADDRS },
 };
 
-int xvi_netns_ino(__u64 *ino)
+int xvi_ctl_netns_ino(__u64 *ino)
 {
 	struct stat st;
 
@@ -104,7 +104,7 @@ int xvi_ctl__pin_dir(const char *ifname, const struct xvi_ctl_opts *opts,
 		return xvi_err(-EINVAL);
 	if (xvi_ctl_check_ifname(ifname))
 		return xvi_err(-EINVAL);
-	err = xvi_netns_ino(&ns);
+	err = xvi_ctl_netns_ino(&ns);
 	if (err)
 		return xvi_err(err);
 	n = snprintf(buf, len, "%s/%s/%llu/%s", xvi_ctl__bpffs(opts), XVI_PIN_SUBDIR,
@@ -153,7 +153,7 @@ int xvi_ctl_bpffs_for_pins(const struct xvi_ctl_opts *opts, bool mount_default,
 
 void xvi_ctl_map_path(char *buf, size_t len, const char *dir, int i)
 {
-	if (snprintf(buf, len, "%s/%s", dir, xvi_map_defs[i].name) >= (int)len)
+	if (snprintf(buf, len, "%s/%s", dir, xvi_ctl_map_defs[i].name) >= (int)len)
 		buf[0] = '\0';
 }
 
@@ -270,7 +270,7 @@ fail:
 
 /* ---- the program on the interface -------------------------------------- */
 
-int xvi_xdp_inspect(int ifindex, struct xvi_xdp_state *st, struct xdp_multiprog **mpp,
+int xvi_ctl_xdp_inspect(int ifindex, struct xvi_xdp_state *st, struct xdp_multiprog **mpp,
 		    struct xdp_program **ours)
 {
 	struct xdp_program *main_prog, *p;
@@ -320,7 +320,7 @@ int xvi_xdp_inspect(int ifindex, struct xvi_xdp_state *st, struct xdp_multiprog 
 	return 0;
 }
 
-const char *xvi_xdp_mode_name(enum xdp_attach_mode mode)
+const char *xvi_ctl_xdp_mode_name(enum xdp_attach_mode mode)
 {
 	switch (mode) {
 	case XDP_MODE_NATIVE: return "native";
@@ -340,7 +340,7 @@ int xvi_ctl__prog_info(const char *ifname, struct xvi_prog_info *info)
 	ifindex = if_nametoindex(ifname);
 	if (!ifindex)	/* ENODEV, or e.g. EMFILE: it needs a socket */
 		return xvi_err(errno ? -errno : -ENODEV);
-	err = xvi_xdp_inspect(ifindex, &st, NULL, NULL);
+	err = xvi_ctl_xdp_inspect(ifindex, &st, NULL, NULL);
 	if (err)
 		return xvi_err(err);
 	if (!st.ours_id)
@@ -368,7 +368,7 @@ static void close_fds(int fds[MAP_NR])
 
 static int check_map(const char *ifname, int fd, int i)
 {
-	const struct xvi_map_def *d = &xvi_map_defs[i];
+	const struct xvi_map_def *d = &xvi_ctl_map_defs[i];
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
 
@@ -394,7 +394,7 @@ static int map_index(int fd)
 	if (bpf_obj_get_info_by_fd(fd, &info, &len))
 		return -1;
 	for (i = 0; i < MAP_NR; i++)
-		if (!strncmp(info.name, xvi_map_defs[i].name, sizeof(info.name) - 1))
+		if (!strncmp(info.name, xvi_ctl_map_defs[i].name, sizeof(info.name) - 1))
 			return i;
 	return -1;
 }
@@ -411,8 +411,8 @@ static int maps_complete(const char *ifname, __u32 prog_id, int fds[MAP_NR])
 		if (fds[i] < 0) {
 			pr_warn("%s: the attached datapath (prog id %u) has no map %s: it is "
 				"from another version; run 'xdp-vi detach %s' and 'xdp-vi "
-				"attach %s'\n", ifname, prog_id, xvi_map_defs[i].name, ifname,
-				ifname);
+				"attach %s'\n", ifname, prog_id, xvi_ctl_map_defs[i].name,
+				ifname, ifname);
 			err = -EPROTO;
 			goto fail;
 		}
@@ -505,7 +505,7 @@ int xvi_ctl_find_maps(const char *ifname, int ifindex, const struct xvi_ctl_opts
 	for (i = 0; i < MAP_NR; i++)
 		fds[i] = -1;
 	*prog_id = 0;
-	err = xvi_xdp_inspect(ifindex, &st, NULL, NULL);
+	err = xvi_ctl_xdp_inspect(ifindex, &st, NULL, NULL);
 	if (!err && !st.ours_id) {
 		pr_warn("%s: the xdp-vi datapath is not attached: run 'xdp-vi attach %s'\n",
 			ifname, ifname);
@@ -595,11 +595,11 @@ int xvi_ctl__list_ifaces(const struct xvi_ctl_opts *opts, char ***names)
 	if (!ifs)
 		return xvi_err(-errno);
 	for (i = ifs; i->if_index && !err; i++)
-		if (!xvi_xdp_inspect(i->if_index, &st, NULL, NULL) && st.ours_id)
+		if (!xvi_ctl_xdp_inspect(i->if_index, &st, NULL, NULL) && st.ours_id)
 			err = add_name(names, &n, i->if_name);
 	if_freenameindex(ifs);
 	/* Pins of interfaces that are gone or lost their program: stale. */
-	if (!err && !xvi_netns_ino(&ns)) {
+	if (!err && !xvi_ctl_netns_ino(&ns)) {
 		snprintf(dir, sizeof(dir), "%s/%s/%llu", xvi_ctl__bpffs(opts), XVI_PIN_SUBDIR,
 			 (unsigned long long)ns);
 		dh = opendir(dir);

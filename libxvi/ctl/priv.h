@@ -8,6 +8,8 @@
  *   ctl/attach.c  attach, detach, the interface configuration
  *   ctl.c         a handle on one interface's maps: the endpoint table,
  *                 garbage collection, counters
+ * Their names are xvi_ctl_verb, one underscore: ctl.h's xvi_ctl__verb are
+ * what other layers and the programs call, these only the files above.
  */
 #ifndef XVI_CTL_PRIV_H
 #define XVI_CTL_PRIV_H
@@ -38,7 +40,7 @@ struct xvi_map_def {
 	__u32 value_size;
 	__u32 max_entries;
 };
-extern const struct xvi_map_def xvi_map_defs[MAP_NR];
+extern const struct xvi_map_def xvi_ctl_map_defs[MAP_NR];
 
 struct xvi_ctl {
 	int fds[MAP_NR];
@@ -56,13 +58,13 @@ int xvi_ctl_check_ifname(const char *ifname);
 /* CAP_NET_ADMIN and CAP_BPF (or CAP_SYS_ADMIN), or -EPERM with a message. */
 int xvi_ctl_check_caps(const char *ifname);
 /* Blocking exclusive flock that survives signals; and its release. */
-int xvi_lock_ex(int fd);
-void xvi_lock_un(int fd);
+int xvi_ctl_lock_ex(int fd);
+void xvi_ctl_lock_un(int fd);
 
 /* ---- ctl/locate.c ---- */
 
 /* Inode of the caller's network namespace: pins and locks are per namespace. */
-int xvi_netns_ino(__u64 *ino);
+int xvi_ctl_netns_ino(__u64 *ino);
 
 /* What is attached to an interface. */
 struct xvi_xdp_state {
@@ -77,9 +79,9 @@ struct xvi_xdp_state {
  * Inspect @ifindex.  If @ours is not NULL and xvi_demux is attached, *ours
  * gets the program, owned by *mpp, which the caller closes.
  */
-int xvi_xdp_inspect(int ifindex, struct xvi_xdp_state *st, struct xdp_multiprog **mpp,
+int xvi_ctl_xdp_inspect(int ifindex, struct xvi_xdp_state *st, struct xdp_multiprog **mpp,
 		    struct xdp_program **ours);
-const char *xvi_xdp_mode_name(enum xdp_attach_mode mode);
+const char *xvi_ctl_xdp_mode_name(enum xdp_attach_mode mode);
 
 /*
  * The datapath's maps of @ifindex into @fds (every entry opened, or none):

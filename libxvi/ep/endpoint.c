@@ -492,7 +492,7 @@ static bool privileged(void)
 {
 	__u64 eff;
 
-	if (xvi_cap_effective(&eff))
+	if (xvi_ctl__cap_effective(&eff))
 		return geteuid() == 0;
 	return (eff & XVI_CAP(CAP_NET_RAW)) &&
 	       (eff & (XVI_CAP(CAP_BPF) | XVI_CAP(CAP_SYS_ADMIN)));
