@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <net/if.h>
 #include <arpa/inet.h>
@@ -21,66 +20,28 @@
 
 #include "common/log.h"
 #include "nl/neigh.h"
+#include "nl/nl.h"
 #include "common/util.h"
 
 #ifndef IFLA_NUM_RX_QUEUES
 #define IFLA_NUM_RX_QUEUES 32
 #endif
 
-/* Receive-side state of one request. */
-struct nl_req {
-	mnl_cb_t cb;
-	void *data;
-};
-
 static int ip_len(int family)
 {
 	return family == AF_INET ? 4 : family == AF_INET6 ? 16 : 0;
 }
 
-/*
- * Send @nlh and feed every reply to @cb until the kernel is done: the
- * NLMSG_DONE of a dump, or the single reply (and no ACK, we do not ask for
- * one) of a get.  Returns 0, the kernel's negative errno, or the callback's
- * error.
- */
+/* One request on its own NETLINK_ROUTE socket (xvi_nl__request). */
 int xvi_nl__run(struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	bool dump = nlh->nlmsg_flags & NLM_F_DUMP;
 	struct mnl_socket *nl;
-	unsigned int seq, portid;
-	int ret, err = 0;
+	int err;
 
-	nl = mnl_socket_open2(NETLINK_ROUTE, SOCK_CLOEXEC);
+	nl = xvi_nl__open(NETLINK_ROUTE);
 	if (!nl)
 		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		err = -errno;
-		goto out;
-	}
-	portid = mnl_socket_get_portid(nl);
-	seq = nlh->nlmsg_seq = (unsigned int)time(NULL);
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0) {
-		err = -errno;
-		goto out;
-	}
-	for (;;) {
-		ret = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-		if (ret < 0) {
-			err = -errno;
-			break;
-		}
-		ret = mnl_cb_run(buf, ret, seq, portid, cb, data);
-		if (ret < 0) {
-			/* NLMSG_ERROR from the kernel or a callback error */
-			err = -errno ?: -EIO;
-			break;
-		}
-		if (ret == MNL_CB_STOP || !dump)
-			break;
-	}
-out:
+	err = xvi_nl__request(nl, nlh, cb, data);
 	mnl_socket_close(nl);
 	return err;
 }

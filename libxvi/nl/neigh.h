@@ -67,10 +67,11 @@ int xvi_neigh__resolve(int ifindex, const struct xvi_ip *nexthop,
 		       __u8 mac[6], int timeout_ms);
 
 /*
- * One rtnetlink request: send @nlh, feed every reply to @cb (may be NULL)
- * until the dump is done or the single reply or ACK arrived.  Returns 0, the
- * kernel's negative errno, or the callback's error.  For xdp-vid's link
- * changes too (request NLM_F_ACK there).
+ * One rtnetlink request on a socket of its own: send @nlh, feed every reply
+ * to @cb (may be NULL) until the dump is done or the single reply or ACK
+ * arrived (xvi_nl__request, nl/nl.h).  Returns 0, the kernel's negative
+ * errno, or the callback's error.  For xdp-vid's link changes too (request
+ * NLM_F_ACK there).
  */
 struct nlmsghdr;
 int xvi_nl__run(struct nlmsghdr *nlh,

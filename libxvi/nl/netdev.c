@@ -9,12 +9,12 @@
 #include <errno.h>
 #include <stdbool.h>
 #include <string.h>
-#include <time.h>
 #include <libmnl/libmnl.h>
 #include <linux/genetlink.h>
 
 #include "common/log.h"
 #include "nl/netdev.h"
+#include "nl/nl.h"
 
 int xvi_genl__parse_family_id(const struct nlmsghdr *nlh, __u16 *id)
 {
@@ -93,20 +93,12 @@ static int reply_cb(const struct nlmsghdr *nlh, void *data)
 /* One generic-netlink request, its one reply parsed into @r. */
 static int genl_do(struct mnl_socket *nl, struct nlmsghdr *nlh, struct reply *r)
 {
-	char buf[MNL_SOCKET_BUFFER_SIZE];
-	unsigned int portid = mnl_socket_get_portid(nl);
-	int ret;
+	int err;
 
-	nlh->nlmsg_seq = (unsigned int)time(NULL) ^ r->type;
-	if (mnl_socket_sendto(nl, nlh, nlh->nlmsg_len) < 0)
-		return -errno;
 	r->err = 1;
-	ret = mnl_socket_recvfrom(nl, buf, sizeof(buf));
-	if (ret < 0)
-		return -errno;
-	ret = mnl_cb_run(buf, ret, nlh->nlmsg_seq, portid, reply_cb, r);
-	if (ret < 0)
-		return errno ? -errno : -EIO;	/* NLMSG_ERROR: the kernel's errno */
+	err = xvi_nl__request(nl, nlh, reply_cb, r);
+	if (err)
+		return err;
 	return r->err == 1 ? -EPROTO : r->err;
 }
 
@@ -143,13 +135,9 @@ static int dev_get(int ifindex, int attr, __u64 *features)
 
 	if (ifindex <= 0 || !features)
 		return -EINVAL;
-	nl = mnl_socket_open2(NETLINK_GENERIC, SOCK_CLOEXEC);
+	nl = xvi_nl__open(NETLINK_GENERIC);
 	if (!nl)
 		return -errno;
-	if (mnl_socket_bind(nl, 0, MNL_SOCKET_AUTOPID) < 0) {
-		err = -errno;
-		goto out;
-	}
 	nlh = genl_put(buf, sizeof(buf), GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
 	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, XVI_NETDEV_FAMILY_NAME);
 	err = genl_do(nl, nlh, &r);
