@@ -44,23 +44,6 @@ static __u32 rnd32(struct xvi_stream_ctx *ctx)
 	return (__u32)((x * 0x2545F4914F6CDD1DULL) >> 32);
 }
 
-bool xvi_sockaddr_eq(const union xvi_sockaddr *a, const union xvi_sockaddr *b)
-{
-	if (a->sa.sa_family != b->sa.sa_family)
-		return false;
-	switch (a->sa.sa_family) {
-	case AF_INET:
-		return a->in.sin_port == b->in.sin_port &&
-		       a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
-	case AF_INET6:
-		return a->in6.sin6_port == b->in6.sin6_port &&
-		       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
-	case AF_PACKET:
-		return a->raw.tag == b->raw.tag && !memcmp(a->raw.mac, b->raw.mac, 6);
-	}
-	return false;
-}
-
 /* ---- connection table ------------------------------------------------- */
 
 static struct xvi_stream **hslot(struct xvi_stream_ctx *ctx, __u32 cid)

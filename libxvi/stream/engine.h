@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include "xvi.h"
 #include "xvi_stream.h"
+#include "common/sockaddr.h"
 #include "stream/wire.h"
 #include "stream/buf.h"
 
@@ -236,8 +237,6 @@ void xvi_ss__kick(struct xvi_stream *s);
 int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max);
 /* Address of registered memory: region id or -1. */
 int xvi_sctx__region_of(const struct xvi_stream_ctx *ctx, const void *p, size_t len);
-
-bool xvi_sockaddr_eq(const union xvi_sockaddr *a, const union xvi_sockaddr *b);
 
 /*
  * memnet.c: the stream is being freed; its jobs complete with an error.
