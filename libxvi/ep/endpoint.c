@@ -112,20 +112,9 @@ static int parse_addr(const struct xvi_endpoint_opts *opts, struct xvi_ep_cfg *c
 	return 0;
 }
 
-int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
-		      struct xvi_ep_cfg *cfg)
+/* The options as given, 0 (unset) replaced by the defaults. */
+static void read_opts(const struct xvi_endpoint_opts *opts, struct xvi_ep_cfg *cfg)
 {
-	int err;
-
-	memset(cfg, 0, sizeof(*cfg));
-	if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE) {
-		pr_warn("endpoint: interface name '%s' is empty or too long\n",
-			ifname ? ifname : "(null)");
-		return -EINVAL;
-	}
-	if (!OPTS_VALID(opts, xvi_endpoint_opts))
-		return -EINVAL;
-
 	cfg->kind = OPTS_GET(opts, kind, XVI_EP_UDP);
 	cfg->raw_tag = OPTS_GET(opts, raw_tag, 0);
 	cfg->queue_id = OPTS_GET(opts, queue_id, 0);
@@ -143,26 +132,31 @@ int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 	cfg->open_path = OPTS_GET(opts, open_path, XVI_OPEN_AUTO);
 	cfg->flags = OPTS_GET(opts, flags, 0);
 	cfg->busy_poll_budget = OPTS_GET(opts, busy_poll_budget, 0) ?: DEF_BUSY_POLL_BUDGET;
+}
 
+/* What the endpoint is bound to: an address and port, or a raw tag. */
+static int parse_kind(const struct xvi_endpoint_opts *opts, struct xvi_ep_cfg *cfg)
+{
 	switch (cfg->kind) {
 	case XVI_EP_UDP:
-		err = parse_addr(opts, cfg);
-		if (err)
-			return err;
-		break;
+		return parse_addr(opts, cfg);
 	case XVI_EP_RAW:
 		if (!cfg->raw_tag) {
 			pr_warn("endpoint opts: a raw endpoint needs a nonzero .raw_tag\n");
 			return -EINVAL;
 		}
 		cfg->family = AF_PACKET;
-		break;
+		return 0;
 	default:
 		pr_warn("endpoint opts: unknown .kind %d (XVI_EP_UDP or XVI_EP_RAW)\n",
 			cfg->kind);
 		return -EINVAL;
 	}
+}
 
+/* Frames and rings: sizes the kernel takes, and a segment that holds both pools. */
+static int check_sizes(const struct xvi_ep_cfg *cfg)
+{
 	if (cfg->frame_size != 2048 && cfg->frame_size != 4096) {
 		pr_warn("endpoint opts: .frame_size %u must be 2048 or 4096\n",
 			cfg->frame_size);
@@ -183,6 +177,12 @@ int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 			cfg->num_frames, cfg->fill_size, cfg->tx_size);
 		return -EINVAL;
 	}
+	return 0;
+}
+
+/* Modes, flags and limits: known values, within their bounds. */
+static int check_modes(const struct xvi_ep_cfg *cfg)
+{
 	if ((unsigned int)cfg->bind_mode > XVI_BIND_COPY) {
 		pr_warn("endpoint opts: unknown .bind_mode %d\n", cfg->bind_mode);
 		return -EINVAL;
@@ -215,6 +215,29 @@ int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int xvi_ep_cfg__parse(const char *ifname, const struct xvi_endpoint_opts *opts,
+		      struct xvi_ep_cfg *cfg)
+{
+	int err;
+
+	memset(cfg, 0, sizeof(*cfg));
+	if (!ifname || !*ifname || strlen(ifname) >= IF_NAMESIZE) {
+		pr_warn("endpoint: interface name '%s' is empty or too long\n",
+			ifname ? ifname : "(null)");
+		return -EINVAL;
+	}
+	if (!OPTS_VALID(opts, xvi_endpoint_opts))
+		return -EINVAL;
+	read_opts(opts, cfg);
+	err = parse_kind(opts, cfg);
+	if (err)
+		return err;
+	err = check_sizes(cfg);
+	if (err)
+		return err;
+	return check_modes(cfg);
 }
 
 static void ip_str(const struct xvi_ip *ip, char *buf, size_t len)
