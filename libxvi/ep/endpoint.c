@@ -719,53 +719,128 @@ static int check_iface(const char *ifname, const struct xvi_ep_cfg *cfg,
 	return err;
 }
 
+/*
+ * The path the options ask for: XVI_OPEN_AUTO goes through xdp-vid when
+ * the process lacks what a direct open needs.
+ */
+static bool wants_protected(const struct xvi_ep_cfg *cfg)
+{
+	return cfg->open_path == XVI_OPEN_PROTECTED ||
+	       (cfg->open_path == XVI_OPEN_AUTO && !privileged());
+}
+
+/* The options of a protected endpoint: smaller defaults, refused flags. */
+static int protected_cfg(const char *ifname, const struct xvi_endpoint_opts *opts,
+			 struct xvi_ep_cfg *cfg)
+{
+	protected_defaults(opts, cfg);
+	/*
+	 * Through xdp-vid a frame crosses a veth pair and the TX guard, which
+	 * would both have to carry multi-buffer frames: not done yet.
+	 */
+	if (cfg->flags & XVI_EP_MULTI_BUFFER) {
+		pr_warn("%s: XVI_EP_MULTI_BUFFER is not supported through xdp-vid (protected endpoints) yet: open directly (CAP_NET_RAW, CAP_BPF) or drop the flag\n",
+			ifname);
+		return -EOPNOTSUPP;
+	}
+	return 0;
+}
+
+/* A new endpoint through xdp-vid into *out, or an error and nothing left. */
+static int create_protected(const char *ifname, const struct xvi_ep_cfg *cfg,
+			    const struct xvi_iface *ifc, struct xvi_endpoint **out)
+{
+	struct xvi_endpoint *ep;
+	int err;
+
+	ep = ep_new(ifname, cfg, ifc);
+	if (!ep)
+		return -ENOMEM;
+	err = open_protected(ep, cfg);
+	if (err) {
+		ep_destroy(ep, false);
+		return err;
+	}
+	*out = ep;
+	return 0;
+}
+
+/*
+ * A new direct endpoint into *out, or an error and nothing left.  When the
+ * queue is another process's and the options allow a protected endpoint
+ * instead, *fall_back is set (and said) rather than the error explained.
+ */
+static int create_direct(const char *ifname, const struct xvi_ep_cfg *cfg,
+			 const struct xvi_iface *ifc, struct xvi_endpoint **out,
+			 bool *fall_back)
+{
+	struct xvi_endpoint *ep;
+	bool claimed = false;
+	__u32 holder = 0;
+	int err;
+
+	ep = ep_new(ifname, cfg, ifc);
+	if (!ep)
+		return -ENOMEM;
+	err = open_direct(ep, cfg, &claimed, &holder);
+	if (!err) {
+		*out = ep;
+		return 0;
+	}
+	if (err == -EBUSY && holder && may_go_protected(ifname, cfg)) {
+		pr_info("%s: queue %u is held by pid %u: opening through xdp-vid (a protected endpoint) instead\n",
+			ifname, cfg->queue_id, holder);
+		*fall_back = true;
+	} else if (err == -EBUSY) {
+		busy_error(ep, holder);
+	}
+	ep_destroy(ep, claimed);
+	return err;
+}
+
+/* Open on the chosen path; XVI_OPEN_AUTO may still fall back from direct. */
+static int create_endpoint(const char *ifname, const struct xvi_endpoint_opts *opts,
+			   struct xvi_ep_cfg *cfg, const struct xvi_iface *ifc, bool protect,
+			   struct xvi_endpoint **out)
+{
+	bool fall_back = false;
+	int err;
+
+	if (protect)
+		return create_protected(ifname, cfg, ifc, out);
+	err = create_direct(ifname, cfg, ifc, out, &fall_back);
+	if (!fall_back)
+		return err;
+	protected_defaults(opts, cfg);
+	return create_protected(ifname, cfg, ifc, out);
+}
+
+/*
+ * Each step undoes its own work when it fails, so a failure here only has
+ * errno to set.
+ */
 struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 					const struct xvi_endpoint_opts *opts)
 {
-	struct xvi_endpoint *ep = NULL;
+	struct xvi_endpoint *ep;
 	struct xvi_ep_cfg cfg;
 	struct xvi_iface ifc;
-	bool claimed = false, protect;
-	__u32 holder = 0;
+	bool protect;
 	int err;
 
 	err = xvi_ep_cfg__parse(ifname, opts, &cfg);
 	if (err)
 		goto fail;
-	protect = cfg.open_path == XVI_OPEN_PROTECTED ||
-		  (cfg.open_path == XVI_OPEN_AUTO && !privileged());
-	if (protect)
-		protected_defaults(opts, &cfg);
-	/*
-	 * Through xdp-vid a frame crosses a veth pair and the TX guard, which
-	 * would both have to carry multi-buffer frames: not done yet.
-	 */
-	if (protect && (cfg.flags & XVI_EP_MULTI_BUFFER)) {
-		pr_warn("%s: XVI_EP_MULTI_BUFFER is not supported through xdp-vid (protected endpoints) yet: open directly (CAP_NET_RAW, CAP_BPF) or drop the flag\n",
-			ifname);
-		err = -EOPNOTSUPP;
-		goto fail;
+	protect = wants_protected(&cfg);
+	if (protect) {
+		err = protected_cfg(ifname, opts, &cfg);
+		if (err)
+			goto fail;
 	}
 	err = check_iface(ifname, &cfg, &ifc);
 	if (err)
 		goto fail;
-	ep = ep_new(ifname, &cfg, &ifc);
-	if (!ep) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	err = protect ? open_protected(ep, &cfg) : open_direct(ep, &cfg, &claimed, &holder);
-	if (err == -EBUSY && holder && may_go_protected(ifname, &cfg)) {
-		pr_info("%s: queue %u is held by pid %u: opening through xdp-vid (a protected endpoint) instead\n",
-			ifname, cfg.queue_id, holder);
-		ep_destroy(ep, claimed);
-		claimed = false;
-		protected_defaults(opts, &cfg);
-		ep = ep_new(ifname, &cfg, &ifc);
-		err = ep ? open_protected(ep, &cfg) : -ENOMEM;
-	} else if (err == -EBUSY) {
-		busy_error(ep, holder);
-	}
+	err = create_endpoint(ifname, opts, &cfg, &ifc, protect, &ep);
 	if (err)
 		goto fail;
 	pr_debug("%s: endpoint slot %u queue %u %s mode, %u frames of %u, send buffers of %u frame(s)%s\n",
@@ -775,7 +850,6 @@ struct xvi_endpoint *xvi_endpoint__open(const char *ifname,
 	return ep;
 
 fail:
-	ep_destroy(ep, claimed);
 	errno = -err;
 	return NULL;
 }
