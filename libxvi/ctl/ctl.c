@@ -489,6 +489,25 @@ static int claim_intact(struct xvi_ctl *ctl, __u32 slot, struct xvi_slot_owner *
 	return 0;
 }
 
+/*
+ * The last steps of a publish, once the slot's redirect target is in place:
+ * the owner record (for status and XDP_STATISTICS), then the tag goes live
+ * with @ep_flags.  The caller takes the target out again on failure.
+ */
+static int go_live(struct xvi_ctl *ctl, __u32 slot, struct xvi_slot_owner *o, int xsk_fd,
+		   __u32 bind_flags, __u32 ep_flags)
+{
+	struct xvi_ep_value v = { .slot = slot, .flags = ep_flags };
+
+	o->xsk_fd = xsk_fd;
+	o->bind_flags = bind_flags;
+	if (bpf_map_update_elem(ctl->fds[MAP_OWNERS], &slot, o, BPF_EXIST))
+		return -errno;
+	if (bpf_map_update_elem(ctl->fds[MAP_ENDPOINTS], &o->tag, &v, BPF_EXIST))
+		return -errno;
+	return 0;
+}
+
 static int publish_locked(struct xvi_ctl *ctl, __u32 slot, int xsk_fd, __u32 bind_flags)
 {
 	struct xvi_slot_owner o;
@@ -507,23 +526,10 @@ static int publish_locked(struct xvi_ctl *ctl, __u32 slot, int xsk_fd, __u32 bin
 			err == -EOPNOTSUPP ? " (bind the socket with an RX ring first)" : "");
 		return err;
 	}
-	/* 2: the owner record, for status and XDP_STATISTICS */
-	o.xsk_fd = xsk_fd;
-	o.bind_flags = bind_flags;
-	if (bpf_map_update_elem(ctl->fds[MAP_OWNERS], &slot, &o, BPF_EXIST)) {
-		err = -errno;
-		goto undo;
-	}
-	/* 3: the tag goes live */
-	v.slot = slot;
-	v.flags = 0;
-	if (bpf_map_update_elem(ctl->fds[MAP_ENDPOINTS], &o.tag, &v, BPF_EXIST)) {
-		err = -errno;
-		goto undo;
-	}
-	return 0;
-undo:
-	del_ignore_enoent(ctl->fds[MAP_XSKS], &slot);
+	/* 2: the owner record, 3: the tag goes live */
+	err = go_live(ctl, slot, &o, xsk_fd, bind_flags, 0);
+	if (err)
+		del_ignore_enoent(ctl->fds[MAP_XSKS], &slot);
 	return err;
 }
 
@@ -562,21 +568,10 @@ static int publish_dev_locked(struct xvi_ctl *ctl, __u32 slot, int dev_ifindex)
 			dev_ifindex, slot, strerror(-err));
 		return err;
 	}
-	o.xsk_fd = -1;
-	o.bind_flags = XDP_COPY;	/* veth: copy mode only */
-	if (bpf_map_update_elem(ctl->fds[MAP_OWNERS], &slot, &o, BPF_EXIST)) {
-		err = -errno;
-		goto undo;
-	}
-	v.slot = slot;
-	v.flags = XVI_EP_F_DEVMAP;
-	if (bpf_map_update_elem(ctl->fds[MAP_ENDPOINTS], &o.tag, &v, BPF_EXIST)) {
-		err = -errno;
-		goto undo;
-	}
-	return 0;
-undo:
-	del_ignore_enoent(ctl->fds[MAP_DEVS], &slot);
+	/* veth: copy mode only */
+	err = go_live(ctl, slot, &o, -1, XDP_COPY, XVI_EP_F_DEVMAP);
+	if (err)
+		del_ignore_enoent(ctl->fds[MAP_DEVS], &slot);
 	return err;
 }
 
