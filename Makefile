@@ -48,9 +48,14 @@ LIB_HDRS  := $(wildcard libxvi/*/*.h include/*.h)
 LOADER_SRCS := $(wildcard loader/*.c)
 LOADER_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LOADER_SRCS))
 
-# Each tools/NAME/ directory is one program.
-TOOL_DIRS := $(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c))))
+# Each tools/NAME/ directory is one program, except tools/lib/: the code the
+# programs share, a static library that is linked into each and installed
+# nowhere.
+TOOL_DIRS := $(filter-out lib,$(patsubst tools/%/,%,$(sort $(dir $(wildcard tools/*/*.c)))))
 TOOLS     := $(addprefix $(B)/bin/,$(TOOL_DIRS))
+TOOLS_LIB_SRCS := $(wildcard tools/lib/*.c)
+TOOLS_LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(TOOLS_LIB_SRCS))
+TOOLS_LIB := $(B)/lib/libxvi-tools.a
 
 PROGS := $(B)/bin/xdp-vi $(TOOLS)
 LIBS  := $(B)/lib/libxvi.a $(B)/lib/libxvi.so
@@ -110,12 +115,17 @@ $(B)/obj/loader/xdp-vi.o: Makefile
 $(B)/bin/xdp-vi: $(LOADER_OBJS) $(B)/lib/libxvi.a | $(B)/bin
 	$(CC) -o $@ $(LOADER_OBJS) $(B)/lib/libxvi.a $(LDLIBS)
 
+$(TOOLS_LIB_OBJS): OBJ_CFLAGS = $(CFLAGS) -Itools/lib
+
+$(TOOLS_LIB): $(TOOLS_LIB_OBJS) | $(B)/lib
+	rm -f $@ && ar rcs $@ $^
+
 # tools/NAME/*.c -> $(B)/obj/tools/NAME/*.o -> $(B)/bin/NAME
 define tool_rules
 $(1)_OBJS := $$(patsubst %.c,$$(B)/obj/%.o,$$(wildcard tools/$(1)/*.c))
-$$($(1)_OBJS): OBJ_CFLAGS = $$(CFLAGS) -Itools/$(1)
-$$(B)/bin/$(1): $$($(1)_OBJS) $$(B)/lib/libxvi.a | $$(B)/bin
-	$$(CC) -o $$@ $$($(1)_OBJS) $$(B)/lib/libxvi.a $$(LDLIBS)
+$$($(1)_OBJS): OBJ_CFLAGS = $$(CFLAGS) -Itools/$(1) -Itools/lib
+$$(B)/bin/$(1): $$($(1)_OBJS) $$(TOOLS_LIB) $$(B)/lib/libxvi.a | $$(B)/bin
+	$$(CC) -o $$@ $$($(1)_OBJS) $$(TOOLS_LIB) $$(B)/lib/libxvi.a $$(LDLIBS)
 endef
 $(foreach t,$(TOOL_DIRS),$(eval $(call tool_rules,$(t))))
 

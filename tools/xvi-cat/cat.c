@@ -82,15 +82,6 @@ static int write_all(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-static int ms_until(__u64 deadline)
-{
-	__u64 now = xt_now_ns();
-
-	if (now >= deadline)
-		return 0;
-	return (int)((deadline - now + 999999ull) / 1000000ull);
-}
-
 /*
  * Write up to @limit (0 = all) received datagrams to stdout, waiting up to
  * @timeout_ms for the first.  Returns how many were written or -errno
@@ -156,7 +147,7 @@ static int run_listener(const struct cat_cfg *cfg)
 				}
 				break;
 			}
-			timeout = ms_until(deadline);
+			timeout = xt_ms_until(deadline);
 			if (timeout > 500)
 				timeout = 500;
 		}
@@ -246,7 +237,7 @@ static int run_sender(const struct cat_cfg *cfg)
 		__u64 deadline = xt_now_ns() + (__u64)(cfg->idle * 1e9);
 
 		while (!xt_stop && xt_now_ns() < deadline) {
-			int n = drain(&t, ms_until(deadline), 0);
+			int n = drain(&t, xt_ms_until(deadline), 0);
 
 			if (n < 0) {
 				rc = 1;
@@ -360,7 +351,7 @@ int main(int argc, char **argv)
 		return usage_err("%s: a port is 1..65535", port_s);
 	if (!ip)
 		xt_any_addr(AF_INET, (__u16)port, &cfg.addr);
-	else if (xt_parse_addr(ip, (__u16)port, &cfg.addr))
+	else if (xt_parse_ip(ip, (__u16)port, &cfg.addr))
 		return usage_err("%s: not an IPv4 or IPv6 address literal", ip);
 
 	xvi_set_print(print_fn);

@@ -3,7 +3,16 @@
 #ifndef XVI_CAT_H
 #define XVI_CAT_H
 
-#include "../transport.h"
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "parse.h"
+#include "transport.h"
 
 struct cat_cfg {
 	struct xt_cfg xt;

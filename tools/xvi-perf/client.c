@@ -24,15 +24,6 @@ static int open_client(const struct perf_cfg *cfg, struct xt *t)
 	return xt_open(t, &cfg->xt, &local);
 }
 
-static int ms_until(__u64 deadline)
-{
-	__u64 now = xt_now_ns();
-
-	if (now >= deadline)
-		return 0;
-	return (int)((deadline - now + 999999ull) / 1000000ull);
-}
-
 /* Pace to --mps: wait until message @k (from 0) is due. */
 static void pace(const struct perf_cfg *cfg, __u64 start, __u64 k)
 {
@@ -162,7 +153,7 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 
 		deadline = t0 + REPLY_TIMEOUT_NS;
 		while (!got && !xt_stop) {
-			int n, i, w = ms_until(deadline);
+			int n, i, w = xt_ms_until(deadline);
 
 			if (w <= 0 && xt_now_ns() >= deadline)
 				break;
@@ -280,7 +271,7 @@ static int query_server(struct xt *t, const union xvi_sockaddr *dst, __u64 seq,
 			     sizeof(q), q))
 			continue;
 		while (found == -ETIMEDOUT && !xt_stop && xt_now_ns() < deadline) {
-			xt_wait(t, ms_until(deadline));
+			xt_wait(t, xt_ms_until(deadline));
 			n = xt_recv(t, msgs, XT_BATCH);
 			for (i = 0; i < n; i++) {
 				struct sp_hdr h;

@@ -311,7 +311,7 @@ int main(int argc, char **argv)
 		cfg.batch = 1;
 	if (!ip)
 		ip = "0.0.0.0";
-	if (xt_parse_addr(ip, (__u16)port, &cfg.addr))
+	if (xt_parse_ip(ip, (__u16)port, &cfg.addr))
 		return usage_err("-i %s: not an IPv4 or IPv6 address literal", ip);
 
 	xvi_set_print(print_fn);

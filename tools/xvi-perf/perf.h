@@ -7,7 +7,16 @@
 #define XVI_PERF_H
 
 #include <endian.h>
-#include "../transport.h"
+#include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "parse.h"
+#include "transport.h"
 
 /*
  * The sockperf 3.x UDP message header (src/message.h there), 14 bytes at the

@@ -11,8 +11,9 @@
  * knows every message was delivered when the answer comes, and its
  * delivered rate is measured up to that moment, not to the last send().
  */
+#include <netinet/tcp.h>
 #include "perf.h"
-#include "../stream_transport.h"
+#include "stream_transport.h"
 
 #define WARMUP_NS	400000000ull
 #define REPLY_TIMEOUT_MS 2000
@@ -381,7 +382,7 @@ int perf_stream_server(const struct perf_cfg *cfg)
 		s->conns[i].c.fd = -1;
 	/* Echoes leave at once: a reply held back for combining is latency. */
 	stream_cfg(cfg, &sc, true);
-	if (xst_open(&s->o, &sc, &cfg->addr) || xst_listen(&s->o, &sc, &cfg->addr, &l)) {
+	if (xst_open(&s->o, &sc, &cfg->addr) || xst_listen(&s->o, &sc, &cfg->addr, 64, &l)) {
 		xst_close(&s->o);
 		free(s);
 		free(rbuf);

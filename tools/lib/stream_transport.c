@@ -1,87 +1,22 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/*
- * Byte streams for the tools: libxvi streams over one endpoint, or kernel
- * TCP (--kernel), behind one non-blocking API, so a benchmark's hot loop has
- * one shape and the kernel run is a side-by-side baseline of the same loop.
- * Header-only for the same reason as transport.h (each tools/NAME/ directory
- * is one program); include it as "../stream_transport.h".
- *
- * One struct xst per process side: for xvi it owns the endpoint and the one
- * stream context over it (the context owns the endpoint's receive queue,
- * xvi_stream.h), and every connection is a stream of that context.  Kernel
- * connections are plain TCP sockets.
- *
- * Every operation is non-blocking; xst_wait() waits by the configured wait
- * mode, the same three as the datagram tools:
- *   busy      poll the streams (xvi: one engine pump per look) until ready;
- *   block     sleep in poll(2) at once (xvi: on the context's fd, which
- *             covers received datagrams and the engine's timers);
- *   adaptive  spin spin_us (default 50), then block.
- * The engine runs only inside library calls, so a waiting xvi side must
- * keep calling: every look in the busy loop is an engine pump, and a
- * blocked one wakes for the engine's timers through the context fd.
- */
-#ifndef XVI_TOOLS_STREAM_TRANSPORT_H
-#define XVI_TOOLS_STREAM_TRANSPORT_H
-
-#include <fcntl.h>
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Opening, connecting, listening and waiting for the stream transport. */
+#include <poll.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <xvi_stream.h>
-#include "transport.h"
 
-#define XST_SPIN_US	50
-/* Longest single sleep: a guard against a lost wakeup, never a pace. */
-#define XST_MAX_SLEEP_MS 100
+#include "stream_transport.h"
 
-struct xst_cfg {
-	struct xt_cfg xt;	/* kernel, iface, queue, wait, endpoint tuning */
-	bool nodelay;		/* no small-segment combining (TCP_NODELAY) */
-	__u32 window;		/* xvi: window w in segments, 0 = default */
-};
-
-struct xst {
-	const char *prog;
-	bool kernel;
-	bool nodelay;
-	enum xvi_wait_mode wait;
-	__u32 spin_us;
-	struct xt t;			/* xvi: the endpoint */
-	struct xvi_stream_ctx *ctx;	/* xvi: the one context */
-	__u32 mss;			/* xvi: segment payload */
-};
-
-/* A connection or a listener. */
-struct xst_conn {
-	struct xst *o;
-	struct xvi_stream *s;		/* xvi */
-	int fd;				/* kernel */
-};
-
-struct xst_pollent {
-	struct xst_conn *c;
-	short events;
-	short revents;
-};
-
-static inline const char *xst_name(const struct xst *o)
-{
-	return o->kernel ? "kernel-tcp" : "xvi-stream";
-}
-
-static inline void xst_conn_init(struct xst *o, struct xst_conn *c)
+void xst_conn_init(struct xst *o, struct xst_conn *c)
 {
 	memset(c, 0, sizeof(*c));
 	c->o = o;
 	c->fd = -1;
 }
 
-static inline bool xst_conn_live(const struct xst_conn *c)
-{
-	return c->s || c->fd >= 0;
-}
-
-/* Close a connection: FIN in the background (xvi: bounded by linger). */
-static inline void xst_conn_close(struct xst_conn *c, bool abort)
+void xst_conn_close(struct xst_conn *c, bool abort)
 {
 	if (c->s) {
 		if (abort)
@@ -95,7 +30,7 @@ static inline void xst_conn_close(struct xst_conn *c, bool abort)
 	c->fd = -1;
 }
 
-static inline void xst_close(struct xst *o)
+void xst_close(struct xst *o)
 {
 	/* Lingering closes get their bounded last chance in here. */
 	xvi_stream_ctx__free(o->ctx);
@@ -104,12 +39,7 @@ static inline void xst_close(struct xst *o)
 		xt_close(&o->t);
 }
 
-/*
- * Open the process side bound to @local (xvi: the endpoint's address; the
- * kernel binds per connection).  Prints a message naming the fix on error.
- */
-static inline int xst_open(struct xst *o, const struct xst_cfg *cfg,
-			   const union xvi_sockaddr *local)
+int xst_open(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockaddr *local)
 {
 	int err;
 
@@ -141,7 +71,7 @@ static inline int xst_open(struct xst *o, const struct xst_cfg *cfg,
 	return 0;
 }
 
-static inline int xst_kernel_socket(struct xst *o, const struct xst_cfg *cfg, int family)
+static int kernel_socket(struct xst *o, const struct xst_cfg *cfg, int family)
 {
 	int fd, one = 1;
 
@@ -164,25 +94,24 @@ static inline int xst_kernel_socket(struct xst *o, const struct xst_cfg *cfg, in
 	return fd;
 }
 
-static inline __u32 xst_flags(const struct xst *o)
+static __u32 stream_flags(const struct xst *o)
 {
 	return XVI_STREAM_NONBLOCK | (o->nodelay ? XVI_STREAM_NODELAY : 0);
 }
 
-/* Listen on @local (xvi: service number = its port). */
-static inline int xst_listen(struct xst *o, const struct xst_cfg *cfg,
-			     const union xvi_sockaddr *local, struct xst_conn *l)
+int xst_listen(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockaddr *local,
+	       int backlog, struct xst_conn *l)
 {
 	char a[64];
 	int one = 1;
 
 	xst_conn_init(o, l);
 	if (o->kernel) {
-		l->fd = xst_kernel_socket(o, cfg, local->sa.sa_family);
+		l->fd = kernel_socket(o, cfg, local->sa.sa_family);
 		if (l->fd < 0)
 			return l->fd;
 		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(l->fd, &local->sa, xt_addrlen(local)) || listen(l->fd, 64)) {
+		if (bind(l->fd, &local->sa, xt_addrlen(local)) || listen(l->fd, backlog)) {
 			int err = errno;
 
 			fprintf(stderr, "%s: cannot listen on %s: %s%s\n", o->prog,
@@ -195,11 +124,12 @@ static inline int xst_listen(struct xst *o, const struct xst_cfg *cfg,
 		return 0;
 	}
 	{
-		XVI_OPTS(xvi_stream_opts, so, .flags = xst_flags(o));
+		XVI_OPTS(xvi_stream_opts, so, .flags = stream_flags(o));
 
 		l->s = xvi_stream__socket(o->ctx, &so);
 	}
-	if (!l->s || xvi_stream__bind(l->s, xt_port(local)) || xvi_stream__listen(l->s, 64)) {
+	if (!l->s || xvi_stream__bind(l->s, xt_port(local)) ||
+	    xvi_stream__listen(l->s, backlog)) {
 		int err = errno;
 
 		fprintf(stderr, "%s: cannot listen on stream service %u: %s\n", o->prog,
@@ -212,8 +142,7 @@ static inline int xst_listen(struct xst *o, const struct xst_cfg *cfg,
 	return 0;
 }
 
-/* 1 and @c set, 0 if none is waiting, -errno. */
-static inline int xst_accept(struct xst_conn *l, struct xst_conn *c, union xvi_sockaddr *peer)
+int xst_accept(struct xst_conn *l, struct xst_conn *c, union xvi_sockaddr *peer)
 {
 	struct xst *o = l->o;
 	socklen_t pl = sizeof(*peer);
@@ -237,30 +166,19 @@ static inline int xst_accept(struct xst_conn *l, struct xst_conn *c, union xvi_s
 	return errno == EAGAIN ? 0 : -errno;
 }
 
-/* Non-blocking send: bytes taken (>0), -EAGAIN, or the connection's error. */
-static inline ssize_t xst_send(struct xst_conn *c, const void *buf, size_t len)
+ssize_t xst_kernel_result(ssize_t r)
 {
-	ssize_t r;
-
-	if (c->s)
-		return xvi_stream__send(c->s, buf, len, 0);
-	r = send(c->fd, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL);
 	return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
 }
 
-/* Non-blocking receive: bytes (>0), 0 at end of stream, -EAGAIN, -errno. */
-static inline ssize_t xst_recv(struct xst_conn *c, void *buf, size_t len)
+int xst_shutdown(struct xst_conn *c)
 {
-	ssize_t r;
-
 	if (c->s)
-		return xvi_stream__recv(c->s, buf, len, 0);
-	r = recv(c->fd, buf, len, MSG_DONTWAIT);
-	return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
+		return xvi_stream__shutdown(c->s, SHUT_WR);
+	return shutdown(c->fd, SHUT_WR) ? -errno : 0;
 }
 
-/* One look without sleeping (xvi: one engine pump): entries ready. */
-static inline int xst_look(struct xst *o, struct xst_pollent *p, int n)
+int xst_look(struct xst *o, struct xst_pollent *p, int n)
 {
 	int i, r;
 
@@ -292,7 +210,7 @@ static inline int xst_look(struct xst *o, struct xst_pollent *p, int n)
 }
 
 /* Sleep in the kernel until something may have happened, at most @ms. */
-static inline void xst_sleep(struct xst *o, struct xst_pollent *p, int n, int ms)
+static void sleep_for_event(struct xst *o, struct xst_pollent *p, int n, int ms)
 {
 	int i;
 
@@ -311,12 +229,7 @@ static inline void xst_sleep(struct xst *o, struct xst_pollent *p, int n, int ms
 	}
 }
 
-/*
- * Wait until an entry is ready (revents set) by the wait mode, at most
- * @timeout_ms (< 0: no limit).  Returns entries ready, 0 on timeout or a
- * signal (xt_stop), or -errno.
- */
-static inline int xst_wait(struct xst *o, struct xst_pollent *p, int n, int timeout_ms)
+int xst_wait(struct xst *o, struct xst_pollent *p, int n, int timeout_ms)
 {
 	__u64 start = xt_now_ns(), end, spin_end, now;
 	int r;
@@ -335,14 +248,13 @@ static inline int xst_wait(struct xst *o, struct xst_pollent *p, int n, int time
 			return 0;
 		if (now < spin_end)
 			continue;
-		xst_sleep(o, p, n, end == UINT64_MAX ? -1 :
-			  (int)((end - now + 999999ull) / 1000000ull));
+		sleep_for_event(o, p, n, end == UINT64_MAX ? -1 :
+				(int)((end - now + 999999ull) / 1000000ull));
 	}
 }
 
-/* Connect to @dst (xvi: service = its port) within @timeout_ms. */
-static inline int xst_connect(struct xst *o, const struct xst_cfg *cfg,
-			      const union xvi_sockaddr *dst, struct xst_conn *c, int timeout_ms)
+int xst_connect(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockaddr *dst,
+		struct xst_conn *c, int timeout_ms)
 {
 	struct xst_pollent p = { .c = c, .events = POLLOUT };
 	__u64 end = xt_now_ns() + (__u64)timeout_ms * 1000000ull;
@@ -353,7 +265,7 @@ static inline int xst_connect(struct xst *o, const struct xst_cfg *cfg,
 	if (o->kernel) {
 		socklen_t sl = sizeof(err);
 
-		c->fd = xst_kernel_socket(o, cfg, dst->sa.sa_family);
+		c->fd = kernel_socket(o, cfg, dst->sa.sa_family);
 		if (c->fd < 0)
 			return c->fd;
 		if (connect(c->fd, &dst->sa, xt_addrlen(dst)) && errno != EINPROGRESS) {
@@ -369,7 +281,7 @@ static inline int xst_connect(struct xst *o, const struct xst_cfg *cfg,
 				getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &sl);
 		}
 	} else {
-		XVI_OPTS(xvi_stream_opts, so, .flags = xst_flags(o));
+		XVI_OPTS(xvi_stream_opts, so, .flags = stream_flags(o));
 
 		c->s = xvi_stream__socket(o->ctx, &so);
 		if (!c->s) {
@@ -401,8 +313,7 @@ static inline int xst_connect(struct xst *o, const struct xst_cfg *cfg,
 	return 0;
 }
 
-/* Stream counters for reports (zeros for kernel TCP: see tcp_info). */
-static inline int xst_info(const struct xst_conn *c, struct xvi_stream_info *info)
+int xst_info(const struct xst_conn *c, struct xvi_stream_info *info)
 {
 	memset(info, 0, sizeof(*info));
 	info->sz = sizeof(*info);
@@ -410,5 +321,3 @@ static inline int xst_info(const struct xst_conn *c, struct xvi_stream_info *inf
 		return -ENOTSUP;
 	return xvi_stream__info(c->s, info);
 }
-
-#endif /* XVI_TOOLS_STREAM_TRANSPORT_H */
