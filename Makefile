@@ -45,9 +45,6 @@ LIB_SRCS  := $(wildcard libxvi/*/*.c)
 LIB_OBJS  := $(patsubst %.c,$(B)/obj/%.o,$(LIB_SRCS))
 LIB_HDRS  := $(wildcard libxvi/*/*.h include/*.h)
 
-LOADER_SRCS := $(wildcard loader/*.c)
-LOADER_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(LOADER_SRCS))
-
 # Each tools/NAME/ directory is one program, except tools/lib/: the code the
 # programs share, a static library that is linked into each and installed
 # nowhere.
@@ -57,7 +54,7 @@ TOOLS_LIB_SRCS := $(wildcard tools/lib/*.c)
 TOOLS_LIB_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(TOOLS_LIB_SRCS))
 TOOLS_LIB := $(B)/lib/libxvi-tools.a
 
-PROGS := $(B)/bin/xdp-vi $(TOOLS)
+PROGS := $(TOOLS)
 LIBS  := $(B)/lib/libxvi.a $(B)/lib/libxvi.so
 
 UNIT_SRCS := $(wildcard tests/unit/*.c)
@@ -107,27 +104,24 @@ $(B)/lib/libxvi.so: $(LIB_OBJS) libxvi/libxvi.map | $(B)/lib
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 
 # ---- programs (linked statically against libxvi: they use internal APIs) ---
-$(LOADER_OBJS): OBJ_CFLAGS = $(CFLAGS) -Iloader -DXDPVI_VERSION='"$(VERSION)"'
-
-# xdp-vi --version prints VERSION: rebuild when the Makefile changes.
-$(B)/obj/loader/xdp-vi.o: Makefile
-
-$(B)/bin/xdp-vi: $(LOADER_OBJS) $(B)/lib/libxvi.a | $(B)/bin
-	$(CC) -o $@ $(LOADER_OBJS) $(B)/lib/libxvi.a $(LDLIBS)
-
 $(TOOLS_LIB_OBJS): OBJ_CFLAGS = $(CFLAGS) -Itools/lib
 
 $(TOOLS_LIB): $(TOOLS_LIB_OBJS) | $(B)/lib
 	rm -f $@ && ar rcs $@ $^
 
-# tools/NAME/*.c -> $(B)/obj/tools/NAME/*.o -> $(B)/bin/NAME
+# tools/NAME/*.c -> $(B)/obj/tools/NAME/*.o -> $(B)/bin/NAME, compiled with
+# NAME_CFLAGS if a tool needs more.
 define tool_rules
 $(1)_OBJS := $$(patsubst %.c,$$(B)/obj/%.o,$$(wildcard tools/$(1)/*.c))
-$$($(1)_OBJS): OBJ_CFLAGS = $$(CFLAGS) -Itools/$(1) -Itools/lib
+$$($(1)_OBJS): OBJ_CFLAGS = $$(CFLAGS) -Itools/$(1) -Itools/lib $$($(1)_CFLAGS)
 $$(B)/bin/$(1): $$($(1)_OBJS) $$(TOOLS_LIB) $$(B)/lib/libxvi.a | $$(B)/bin
 	$$(CC) -o $$@ $$($(1)_OBJS) $$(TOOLS_LIB) $$(B)/lib/libxvi.a $$(LDLIBS)
 endef
+xdp-vi_CFLAGS := -DXDPVI_VERSION='"$(VERSION)"'
 $(foreach t,$(TOOL_DIRS),$(eval $(call tool_rules,$(t))))
+
+# xdp-vi --version prints VERSION: rebuild when the Makefile changes.
+$(B)/obj/tools/xdp-vi/main.o: Makefile
 
 # ---- tests -----------------------------------------------------------------
 UNIT_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(UNIT_SRCS))

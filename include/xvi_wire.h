@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Structures shared by the XDP datapath (bpf/) and user space (libxvi/,
- * loader/).  Everything here is ABI between the "NIC firmware" and libxvi:
+ * tools/xdp-vi/).  Everything here is ABI between the "NIC firmware" and libxvi:
  * change it only together with XVI_WIRE_VERSION.
  *
  * Only <linux/types.h> types are used so that both clang -target bpf and the
