@@ -1,7 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "parse.h"
@@ -34,16 +32,4 @@ int xt_parse_seconds(const char *s, double max, double *out)
 		return -EINVAL;
 	*out = v;
 	return 0;
-}
-
-int xt_usage_err(const char *prog, const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: ", prog);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fprintf(stderr, "\nTry '%s --help'.\n", prog);
-	return 2;
 }

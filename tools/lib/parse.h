@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Numbers from the command line, and usage errors. */
+/* Numbers from the command line. */
 #ifndef XVI_TOOLS_PARSE_H
 #define XVI_TOOLS_PARSE_H
 
@@ -7,9 +7,5 @@
 int xt_parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out);
 /* Seconds, fractions allowed ("0.5"), in [0, max]; 0 on success. */
 int xt_parse_seconds(const char *s, double max, double *out);
-
-/* A usage error: "PROG: message", a pointer to --help, and exit code 2. */
-__attribute__((format(printf, 2, 3)))
-int xt_usage_err(const char *prog, const char *fmt, ...);
 
 #endif /* XVI_TOOLS_PARSE_H */

@@ -1,9 +1,57 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* Subcommands of xdp-vi; each returns the process exit code (0 or 1). */
+/*
+ * The subcommands of xdp-vi: every one declares its positional arguments
+ * and options in a table (tools/lib/params.h); parsing, validation and the
+ * help text all come from those tables.  Each returns the process exit
+ * code (0 or 1).
+ */
 #ifndef XVI_CMD_H
 #define XVI_CMD_H
 
+#include <stdbool.h>
 #include "params.h"
+
+/* Everything any subcommand can be told, filled from the tables. */
+struct xvi_cfg {
+	/* global */
+	int verbose;
+	const char *bpffs;
+	bool help;
+	bool version;
+	/* per command */
+	const char *ifname;
+	int mode;		/* enum xvi_attach_mode */
+	bool json;
+	double interval;	/* seconds; 0 = one shot */
+	unsigned int count;	/* samples with --interval; 0 = until ^C */
+	const char *policy;	/* serve: policy file */
+	const char *run_dir;	/* serve: socket directory */
+};
+
+struct cmd_def {
+	const char *name;
+	int (*run)(const struct xvi_cfg *cfg);
+	const char *args;		/* synopsis of the positional arguments */
+	int min_args, max_args;		/* only IFACE exists today: 0 or 1 */
+	const struct opt_def *opts;	/* subcommand options, may be NULL */
+	const char *summary;
+	const char *description;
+};
+
+/* Options every subcommand accepts, before or after its name. */
+extern const struct opt_def xvi_global_opts[];
+
+/* Parse the global options in front of the subcommand name; returns the
+ * index of the subcommand in argv, or -EINVAL. */
+int cmd_parse_global(int argc, char **argv, struct xvi_cfg *cfg);
+/*
+ * Parse argv of one subcommand (argv[0] is its name) into @cfg.
+ * Returns 0, or -EINVAL after printing what is wrong and a hint.
+ */
+int cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct xvi_cfg *cfg);
+
+void cmd_usage(const struct cmd_def *cmd, bool full);
+void cmd_usage_all(const struct cmd_def *cmds);
 
 int cmd_attach(const struct xvi_cfg *cfg);
 int cmd_detach(const struct xvi_cfg *cfg);

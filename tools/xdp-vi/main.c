@@ -14,7 +14,6 @@
 #include "cmd.h"
 #include "ctl/ctl.h"
 #include "common/log.h"
-#include "params.h"
 
 static int verbosity;
 
@@ -25,32 +24,34 @@ static const struct opt_enum attach_modes[] = {
 };
 
 static const struct opt_def attach_opts[] = {
-	{ "mode", 'm', OPT_ENUM, offsetof(struct xvi_cfg, mode), "MODE",
-	  "XDP mode", attach_modes },
-	{ NULL },
+	{ OPT_ENUM, "mode", 'm', OPT_FIELD(struct xvi_cfg, mode), "MODE",
+	  .help = "XDP mode (native|generic)", .enums = attach_modes },
+	{ OPT_END },
 };
 
 static const struct opt_def status_opts[] = {
-	{ "json", 'j', OPT_FLAG, offsetof(struct xvi_cfg, json), NULL, "JSON output" },
-	{ NULL },
+	{ OPT_FLAG, "json", 'j', OPT_FIELD(struct xvi_cfg, json), .help = "JSON output" },
+	{ OPT_END },
 };
 
 static const struct opt_def stats_opts[] = {
-	{ "json", 'j', OPT_FLAG, offsetof(struct xvi_cfg, json), NULL,
-	  "JSON output (with --interval: one array, a sample per element)" },
-	{ "interval", 'i', OPT_SECONDS, offsetof(struct xvi_cfg, interval), "S",
-	  "print rates every S seconds" },
-	{ "count", 'c', OPT_UINT, offsetof(struct xvi_cfg, count), "N",
-	  "with --interval: stop after N samples (default: until interrupted)" },
-	{ NULL },
+	{ OPT_FLAG, "json", 'j', OPT_FIELD(struct xvi_cfg, json),
+	  .help = "JSON output (with --interval: one array, a sample per element)" },
+	{ OPT_SECONDS, "interval", 'i', OPT_FIELD(struct xvi_cfg, interval), "S",
+	  .help = "print rates every S seconds", .max = 86400, .flags = OPT_POSITIVE,
+	  .err = "expected seconds > 0 (e.g. 0.5)" },
+	{ OPT_UINT, "count", 'c', OPT_FIELD(struct xvi_cfg, count), "N",
+	  .help = "with --interval: stop after N samples (default: until interrupted)",
+	  .err = "expected a non-negative integer" },
+	{ OPT_END },
 };
 
 static const struct opt_def serve_opts[] = {
-	{ "policy", 'p', OPT_STRING, offsetof(struct xvi_cfg, policy), "FILE",
-	  "policy file (default /etc/xdp-vi/policy)" },
-	{ "run-dir", 'r', OPT_STRING, offsetof(struct xvi_cfg, run_dir), "DIR",
-	  "socket directory (default /run/xdp-vi)" },
-	{ NULL },
+	{ OPT_STRING, "policy", 'p', OPT_FIELD(struct xvi_cfg, policy), "FILE",
+	  .help = "policy file (default /etc/xdp-vi/policy)" },
+	{ OPT_STRING, "run-dir", 'r', OPT_FIELD(struct xvi_cfg, run_dir), "DIR",
+	  .help = "socket directory (default /run/xdp-vi)" },
+	{ OPT_END },
 };
 
 static const struct cmd_def cmds[] = {
@@ -127,13 +128,13 @@ int main(int argc, char **argv)
 	const struct cmd_def *cmd;
 	int first;
 
-	first = params_parse_global(argc, argv, &cfg);
+	first = cmd_parse_global(argc, argv, &cfg);
 	if (first < 0)
 		return 1;
 	if (cfg.version)
 		return print_version();
 	if (first >= argc) {
-		params_usage(cmds, "xdp-vi");
+		cmd_usage_all(cmds);
 		return cfg.help ? 0 : 1;
 	}
 	for (cmd = cmds; cmd->name; cmd++)
@@ -141,7 +142,7 @@ int main(int argc, char **argv)
 			break;
 	if (!cmd->name) {
 		if (!strcmp(argv[first], "help")) {
-			params_usage(cmds, "xdp-vi");
+			cmd_usage_all(cmds);
 			return 0;
 		}
 		fprintf(stderr, "xdp-vi: unknown command '%s'; commands:", argv[first]);
@@ -150,12 +151,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, " (xdp-vi --help)\n");
 		return 1;
 	}
-	if (params_parse(cmd, argc - first, argv + first, &cfg))
+	if (cmd_parse(cmd, argc - first, argv + first, &cfg))
 		return 1;
 	if (cfg.version)
 		return print_version();
 	if (cfg.help) {
-		params_usage_cmd(cmd, "xdp-vi", true);
+		cmd_usage(cmd, true);
 		return 0;
 	}
 

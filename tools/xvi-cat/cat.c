@@ -62,7 +62,7 @@ static void usage(FILE *f)
 "Exit status: 0 success, 1 failure, 2 usage error.\n");
 }
 
-#define usage_err(...) xt_usage_err("xvi-cat", __VA_ARGS__)
+#define usage_err(...) opt_error("xvi-cat", __VA_ARGS__)
 
 static int write_all(int fd, const void *buf, size_t len)
 {

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "params.h"
 #include "parse.h"
 #include "transport.h"
 

@@ -135,7 +135,7 @@ static const struct option long_opts[] = {
 	{ NULL, 0, NULL, 0 },
 };
 
-#define usage_err(...) xt_usage_err("xvi-perf", __VA_ARGS__)
+#define usage_err(...) opt_error("xvi-perf", __VA_ARGS__)
 
 int main(int argc, char **argv)
 {

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "params.h"
 #include "parse.h"
 #include "transport.h"
 

@@ -3,8 +3,8 @@
  * A small streaming JSON writer: it tracks nesting and commas so callers
  * only say what comes next.  Keys are NULL inside arrays.
  */
-#ifndef XVI_JSON_H
-#define XVI_JSON_H
+#ifndef XVI_TOOLS_JSON_H
+#define XVI_TOOLS_JSON_H
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -30,4 +30,4 @@ void json_double(struct json *j, const char *key, double val);
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
 
-#endif /* XVI_JSON_H */
+#endif /* XVI_TOOLS_JSON_H */
