@@ -4,18 +4,14 @@
  * its endpoints and counters.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <bpf/libbpf.h>
-#include <xdp/libxdp.h>
 
 #include "cmd.h"
 #include "ctl/ctl.h"
 #include "common/log.h"
-
-static int verbosity;
+#include "print.h"
 
 static const struct opt_enum attach_modes[] = {
 	{ "native", XVI_ATTACH_NATIVE },
@@ -83,34 +79,6 @@ static const struct cmd_def cmds[] = {
 	{ NULL },
 };
 
-/* Library messages: keep errors readable, "xdp-vi:" instead of "libxvi:". */
-static int print_libxvi(enum xvi_print_level level, const char *fmt, va_list args)
-{
-	char buf[1024];
-	const char *msg = buf;
-
-	if ((level == XVI_INFO && verbosity < 1) || (level == XVI_DEBUG && verbosity < 2))
-		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, args);
-	if (!strncmp(msg, "libxvi: ", 8))
-		msg += 8;
-	return fprintf(stderr, "xdp-vi: %s", msg);
-}
-
-static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	if (verbosity < (level == LIBBPF_WARN ? 1 : 2))
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
-
-static int print_libxdp(enum libxdp_print_level level, const char *fmt, va_list args)
-{
-	if (verbosity < (level == LIBXDP_WARN ? 1 : 2))
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
-
 /*
  * XDPVI_VERSION: the Makefile's VERSION, passed at build time; the
  * library's is asked at run time (the command links libxvi statically, so
@@ -125,6 +93,11 @@ static int print_version(void)
 int main(int argc, char **argv)
 {
 	struct xvi_cfg cfg = {};
+	/* Library messages: keep errors readable, "xdp-vi:" instead of "libxvi:". */
+	const struct print_opts print = {
+		.verbosity = &cfg.verbose, .prog = "xdp-vi", .info_from = 1, .debug_from = 2,
+		.libbpf = true, .libxdp = true,
+	};
 	const struct cmd_def *cmd;
 	int first;
 
@@ -160,10 +133,7 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
-	verbosity = cfg.verbose;
-	xvi_set_print(print_libxvi);
-	libbpf_set_print(print_libbpf);
-	libxdp_set_print(print_libxdp);
+	print_setup(&print);
 	/*
 	 * libxdp keeps its dispatcher state in its own bpffs (LIBXDP_BPFFS, by
 	 * default /sys/fs/bpf): keep it on the same one as our pins, before the

@@ -43,6 +43,7 @@
 #include "common/rundir.h"
 #include "common/util.h"
 #include "xvi.h"
+#include "print.h"
 #include "xvid.h"
 #include "xvi_client.skel.h"
 #include "xvi_guard.skel.h"
@@ -149,7 +150,6 @@ static struct {
 	} linger[LINGER_MAX];
 	int addr_fd;			/* rtnetlink address events */
 	__u64 start_time;		/* ours, recorded in every slot we claim */
-	bool quiet_lib;
 } d;
 
 int xvid_verbose;
@@ -165,26 +165,6 @@ void xvid_log(int level, const char *fmt, ...)
 	fprintf(stderr, "xdp-vid: ");
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-}
-
-static int print_libxvi(enum xvi_print_level level, const char *fmt, va_list args)
-{
-	char buf[1024];
-	const char *msg = buf;
-
-	if (d.quiet_lib || (int)level > xvid_verbose)
-		return 0;
-	vsnprintf(buf, sizeof(buf), fmt, args);
-	if (!strncmp(msg, "libxvi: ", 8))
-		msg += 8;
-	return fprintf(stderr, "xdp-vid: %s", msg);
-}
-
-static int print_libbpf(enum libbpf_print_level level, const char *fmt, va_list args)
-{
-	if (xvid_verbose < (level == LIBBPF_WARN ? 1 : 2))
-		return 0;
-	return vfprintf(stderr, fmt, args);
 }
 
 static void on_signal(int sig)
@@ -1033,9 +1013,9 @@ static bool handle_resolve(struct xvid_ep *e, const struct xvi_broker_req *q)
 		reply(e, q->op, -EINVAL, -1, "%s is not a unicast address", a);
 		return true;
 	}
-	d.quiet_lib = true;
+	print_quiet(true);
 	err = xvi_route__lookup(d.ifc.ifindex, &ip, &nh, NULL);
-	d.quiet_lib = false;
+	print_quiet(false);
 	if (err) {
 		reply(e, q->op, err, -1, err == -EXDEV ?
 		      "%s is routed out of another interface, not %s" :
@@ -1059,9 +1039,9 @@ static bool handle_resolve(struct xvid_ep *e, const struct xvi_broker_req *q)
 		e->last_nh_ms = now;
 	}
 	/* Zero wait: start resolution if needed, never block the loop. */
-	d.quiet_lib = true;
+	print_quiet(true);
 	err = xvi_neigh__resolve(d.ifc.ifindex, &nh, mac, 0);
-	d.quiet_lib = false;
+	print_quiet(false);
 	if (err) {
 		reply(e, q->op, -EAGAIN, -1, NULL);
 		return true;
@@ -1539,8 +1519,8 @@ int main(int argc, char **argv)
 		ep_reset(&d.eps[i]);
 	for (i = 0; i < LINGER_MAX; i++)
 		d.linger[i].fd = -1;
-	xvi_set_print(print_libxvi);
-	libbpf_set_print(print_libbpf);
+	print_setup(&(struct print_opts){ .verbosity = &xvid_verbose, .prog = "xdp-vid",
+					  .info_from = 1, .debug_from = 2, .libbpf = true });
 	if (xvid_verbose == 0)
 		xvid_verbose = 1;	/* info by default: a daemon's log is its record */
 

@@ -8,17 +8,10 @@
  * --kernel does the same over kernel TCP / UDP sockets.
  */
 #include <getopt.h>
-#include <stdarg.h>
 #include "cat.h"
+#include "print.h"
 
 int cat_verbosity;
-
-static int print_fn(enum xvi_print_level level, const char *fmt, va_list args)
-{
-	if (level == XVI_DEBUG && cat_verbosity < 2)
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
 
 static void usage(FILE *f)
 {
@@ -354,7 +347,7 @@ int main(int argc, char **argv)
 	else if (xt_parse_ip(ip, (__u16)port, &cfg.addr))
 		return usage_err("%s: not an IPv4 or IPv6 address literal", ip);
 
-	xvi_set_print(print_fn);
+	print_setup(&(struct print_opts){ .verbosity = &cat_verbosity, .debug_from = 2 });
 	xt_install_signals();
 	if (!cfg.udp)
 		return cfg.listen ? cat_stream_listener(&cfg) : cat_stream_sender(&cfg);

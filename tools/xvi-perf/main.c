@@ -4,17 +4,10 @@
  * endpoints, or over kernel sockets (--kernel) for side-by-side runs.
  */
 #include <getopt.h>
-#include <stdarg.h>
 #include "perf.h"
+#include "print.h"
 
 static int verbosity;
-
-static int print_fn(enum xvi_print_level level, const char *fmt, va_list args)
-{
-	if (level == XVI_DEBUG && verbosity < 1)
-		return 0;
-	return vfprintf(stderr, fmt, args);
-}
 
 const char *perf_transport_name(const struct perf_cfg *cfg)
 {
@@ -314,7 +307,7 @@ int main(int argc, char **argv)
 	if (xt_parse_ip(ip, (__u16)port, &cfg.addr))
 		return usage_err("-i %s: not an IPv4 or IPv6 address literal", ip);
 
-	xvi_set_print(print_fn);
+	print_setup(&(struct print_opts){ .verbosity = &verbosity, .debug_from = 1 });
 	xt_install_signals();
 	if (cfg.stream) {
 		if (cfg.mode == MODE_SERVER)
