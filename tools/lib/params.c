@@ -55,6 +55,19 @@ int opt_error(const char *prog, const char *fmt, ...)
 	return 2;
 }
 
+int opt_enum_find(const struct opt_enum *enums, const char *name, int *value)
+{
+	const struct opt_enum *e;
+
+	for (e = enums; e && e->name; e++) {
+		if (!strcmp(e->name, name)) {
+			*value = e->value;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
 static void store_uint(void *field, size_t size, unsigned long long v)
 {
 	switch (size) {
@@ -124,7 +137,6 @@ static void explain(const struct opt_def *d, char *buf, size_t len)
 static int set_value(const struct opt_def *d, const char *arg, void *cfg)
 {
 	char *field = (char *)cfg + d->off;
-	const struct opt_enum *e;
 	unsigned long v;
 	double max;
 
@@ -156,13 +168,7 @@ static int set_value(const struct opt_def *d, const char *arg, void *cfg)
 			return -EINVAL;
 		return 0;
 	case OPT_ENUM:
-		for (e = d->enums; e && e->name; e++) {
-			if (!strcmp(e->name, arg)) {
-				*(int *)field = e->value;
-				return 0;
-			}
-		}
-		return -EINVAL;
+		return opt_enum_find(d->enums, arg, (int *)field) ? -EINVAL : 0;
 	case OPT_FUNC:
 		return d->fn(cfg, arg);
 	default:

@@ -90,6 +90,9 @@ struct opt_prog {
  */
 int opt_parse(const struct opt_prog *prog, int argc, char **argv, void *cfg);
 
+/* The value of @name in @enums: 0, or -ENOENT. */
+int opt_enum_find(const struct opt_enum *enums, const char *name, int *value);
+
 /* The full help: synopsis, options, epilog. */
 void opt_usage(const struct opt_prog *prog, FILE *f);
 /* One table's options, help text at column @help_col. */

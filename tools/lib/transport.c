@@ -14,26 +14,21 @@
 
 #include "transport.h"
 
-int xt_wait_parse(const char *s, enum xvi_wait_mode *out)
-{
-	if (!strcmp(s, "busy"))
-		*out = XVI_WAIT_BUSY;
-	else if (!strcmp(s, "block"))
-		*out = XVI_WAIT_BLOCK;
-	else if (!strcmp(s, "adaptive"))
-		*out = XVI_WAIT_ADAPTIVE;
-	else
-		return -EINVAL;
-	return 0;
-}
+const struct opt_enum xt_wait_modes[] = {
+	{ "busy", XVI_WAIT_BUSY },
+	{ "block", XVI_WAIT_BLOCK },
+	{ "adaptive", XVI_WAIT_ADAPTIVE },
+	{ NULL },
+};
 
 const char *xt_wait_name(enum xvi_wait_mode w)
 {
-	switch (w) {
-	case XVI_WAIT_BUSY: return "busy";
-	case XVI_WAIT_BLOCK: return "block";
-	default: return "adaptive";
-	}
+	const struct opt_enum *e;
+
+	for (e = xt_wait_modes; e->name; e++)
+		if (e->value == (int)w)
+			return e->name;
+	return "adaptive";
 }
 
 /* ---- open / close ------------------------------------------------------- */

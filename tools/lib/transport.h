@@ -27,6 +27,7 @@
 
 #include "addr.h"
 #include "clock.h"
+#include "params.h"
 #include "signals.h"
 
 #define XT_BATCH	64
@@ -79,8 +80,8 @@ struct xt {
 	struct iovec *iov;
 };
 
-/* busy, block, adaptive: 0, or -EINVAL for another name. */
-int xt_wait_parse(const char *s, enum xvi_wait_mode *out);
+/* busy, block, adaptive: the wait modes by name, for --wait. */
+extern const struct opt_enum xt_wait_modes[];
 const char *xt_wait_name(enum xvi_wait_mode w);
 
 /*

@@ -3,325 +3,168 @@
  * xvi-perf: sockperf's command line and UDP message format over xdp-vi
  * endpoints, or over kernel sockets (--kernel) for side-by-side runs.
  */
-#include <getopt.h>
 #include "perf.h"
-#include "print.h"
 
-static int verbosity;
+#define STR(x)	XSTR(x)
+#define XSTR(x)	#x
 
-const char *perf_transport_name(const struct perf_cfg *cfg)
-{
-	if (cfg->stream)
-		return cfg->xt.kernel ? "kernel-tcp" : "xvi-stream";
-	if (!cfg->xt.kernel)
-		return "xvi";
-	return cfg->xt.kernel_single ? "kernel-sendto" : "kernel-mmsg";
-}
-
-static const struct {
-	const char *name;
-	const char *alias;
-	enum perf_mode mode;
-} subcommands[] = {
-	{ "server",	"sr", MODE_SERVER },
-	{ "ping-pong",	"pp", MODE_PING_PONG },
-	{ "throughput",	"tp", MODE_THROUGHPUT },
+static const struct opt_enum modes[] = {
+	{ "server", MODE_SERVER },	{ "sr", MODE_SERVER },
+	{ "ping-pong", MODE_PING_PONG },	{ "pp", MODE_PING_PONG },
+	{ "throughput", MODE_THROUGHPUT },	{ "tp", MODE_THROUGHPUT },
+	{ NULL },
 };
 
-static void usage(FILE *f)
+static const struct opt_enum send_modes[] = {
+	{ "zc", SEND_ZC },
+	{ "copy", SEND_COPY },
+	{ "memcpy", SEND_MEMCPY },
+	{ NULL },
+};
+
+/* --kernel[=API]: mmsg (the default) or sendto. */
+static int set_kernel(void *cfg, const char *api)
 {
-	fprintf(f,
+	struct perf_args *a = cfg;
+
+	a->cfg.xt.kernel = true;
+	if (!api || !strcmp(api, "mmsg"))
+		a->cfg.xt.kernel_single = false;
+	else if (!strcmp(api, "sendto"))
+		a->cfg.xt.kernel_single = true;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+/* --busy-poll[=BUDGET] */
+static int set_busy_poll(void *cfg, const char *budget)
+{
+	struct perf_args *a = cfg;
+	unsigned long v;
+
+	a->cfg.xt.ep_flags |= XVI_EP_BUSY_POLL;
+	if (!budget)
+		return 0;
+	if (xt_parse_ulong(budget, 1, 65535, &v))
+		return -EINVAL;
+	a->cfg.xt.busy_poll_budget = (__u32)v;
+	return 0;
+}
+
+#define ARG(member)	OPT_FIELD(struct perf_args, member)
+
+static const struct opt_def perf_opts[] = {
+	{ OPT_STRING, "ip", 'i', ARG(ip), "IP",
+	  .help = "server: address to listen on (default 0.0.0.0);\n"
+		  "clients: the server address (IPv4 or IPv6 literal)" },
+	{ OPT_UINT, "port", 'p', ARG(port), "PORT", .help = "UDP port",
+	  .def = STR(SP_DEFAULT_PORT), .min = 1, .max = 65535, .err = XT_PORT_RANGE },
+	{ OPT_UINT, "msg-size", 'm', ARG(cfg.msg_size), "BYTES",
+	  .help = "message size, header included (" STR(SP_HDR_LEN) ".." STR(XT_UDP_MAX)
+		  ", default " STR(SP_DEFAULT_SIZE) ")",
+	  .min = SP_HDR_LEN, .max = SP_STREAM_MAX,
+	  .err = "a message is " STR(SP_HDR_LEN) ".." STR(SP_STREAM_MAX) " bytes (sockperf's "
+		 STR(SP_HDR_LEN) "-byte header included; above " STR(XT_UDP_MAX)
+		 " only with --stream)" },
+	{ OPT_SECONDS, "time", 't', ARG(cfg.seconds), "SEC",
+	  .help = "client: test time (default 1); server: stop after SEC\n"
+		  "(default: run until Ctrl-C or SIGTERM)",
+	  .err = "give seconds, e.g. -t 5 or -t 0.5" },
+	{ OPT_STRING, "iface", 0, ARG(cfg.xt.iface), "IFACE",
+	  .help = "the interface that runs the xdp-vi datapath (required\nunless --kernel)" },
+	{ OPT_UINT, "queue", 0, ARG(cfg.xt.queue), "Q", .help = "interface queue to bind",
+	  .def = "0", .max = 65535, .err = "give a queue number" },
+	{ OPT_FUNC, "kernel", 0, .metavar = "API", .fn = set_kernel, .flags = OPT_OPTIONAL,
+	  .help = "use an ordinary kernel UDP socket instead; API mmsg\n"
+		  "(sendmmsg/recvmmsg, default) or sendto (one\n"
+		  "sendto/recvfrom per datagram)",
+	  .err = "use --kernel=mmsg or --kernel=sendto" },
+	{ OPT_FLAG, "stream", 0, ARG(cfg.stream),
+	  .help = "byte streams instead of datagrams: libxvi streams over\n"
+		  "the endpoint (service = the port), or kernel TCP with\n"
+		  "--kernel; messages keep sockperf's header (-m up to\n"
+		  STR(SP_STREAM_MAX) "); the server needs --stream too" },
+	{ OPT_FLAG, "nodelay", 0, ARG(cfg.nodelay),
+	  .help = "stream throughput: no small-message combining\n"
+		  "(ping-pong and the server always use it)" },
+	{ OPT_UINT, "window", 0, ARG(cfg.window), "W",
+	  .help = "xvi streams: flow-control window in segments",
+	  .min = 2, .max = 65536, .err = "give 2..65536 segments" },
+	{ OPT_ENUM, "wait", 0, ARG(cfg.xt.wait), "MODE", .help = "busy, block or adaptive",
+	  .def = "adaptive", .enums = xt_wait_modes },
+	{ OPT_UINT, "mps", 0, ARG(cfg.mps), "N",
+	  .help = "limit the send rate to N messages per second",
+	  .min = 1, .max = 1000000000, .err = "give messages per second, 1 or more" },
+	{ OPT_UINT, "batch", 0, ARG(cfg.batch), "N",
+	  .help = "datagrams per send/receive call (1.." STR(XT_BATCH) ", default "
+		  STR(XT_BATCH) ";\n--stream: messages per send call, default 1)",
+	  .min = 1, .max = XT_BATCH, .err = "give 1.." STR(XT_BATCH) },
+	{ OPT_ENUM, "send", 0, ARG(cfg.send), "MODE",
+	  .help = "throughput payload: zc (written in place, default),\n"
+		  "copy (copying send call; xvi: copy and checksum in\n"
+		  "one pass) or memcpy (memcpy, then a checksum pass)",
+	  .enums = send_modes },
+	{ OPT_SECTION, .help = "endpoint tuning (xvi only; benchmarks):" },
+	{ OPT_BITS, "hugepages", 0, ARG(cfg.xt.ep_flags), .bits = XVI_EP_HUGEPAGES,
+	  .help = "back the segment with huge pages (XVI_EP_HUGEPAGES)" },
+	{ OPT_BITS, "multi-buffer", 0, ARG(cfg.xt.ep_flags), .bits = XVI_EP_MULTI_BUFFER,
+	  .help = "datagrams and stream segments up to the MTU, across\n"
+		  "several frames (XVI_EP_MULTI_BUFFER, XDP_USE_SG)" },
+	{ OPT_FUNC, "busy-poll", 0, .metavar = "B", .fn = set_busy_poll, .flags = OPT_OPTIONAL,
+	  .help = "preferred busy polling, budget B (XVI_EP_BUSY_POLL)",
+	  .err = "a budget is 1..65535" },
+	{ OPT_UINT, "ring", 0, ARG(cfg.xt.ring_size), "N",
+	  .help = "size of all four rings (power of 2)", .min = 16, .max = 65536,
+	  .flags = OPT_POW2 },
+	{ OPT_UINT, "frames", 0, ARG(cfg.xt.num_frames), "N",
+	  .help = "segment size in frames (power of 2)", .min = 64, .max = 1u << 18,
+	  .flags = OPT_POW2 },
+	{ OPT_UINT, "frame-size", 0, ARG(cfg.xt.frame_size), "N", .help = "2048 or 4096",
+	  .min = 2048, .max = 4096, .flags = OPT_POW2, .err = "2048 or 4096" },
+	{ OPT_UINT, "spin-us", 0, ARG(cfg.xt.spin_us), "N",
+	  .help = "adaptive wait: spin time before blocking", .min = 1, .max = 1000000,
+	  .err = "1..1000000 (--wait block for none)" },
+	{ OPT_FLAG, "json", 0, ARG(cfg.json),
+	  .help = "print results as one JSON object on stdout" },
+	{ OPT_COUNT, "verbose", 'v', ARG(verbosity), .help = "library debug messages" },
+	{ OPT_HELP, "help", 'h', .help = "this help" },
+	{ OPT_END },
+};
+
+static const struct opt_prog perf_prog = {
+	.name = "xvi-perf",
+	.synopsis =
 "Usage: xvi-perf server|ping-pong|throughput [OPTIONS]   (aliases: sr, pp, tp)\n"
 "\n"
 "sockperf-compatible UDP latency and throughput over xdp-vi endpoints.\n"
-"\n"
-"  -i, --ip IP          server: address to listen on (default 0.0.0.0);\n"
-"                       clients: the server address (IPv4 or IPv6 literal)\n"
-"  -p, --port PORT      UDP port (default %u)\n"
-"  -m, --msg-size BYTES message size, header included (%u..%u, default %u)\n"
-"  -t, --time SEC       client: test time (default 1); server: stop after SEC\n"
-"                       (default: run until Ctrl-C or SIGTERM)\n"
-"      --iface IFACE    the interface that runs the xdp-vi datapath (required\n"
-"                       unless --kernel)\n"
-"      --queue Q        interface queue to bind (default 0)\n"
-"      --kernel[=API]   use an ordinary kernel UDP socket instead; API mmsg\n"
-"                       (sendmmsg/recvmmsg, default) or sendto (one\n"
-"                       sendto/recvfrom per datagram)\n"
-"      --stream         byte streams instead of datagrams: libxvi streams over\n"
-"                       the endpoint (service = the port), or kernel TCP with\n"
-"                       --kernel; messages keep sockperf's header (-m up to\n"
-"                       %u); the server needs --stream too\n"
-"      --nodelay        stream throughput: no small-message combining\n"
-"                       (ping-pong and the server always use it)\n"
-"      --window W       xvi streams: flow-control window in segments\n"
-"      --wait MODE      busy, block or adaptive (default adaptive)\n"
-"      --mps N          limit the send rate to N messages per second\n"
-"      --batch N        datagrams per send/receive call (1..%u, default %u;\n"
-"                       --stream: messages per send call, default 1)\n"
-"      --send MODE      throughput payload: zc (written in place, default),\n"
-"                       copy (copying send call; xvi: copy and checksum in\n"
-"                       one pass) or memcpy (memcpy, then a checksum pass)\n"
-"  endpoint tuning (xvi only; benchmarks):\n"
-"      --hugepages      back the segment with huge pages (XVI_EP_HUGEPAGES)\n"
-"      --multi-buffer   datagrams and stream segments up to the MTU, across\n"
-"                       several frames (XVI_EP_MULTI_BUFFER, XDP_USE_SG)\n"
-"      --busy-poll[=B]  preferred busy polling, budget B (XVI_EP_BUSY_POLL)\n"
-"      --ring N         size of all four rings (power of 2)\n"
-"      --frames N       segment size in frames (power of 2)\n"
-"      --frame-size N   2048 or 4096\n"
-"      --spin-us N      adaptive wait: spin time before blocking\n"
-"      --json           print results as one JSON object on stdout\n"
-"  -v, --verbose        library debug messages\n"
-"  -h, --help           this help\n"
-"\n"
-"Exit status: 0 success, 1 failure, 2 usage error.\n",
-		SP_DEFAULT_PORT, SP_HDR_LEN, XT_UDP_MAX, SP_DEFAULT_SIZE, SP_STREAM_MAX, XT_BATCH,
-		XT_BATCH);
-}
-
-enum {
-	OPT_IFACE = 256,
-	OPT_QUEUE,
-	OPT_KERNEL,
-	OPT_WAIT,
-	OPT_MPS,
-	OPT_JSON,
-	OPT_BATCH,
-	OPT_SEND,
-	OPT_HUGE,
-	OPT_MULTI_BUFFER,
-	OPT_BUSY_POLL,
-	OPT_RING,
-	OPT_FRAMES,
-	OPT_FRAME_SIZE,
-	OPT_SPIN,
-	OPT_STREAM,
-	OPT_NODELAY,
-	OPT_WINDOW,
+"\n",
+	.opts = perf_opts,
+	.epilog = "\nExit status: 0 success, 1 failure, 2 usage error.\n",
+	.help_col = 23,
 };
-
-static const struct option long_opts[] = {
-	{ "ip",		required_argument, NULL, 'i' },
-	{ "port",	required_argument, NULL, 'p' },
-	{ "msg-size",	required_argument, NULL, 'm' },
-	{ "time",	required_argument, NULL, 't' },
-	{ "iface",	required_argument, NULL, OPT_IFACE },
-	{ "queue",	required_argument, NULL, OPT_QUEUE },
-	{ "kernel",	optional_argument, NULL, OPT_KERNEL },
-	{ "batch",	required_argument, NULL, OPT_BATCH },
-	{ "send",	required_argument, NULL, OPT_SEND },
-	{ "hugepages",	no_argument,	   NULL, OPT_HUGE },
-	{ "multi-buffer", no_argument,	   NULL, OPT_MULTI_BUFFER },
-	{ "busy-poll",	optional_argument, NULL, OPT_BUSY_POLL },
-	{ "ring",	required_argument, NULL, OPT_RING },
-	{ "frames",	required_argument, NULL, OPT_FRAMES },
-	{ "frame-size",	required_argument, NULL, OPT_FRAME_SIZE },
-	{ "spin-us",	required_argument, NULL, OPT_SPIN },
-	{ "wait",	required_argument, NULL, OPT_WAIT },
-	{ "stream",	no_argument,	   NULL, OPT_STREAM },
-	{ "nodelay",	no_argument,	   NULL, OPT_NODELAY },
-	{ "window",	required_argument, NULL, OPT_WINDOW },
-	{ "mps",	required_argument, NULL, OPT_MPS },
-	{ "json",	no_argument,	   NULL, OPT_JSON },
-	{ "verbose",	no_argument,	   NULL, 'v' },
-	{ "help",	no_argument,	   NULL, 'h' },
-	{ NULL, 0, NULL, 0 },
-};
-
-#define usage_err(...) opt_error("xvi-perf", __VA_ARGS__)
 
 int main(int argc, char **argv)
 {
-	struct perf_cfg cfg = {
-		.xt = { .prog = "xvi-perf", .wait = XVI_WAIT_ADAPTIVE },
-		.msg_size = SP_DEFAULT_SIZE,
-		.batch = XT_BATCH,
+	struct perf_args a = {
+		.cfg = { .xt = { .prog = "xvi-perf" }, .msg_size = SP_DEFAULT_SIZE,
+			 .seconds = -1 },	/* -1: no -t */
 	};
-	const char *ip = NULL;
-	unsigned long v, port = SP_DEFAULT_PORT;
-	bool have_time = false, have_batch = false;
-	size_t i;
-	int c;
+	int mode, first;
 
 	if (argc < 2)
-		return usage(stderr), 2;
+		return opt_usage(&perf_prog, stderr), 2;
 	if (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))
-		return usage(stdout), 0;
-	for (i = 0; i < sizeof(subcommands) / sizeof(subcommands[0]); i++)
-		if (!strcmp(argv[1], subcommands[i].name) ||
-		    !strcmp(argv[1], subcommands[i].alias))
-			break;
-	if (i == sizeof(subcommands) / sizeof(subcommands[0]))
-		return usage_err("unknown subcommand '%s': use server, ping-pong or throughput",
-				 argv[1]);
-	cfg.mode = subcommands[i].mode;
-	cfg.seconds = cfg.mode == MODE_SERVER ? 0 : 1;
-
-	optind = 2;
-	while ((c = getopt_long(argc, argv, "i:p:m:t:vh", long_opts, NULL)) != -1) {
-		switch (c) {
-		case 'i':
-			ip = optarg;
-			break;
-		case 'p':
-			if (xt_parse_ulong(optarg, 1, 65535, &port))
-				return usage_err("-p %s: a port is 1..65535", optarg);
-			break;
-		case 'm':
-			if (xt_parse_ulong(optarg, SP_HDR_LEN, SP_STREAM_MAX, &v))
-				return usage_err("-m %s: a message is %u..%u bytes (sockperf's %u-byte header included; above %u only with --stream)",
-						 optarg, SP_HDR_LEN, SP_STREAM_MAX, SP_HDR_LEN,
-						 XT_UDP_MAX);
-			cfg.msg_size = (__u32)v;
-			break;
-		case 't':
-			if (xt_parse_seconds(optarg, 86400 * 365, &cfg.seconds))
-				return usage_err("-t %s: give seconds, e.g. -t 5 or -t 0.5", optarg);
-			have_time = true;
-			break;
-		case OPT_IFACE:
-			cfg.xt.iface = optarg;
-			break;
-		case OPT_QUEUE:
-			if (xt_parse_ulong(optarg, 0, 65535, &v))
-				return usage_err("--queue %s: give a queue number", optarg);
-			cfg.xt.queue = (__u32)v;
-			break;
-		case OPT_KERNEL:
-			cfg.xt.kernel = true;
-			if (!optarg || !strcmp(optarg, "mmsg"))
-				cfg.xt.kernel_single = false;
-			else if (!strcmp(optarg, "sendto"))
-				cfg.xt.kernel_single = true;
-			else
-				return usage_err("--kernel=%s: use --kernel=mmsg or --kernel=sendto",
-						 optarg);
-			break;
-		case OPT_BATCH:
-			if (xt_parse_ulong(optarg, 1, XT_BATCH, &v))
-				return usage_err("--batch %s: give 1..%u", optarg, XT_BATCH);
-			cfg.batch = (int)v;
-			have_batch = true;
-			break;
-		case OPT_STREAM:
-			cfg.stream = true;
-			break;
-		case OPT_NODELAY:
-			cfg.nodelay = true;
-			break;
-		case OPT_WINDOW:
-			if (xt_parse_ulong(optarg, 2, 65536, &v))
-				return usage_err("--window %s: give 2..65536 segments", optarg);
-			cfg.window = (__u32)v;
-			break;
-		case OPT_SEND:
-			if (!strcmp(optarg, "zc"))
-				cfg.send = SEND_ZC;
-			else if (!strcmp(optarg, "copy"))
-				cfg.send = SEND_COPY;
-			else if (!strcmp(optarg, "memcpy"))
-				cfg.send = SEND_MEMCPY;
-			else
-				return usage_err("--send %s: use zc, copy or memcpy", optarg);
-			break;
-		case OPT_HUGE:
-			cfg.xt.ep_flags |= XVI_EP_HUGEPAGES;
-			break;
-		case OPT_MULTI_BUFFER:
-			cfg.xt.ep_flags |= XVI_EP_MULTI_BUFFER;
-			break;
-		case OPT_BUSY_POLL:
-			cfg.xt.ep_flags |= XVI_EP_BUSY_POLL;
-			if (optarg) {
-				if (xt_parse_ulong(optarg, 1, 65535, &v))
-					return usage_err("--busy-poll=%s: a budget is 1..65535",
-							 optarg);
-				cfg.xt.busy_poll_budget = (__u32)v;
-			}
-			break;
-		case OPT_RING:
-			if (xt_parse_ulong(optarg, 16, 65536, &v) || (v & (v - 1)))
-				return usage_err("--ring %s: a power of 2 in 16..65536", optarg);
-			cfg.xt.ring_size = (__u32)v;
-			break;
-		case OPT_FRAMES:
-			if (xt_parse_ulong(optarg, 64, 1u << 18, &v) || (v & (v - 1)))
-				return usage_err("--frames %s: a power of 2 in 64..262144", optarg);
-			cfg.xt.num_frames = (__u32)v;
-			break;
-		case OPT_FRAME_SIZE:
-			if (xt_parse_ulong(optarg, 2048, 4096, &v) || (v != 2048 && v != 4096))
-				return usage_err("--frame-size %s: 2048 or 4096", optarg);
-			cfg.xt.frame_size = (__u32)v;
-			break;
-		case OPT_SPIN:
-			if (xt_parse_ulong(optarg, 1, 1000000, &v))
-				return usage_err("--spin-us %s: 1..1000000 (--wait block for none)",
-						 optarg);
-			cfg.xt.spin_us = (__u32)v;
-			break;
-		case OPT_WAIT:
-			if (xt_wait_parse(optarg, &cfg.xt.wait))
-				return usage_err("--wait %s: use busy, block or adaptive", optarg);
-			break;
-		case OPT_MPS:
-			if (xt_parse_ulong(optarg, 1, 1000000000ul, &v))
-				return usage_err("--mps %s: give messages per second, 1 or more",
-						 optarg);
-			cfg.mps = v;
-			break;
-		case OPT_JSON:
-			cfg.json = true;
-			break;
-		case 'v':
-			verbosity++;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			return usage_err("bad option");
-		}
-	}
-	if (optind < argc)
-		return usage_err("unexpected argument '%s'", argv[optind]);
-	if (!cfg.xt.iface && !cfg.xt.kernel)
-		return usage_err("--iface is required: the interface that runs the xdp-vi datapath "
-				 "(xdp-vi attach IFACE), or --kernel for kernel sockets");
-	if (cfg.mode != MODE_SERVER && !ip)
-		return usage_err("-i is required: the server address, e.g. -i 198.18.0.2");
-	if (cfg.mode != MODE_SERVER && have_time && cfg.seconds <= 0)
-		return usage_err("-t must be above 0 for a client");
-	if (!cfg.stream && cfg.msg_size > XT_UDP_MAX)
-		return usage_err("-m %u: a datagram carries at most %u bytes (larger only with --stream)",
-				 cfg.msg_size, XT_UDP_MAX);
-	if (cfg.stream && cfg.xt.kernel && cfg.xt.kernel_single)
-		return usage_err("--kernel=sendto is a datagram API: use --stream --kernel for TCP");
-	if (cfg.stream && !have_batch)
-		cfg.batch = 1;
-	/* One datagram per system call is what the sendto API is. */
-	if (cfg.xt.kernel && cfg.xt.kernel_single)
-		cfg.batch = 1;
-	if (!ip)
-		ip = "0.0.0.0";
-	if (xt_parse_ip(ip, (__u16)port, &cfg.addr))
-		return usage_err("-i %s: not an IPv4 or IPv6 address literal", ip);
-
-	print_setup(&(struct print_opts){ .verbosity = &verbosity, .debug_from = 1 });
-	xt_install_signals();
-	if (cfg.stream) {
-		if (cfg.mode == MODE_SERVER)
-			return perf_stream_server(&cfg);
-		if (cfg.mode == MODE_PING_PONG)
-			return perf_stream_ping_pong(&cfg);
-		return perf_stream_throughput(&cfg);
-	}
-	switch (cfg.mode) {
-	case MODE_SERVER:
-		return perf_server(&cfg);
-	case MODE_PING_PONG:
-		return perf_ping_pong(&cfg);
-	default:
-		return perf_throughput(&cfg);
-	}
+		return opt_usage(&perf_prog, stdout), 0;
+	if (opt_enum_find(modes, argv[1], &mode))
+		return opt_error(perf_prog.name, "unknown subcommand '%s': use server, ping-pong or "
+				 "throughput", argv[1]);
+	a.cfg.mode = mode;
+	/* argv[1], the subcommand, stands where getopt expects the program. */
+	first = opt_parse(&perf_prog, argc - 1, argv + 1, &a);
+	if (first <= 0)
+		return first ? 2 : 0;
+	if (first < argc - 1)
+		return opt_error(perf_prog.name, "unexpected argument '%s'", argv[1 + first]);
+	return perf_run(&a);
 }

@@ -146,7 +146,7 @@ int perf_throughput(const struct perf_cfg *cfg);
 int perf_stream_server(const struct perf_cfg *cfg);
 int perf_stream_ping_pong(const struct perf_cfg *cfg);
 int perf_stream_throughput(const struct perf_cfg *cfg);
-#define SP_STREAM_MAX	(1u << 20)	/* largest stream message */
+#define SP_STREAM_MAX	1048576		/* largest stream message, 1 MiB */
 
 /* stats.c */
 struct lat_samples {
@@ -173,5 +173,15 @@ void cpu_print_json(const struct xt_cpu *cpu, __u64 msgs); /* "cpu":{...} */
 void perf_print_listening(const struct perf_cfg *cfg, const char *kind, const char *transport);
 
 const char *perf_transport_name(const struct perf_cfg *cfg);
+
+/* main.c's options, and run.c's run of them */
+struct perf_args {
+	struct perf_cfg cfg;
+	const char *ip;		/* -i */
+	__u16 port;		/* -p */
+	int verbosity;		/* -v: library messages */
+};
+
+int perf_run(struct perf_args *a);
 
 #endif /* XVI_PERF_H */
