@@ -305,7 +305,8 @@ static void print_opt(FILE *f, const struct opt_def *d, int col)
 	if (d->metavar && n > 0 && (size_t)n < sizeof(left))
 		snprintf(left + n, sizeof(left) - (size_t)n, d->flags & OPT_OPTIONAL ?
 			 "[=%s]" : " %s", d->metavar);
-	fprintf(f, "%-*s ", col - 1, left);
+	/* A name too long for the column keeps two spaces from its help. */
+	fprintf(f, "%-*s %s", col - 1, left, strlen(left) > (size_t)col - 1 ? " " : "");
 	print_indented(f, d->help ? d->help : "", col);
 	if (d->def)
 		fprintf(f, " (default %s)", d->def);

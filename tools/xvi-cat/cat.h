@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
-/* xvi-cat: shared between the UDP mode (cat.c) and the stream mode (stream.c). */
+/* xvi-cat: shared by the command line (main.c), the UDP mode (udp.c) and the
+ * stream mode (stream.c). */
 #ifndef XVI_CAT_H
 #define XVI_CAT_H
 
@@ -28,6 +29,9 @@ struct cat_cfg {
 
 extern int cat_verbosity;
 
+/* UDP mode (-u): exit status 0, 1. */
+int cat_udp_listener(const struct cat_cfg *cfg);
+int cat_udp_sender(const struct cat_cfg *cfg);
 /* Stream mode (default without -u): exit status 0, 1. */
 int cat_stream_listener(const struct cat_cfg *cfg);
 int cat_stream_sender(const struct cat_cfg *cfg);
