@@ -209,6 +209,19 @@ int xst_look(struct xst *o, struct xst_pollent *p, int n)
 	}
 }
 
+struct pollfd xst_sleep_fd(const struct xst_conn *c, short events)
+{
+	if (!c->o->kernel)
+		return (struct pollfd){ .fd = xvi_stream_ctx__fd(c->o->ctx), .events = POLLIN };
+	return (struct pollfd){ .fd = c->fd, .events = events };
+}
+
+void xst_process(struct xst *o)
+{
+	if (!o->kernel)
+		xvi_stream_ctx__process(o->ctx);
+}
+
 /* Sleep in the kernel until something may have happened, at most @ms. */
 static void sleep_for_event(struct xst *o, struct xst_pollent *p, int n, int ms)
 {
@@ -224,7 +237,7 @@ static void sleep_for_event(struct xst *o, struct xst_pollent *p, int n, int ms)
 		struct pollfd f[n];
 
 		for (i = 0; i < n; i++)
-			f[i] = (struct pollfd){ .fd = p[i].c->fd, .events = p[i].events };
+			f[i] = xst_sleep_fd(p[i].c, p[i].events);
 		poll(f, n, ms);
 	}
 }
@@ -253,55 +266,71 @@ int xst_wait(struct xst *o, struct xst_pollent *p, int n, int timeout_ms)
 	}
 }
 
+int xst_connect_start(struct xst *o, const struct xst_cfg *cfg,
+		      const union xvi_sockaddr *dst, struct xst_conn *c)
+{
+	int err;
+
+	xst_conn_init(o, c);
+	if (o->kernel) {
+		c->fd = kernel_socket(o, cfg, dst->sa.sa_family);
+		if (c->fd < 0)
+			return c->fd;
+		if (connect(c->fd, &dst->sa, xt_addrlen(dst)) && errno != EINPROGRESS)
+			return -errno;
+		return 0;
+	}
+	{
+		XVI_OPTS(xvi_stream_opts, so, .flags = stream_flags(o));
+
+		c->s = xvi_stream__socket(o->ctx, &so);
+	}
+	if (!c->s)
+		return -errno;
+	err = xvi_stream__connect(c->s, dst, xt_port(dst));
+	return err == -EINPROGRESS ? 0 : err;
+}
+
+int xst_connect_result(struct xst_conn *c)
+{
+	if (c->fd >= 0) {
+		struct pollfd f = { .fd = c->fd, .events = POLLOUT };
+		socklen_t sl = sizeof(int);
+		int err = 0;
+
+		if (poll(&f, 1, 0) <= 0)
+			return -EINPROGRESS;
+		getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &sl);
+		return -err;
+	} else {
+		struct xvi_stream_info info = { .sz = sizeof(info) };
+
+		xvi_stream__info(c->s, &info);
+		if (info.state >= XVI_SS_ESTABLISHED)
+			return 0;
+		if (info.error || info.state == XVI_SS_CLOSED)
+			return -(info.error ? info.error : ECONNREFUSED);
+		return -EINPROGRESS;
+	}
+}
+
 int xst_connect(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockaddr *dst,
 		struct xst_conn *c, int timeout_ms)
 {
 	struct xst_pollent p = { .c = c, .events = POLLOUT };
 	__u64 end = xt_now_ns() + (__u64)timeout_ms * 1000000ull;
-	int err = 0;
 	char a[64];
+	int err;
 
-	xst_conn_init(o, c);
-	if (o->kernel) {
-		socklen_t sl = sizeof(err);
-
-		c->fd = kernel_socket(o, cfg, dst->sa.sa_family);
-		if (c->fd < 0)
-			return c->fd;
-		if (connect(c->fd, &dst->sa, xt_addrlen(dst)) && errno != EINPROGRESS) {
-			err = errno;
-		} else {
-			struct pollfd f = { .fd = c->fd, .events = POLLOUT };
-
-			while (!xt_stop && xt_now_ns() < end && poll(&f, 1, 100) <= 0)
-				;
-			if (!(f.revents & (POLLOUT | POLLERR | POLLHUP)))
-				err = ETIMEDOUT;
-			else
-				getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &sl);
-		}
-	} else {
-		XVI_OPTS(xvi_stream_opts, so, .flags = stream_flags(o));
-
-		c->s = xvi_stream__socket(o->ctx, &so);
-		if (!c->s) {
-			err = errno;
-		} else {
-			err = -xvi_stream__connect(c->s, dst, xt_port(dst));
-			while (err == EINPROGRESS && !xt_stop && xt_now_ns() < end) {
-				struct xvi_stream_info info = { .sz = sizeof(info) };
-
-				xst_wait(o, &p, 1, 100);
-				xvi_stream__info(c->s, &info);
-				if (info.state >= XVI_SS_ESTABLISHED)
-					err = 0;
-				else if (info.error || info.state == XVI_SS_CLOSED)
-					err = info.error ? info.error : ECONNREFUSED;
-			}
-			if (err == EINPROGRESS)
-				err = ETIMEDOUT;
-		}
+	err = -xst_connect_start(o, cfg, dst, c);
+	if (!err)
+		err = EINPROGRESS;
+	while (err == EINPROGRESS && !xt_stop && xt_now_ns() < end) {
+		xst_wait(o, &p, 1, 100);
+		err = -xst_connect_result(c);
 	}
+	if (err == EINPROGRESS)
+		err = ETIMEDOUT;
 	if (err) {
 		fprintf(stderr, "%s: cannot connect to %s (%s): %s%s\n", o->prog,
 			xt_addr_str(dst, a, sizeof(a)), xst_name(o), strerror(err),

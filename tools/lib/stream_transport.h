@@ -25,6 +25,7 @@
 #define XVI_TOOLS_STREAM_TRANSPORT_H
 
 #include <errno.h>
+#include <poll.h>
 #include <sys/socket.h>
 #include <xvi_stream.h>
 #include "transport.h"
@@ -90,9 +91,16 @@ int xst_listen(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockadd
 	       int backlog, struct xst_conn *l);
 /* 1 and @c set, 0 if none is waiting, -errno. */
 int xst_accept(struct xst_conn *l, struct xst_conn *c, union xvi_sockaddr *peer);
-/* Connect to @dst (xvi: service = its port) within @timeout_ms. */
+/* Connect to @dst (xvi: service = its port) within @timeout_ms; prints why
+ * not on failure. */
 int xst_connect(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockaddr *dst,
 		struct xst_conn *c, int timeout_ms);
+/* The same in two steps, for a caller that waits its own way: start (0 or
+ * -errno), then look at the handshake: 0 established, -EINPROGRESS, or
+ * the reason it failed. */
+int xst_connect_start(struct xst *o, const struct xst_cfg *cfg,
+		      const union xvi_sockaddr *dst, struct xst_conn *c);
+int xst_connect_result(struct xst_conn *c);
 
 ssize_t xst_kernel_result(ssize_t r);
 
@@ -117,6 +125,15 @@ int xst_shutdown(struct xst_conn *c);
 
 /* One look without sleeping (xvi: one engine pump): entries ready. */
 int xst_look(struct xst *o, struct xst_pollent *p, int n);
+
+/*
+ * For a caller that sleeps in its own poll(2) beside other fds: what to
+ * poll for @c wanting @events (xvi: the context's fd, which covers received
+ * datagrams and the engine's timers), and the engine's run after the sleep
+ * (nothing for kernel TCP).
+ */
+struct pollfd xst_sleep_fd(const struct xst_conn *c, short events);
+void xst_process(struct xst *o);
 
 /*
  * Wait until an entry is ready (revents set) by the wait mode, at most

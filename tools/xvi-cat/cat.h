@@ -29,6 +29,9 @@ struct cat_cfg {
 
 extern int cat_verbosity;
 
+/* Write all of @buf to @fd (a pipe takes it in pieces): 0 or -errno. */
+int cat_write_all(int fd, const void *buf, size_t len);
+
 /* UDP mode (-u): exit status 0, 1. */
 int cat_udp_listener(const struct cat_cfg *cfg);
 int cat_udp_sender(const struct cat_cfg *cfg);

@@ -13,22 +13,17 @@
  * listener read every byte up to the sender's FIN and closed its own half,
  * and the sender saw that FIN (so everything was delivered, not only sent).
  */
-#include <fcntl.h>
-#include <netinet/tcp.h>
-#include <xvi_stream.h>
 #include "cat.h"
+#include "stream_transport.h"
 
 #define IOBUF		(256 * 1024)
 #define TICK_MS		200
 
 struct sx {
 	const struct cat_cfg *cfg;
-	/* xvi */
-	struct xt t;
-	struct xvi_stream_ctx *ctx;
-	struct xvi_stream *s;
-	/* kernel */
-	int fd;
+	struct xst_cfg scfg;
+	struct xst o;			/* xvi: the endpoint and its stream context */
+	struct xst_conn c;		/* the connection */
 	union xvi_sockaddr peer;	/* listener: who connected */
 	/* accounting */
 	__u64 t0, last;		/* ns: start, last progress */
@@ -87,15 +82,15 @@ static void report(const struct sx *x, const char *how)
 	fprintf(stderr, "xvi-cat: %s: %llu bytes in, %llu bytes out, %.3f s, %.1f Mbit/s",
 		how, x->in, x->out, secs,
 		secs > 0 ? (x->in > x->out ? x->in : x->out) * 8 / secs / 1e6 : 0.0);
-	if (x->s && !xvi_stream__info(x->s, &info))
+	if (x->c.s && !xst_info(&x->c, &info))
 		fprintf(stderr, "; segs %llu sent, %llu retrans, %llu timeouts, %llu recoveries, %llu probes, srtt %u us, cwnd %u",
 			(unsigned long long)info.segs_sent, (unsigned long long)info.segs_retrans,
 			(unsigned long long)info.timeouts, (unsigned long long)info.fast_retrans,
 			(unsigned long long)info.tlp_probes, info.srtt_us, info.cwnd);
-	if (x->ctx) {
+	if (x->o.ctx) {
 		struct xvi_stream_ctx_stats st = { .sz = sizeof(st) };
 
-		if (!xvi_stream_ctx__stats(x->ctx, &st))
+		if (!xvi_stream_ctx__stats(x->o.ctx, &st))
 			fprintf(stderr, "; context: %llu segs in, %llu bad, %llu for no connection, %llu RST sent, %llu SYNs evicted, %llu accept overflows",
 				(unsigned long long)st.rx_segs,
 				(unsigned long long)(st.rx_malformed + st.rx_bad_integrity),
@@ -108,75 +103,24 @@ static void report(const struct sx *x, const char *how)
 
 static int out_all(const void *buf, size_t len)
 {
-	const char *p = buf;
+	int err = cat_write_all(STDOUT_FILENO, buf, len);
 
-	while (len) {
-		ssize_t w = write(STDOUT_FILENO, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			fprintf(stderr, "xvi-cat: cannot write to stdout: %s\n", strerror(errno));
-			return -1;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
+	if (err)
+		fprintf(stderr, "xvi-cat: cannot write to stdout: %s\n", strerror(-err));
+	return err ? -1 : 0;
 }
 
 /* ---- one loop for both transports --------------------------------------- */
 
-/* Wait for the transport (and stdin if @want_in) at most @ms; 1 if stdin is readable. */
-static int wait_io(struct sx *x, bool want_in, short tevents, int ms)
+/* Wait for the connection (and stdin if @want_in) at most @ms; 1 if stdin is readable. */
+static int wait_io(struct sx *x, bool want_in, short events, int ms)
 {
-	struct pollfd p[2];
-	int n = 0, r;
+	struct pollfd p[2] = { xst_sleep_fd(&x->c, events), { .fd = STDIN_FILENO, .events = POLLIN } };
+	int r;
 
-	if (x->ctx) {
-		p[n].fd = xvi_stream_ctx__fd(x->ctx);
-		p[n++].events = POLLIN;
-	} else {
-		p[n].fd = x->fd;
-		p[n++].events = tevents;
-	}
-	if (want_in) {
-		p[n].fd = STDIN_FILENO;
-		p[n++].events = POLLIN;
-	}
-	r = poll(p, n, ms);
-	if (x->ctx)
-		xvi_stream_ctx__process(x->ctx);
-	if (r > 0 && want_in && p[n - 1].revents)
-		return 1;
-	return 0;
-}
-
-static ssize_t tr_send(struct sx *x, const void *b, size_t n)
-{
-	ssize_t r;
-
-	if (x->ctx)
-		return xvi_stream__send(x->s, b, n, 0);
-	r = send(x->fd, b, n, MSG_DONTWAIT | MSG_NOSIGNAL);
-	return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
-}
-
-static ssize_t tr_recv(struct sx *x, void *b, size_t n)
-{
-	ssize_t r;
-
-	if (x->ctx)
-		return xvi_stream__recv(x->s, b, n, 0);
-	r = recv(x->fd, b, n, MSG_DONTWAIT);
-	return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
-}
-
-static int tr_shut_wr(struct sx *x)
-{
-	if (x->ctx)
-		return xvi_stream__shutdown(x->s, SHUT_WR);
-	return shutdown(x->fd, SHUT_WR) ? -errno : 0;
+	r = poll(p, want_in ? 2 : 1, ms);
+	xst_process(&x->o);
+	return r > 0 && want_in && p[1].revents;
 }
 
 /*
@@ -196,7 +140,7 @@ static int pump_loop(struct sx *x, bool send)
 		ssize_t r;
 
 		if (off < len) {
-			r = tr_send(x, x->buf + off, len - off);
+			r = xst_send(&x->c, x->buf + off, len - off);
 			if (r > 0) {
 				off += (size_t)r;
 				x->out += (unsigned long long)r;
@@ -228,7 +172,7 @@ static int pump_loop(struct sx *x, bool send)
 			}
 		}
 		if (in_eof && off == len && !shut) {
-			r = tr_shut_wr(x);
+			r = xst_shutdown(&x->c);
 			if (r) {
 				fprintf(stderr, "xvi-cat: cannot close the sending half: %s%s\n",
 					strerror((int)-r), err_hint((int)-r));
@@ -237,7 +181,7 @@ static int pump_loop(struct sx *x, bool send)
 			shut = true;
 		}
 		if (!peer_eof) {
-			r = tr_recv(x, x->rbuf, IOBUF);
+			r = xst_recv(&x->c, x->rbuf, IOBUF);
 			if (r > 0) {
 				if (out_all(x->rbuf, (size_t)r))
 					return 1;
@@ -270,198 +214,102 @@ static int pump_loop(struct sx *x, bool send)
 	return 1;
 }
 
-/* ---- xvi streams ---------------------------------------------------------- */
+/* ---- one connection, xvi stream or kernel TCP ----------------------------- */
 
-static int xvi_setup(struct sx *x, const union xvi_sockaddr *local)
+static void teardown(struct sx *x, bool clean)
 {
-	XVI_OPTS(xvi_stream_opts, so, .flags = XVI_STREAM_NONBLOCK);
+	/* close() finishes FIN/FINACK in the background; xst_close gives it
+	 * its bounded last chance (linger). */
+	if (xst_conn_live(&x->c))
+		xst_conn_close(&x->c, !clean);
+	xst_close(&x->o);
+}
 
-	if (xt_open(&x->t, &x->cfg->xt, local))
+/* Accept the one connection, like netcat: later ones are refused. */
+static int accept_one(struct sx *x)
+{
+	const struct cat_cfg *cfg = x->cfg;
+	struct xst_conn l;
+	char a[64];
+	int r = 0;
+
+	if (xst_listen(&x->o, &x->scfg, &cfg->addr, 1, &l))
 		return -1;
-	x->ctx = xvi_stream_ctx__new(x->t.ep, NULL);
-	if (!x->ctx) {
-		fprintf(stderr, "xvi-cat: cannot create a stream context on %s: %s\n",
-			x->cfg->xt.iface, strerror(errno));
-		return -1;
+	if (cat_verbosity && !cfg->xt.kernel)
+		fprintf(stderr, "xvi-cat: listening on %s (xvi stream)\n",
+			xt_addr_str(&cfg->addr, a, sizeof(a)));
+	x->last = xt_now_ns();
+	while (!xt_stop && !(r = xst_accept(&l, &x->c, &x->peer))) {
+		struct xst_pollent p = { .c = &l, .events = POLLIN };
+
+		if (idle_expired(x, "waiting for a connection"))
+			break;
+		xst_wait(&x->o, &p, 1, idle_ms(x));
 	}
-	x->s = xvi_stream__socket(x->ctx, &so);
-	if (!x->s) {
-		fprintf(stderr, "xvi-cat: cannot create a stream: %s\n", strerror(errno));
+	xst_conn_close(&l, false);
+	if (r < 0)
+		fprintf(stderr, "xvi-cat: accept failed: %s\n", strerror(-r));
+	if (r <= 0)
 		return -1;
-	}
+	if (cat_verbosity && !cfg->xt.kernel)
+		fprintf(stderr, "xvi-cat: connection from %s\n",
+			xt_addr_str(&x->peer, a, sizeof(a)));
 	return 0;
 }
 
-static void xvi_teardown(struct sx *x, bool clean)
-{
-	if (x->s) {
-		/* close() finishes FIN/FINACK in the background; ctx free below
-		 * gives it its bounded last chance (linger). */
-		if (clean)
-			xvi_stream__close(x->s);
-		else
-			xvi_stream__abort(x->s);
-		x->s = NULL;
-	}
-	xvi_stream_ctx__free(x->ctx);
-	x->ctx = NULL;
-	if (x->t.ep || x->t.fd >= 0)
-		xt_close(&x->t);
-}
-
-static int run_xvi(struct sx *x)
+static int connect_one(struct sx *x)
 {
 	const struct cat_cfg *cfg = x->cfg;
-	__u16 port = xt_port(&cfg->addr);
 	char a[64];
-	int rc = 1, err;
+	int err;
+
+	err = xst_connect_start(&x->o, &x->scfg, &cfg->addr, &x->c);
+	if (!err)
+		err = -EINPROGRESS;
+	while (err == -EINPROGRESS && !xt_stop) {
+		struct xst_pollent p = { .c = &x->c, .events = POLLOUT };
+
+		xst_wait(&x->o, &p, 1, idle_ms(x));
+		err = xst_connect_result(&x->c);
+		if (err == -EINPROGRESS && idle_expired(x, "connecting"))
+			return -1;
+	}
+	if (err == -EINPROGRESS)	/* interrupted */
+		return -1;
+	if (err) {
+		fprintf(stderr, "xvi-cat: cannot connect to %s: %s%s\n",
+			peer_str(cfg, a, sizeof(a)), strerror(-err), err_hint(-err));
+		return -1;
+	}
+	if (cat_verbosity && !cfg->xt.kernel)
+		fprintf(stderr, "xvi-cat: connected to %s (xvi stream)\n",
+			peer_str(cfg, a, sizeof(a)));
+	return 0;
+}
+
+static int run_single(struct sx *x)
+{
+	const struct cat_cfg *cfg = x->cfg;
+	union xvi_sockaddr local;
+	int rc = 1;
 
 	if (cfg->listen) {
-		struct xvi_stream *l, *c = NULL;
-		union xvi_sockaddr peer;
-
-		if (xvi_setup(x, &cfg->addr))
-			goto out;
-		l = x->s;
-		if (xvi_stream__bind(l, port) || xvi_stream__listen(l, 1)) {
-			fprintf(stderr, "xvi-cat: cannot listen on service %u: %s\n", port,
-				strerror(errno));
-			goto out;
-		}
-		if (cat_verbosity)
-			fprintf(stderr, "xvi-cat: listening on %s (xvi stream)\n",
-				xt_addr_str(&cfg->addr, a, sizeof(a)));
-		x->last = xt_now_ns();
-		while (!xt_stop && !(c = xvi_stream__accept(l, &peer))) {
-			struct xvi_stream_pollfd p = { .s = l, .events = POLLIN };
-
-			if (errno != EAGAIN) {
-				fprintf(stderr, "xvi-cat: accept failed: %s\n", strerror(errno));
-				goto out;
-			}
-			if (idle_expired(x, "waiting for a connection"))
-				goto out;
-			xvi_stream__poll(&p, 1, idle_ms(x));
-		}
-		if (!c)
-			goto out;
-		/* One connection, like netcat: later ones are refused. */
-		xvi_stream__close(l);
-		x->s = c;
-		x->peer = peer;
-		if (cat_verbosity)
-			fprintf(stderr, "xvi-cat: connection from %s\n",
-				xt_addr_str(&peer, a, sizeof(a)));
-		x->t0 = xt_now_ns();
-		rc = pump_loop(x, false);
+		local = cfg->addr;
 	} else {
-		union xvi_sockaddr local;
-
 		xt_any_addr(cfg->addr.sa.sa_family,
 			    cfg->src_port ? (__u16)cfg->src_port : xt_pid_port(), &local);
-		if (xvi_setup(x, &local))
-			goto out;
-		x->t0 = x->last = xt_now_ns();
-		err = xvi_stream__connect(x->s, &cfg->addr, port);
-		while (err == -EINPROGRESS && !xt_stop) {
-			struct xvi_stream_pollfd p = { .s = x->s, .events = POLLOUT };
-			struct xvi_stream_info info = { .sz = sizeof(info) };
-
-			xvi_stream__poll(&p, 1, idle_ms(x));
-			xvi_stream__info(x->s, &info);
-			if (info.state >= XVI_SS_ESTABLISHED)
-				err = 0;
-			else if (info.error || info.state == XVI_SS_CLOSED)
-				err = -(info.error ? info.error : ECONNREFUSED);
-			else if (idle_expired(x, "connecting"))
-				goto out;
-		}
-		if (err) {
-			fprintf(stderr, "xvi-cat: cannot connect to %s: %s%s\n",
-				peer_str(cfg, a, sizeof(a)), strerror(-err), err_hint(-err));
-			goto out;
-		}
-		if (cat_verbosity)
-			fprintf(stderr, "xvi-cat: connected to %s (xvi stream)\n",
-				peer_str(cfg, a, sizeof(a)));
-		rc = pump_loop(x, true);
 	}
-out:
-	report(x, rc ? "failed" : "done");
-	xvi_teardown(x, rc == 0);
-	return rc;
-}
-
-/* ---- kernel TCP --------------------------------------------------------- */
-
-static int run_kernel(struct sx *x)
-{
-	const struct cat_cfg *cfg = x->cfg;
-	int one = 1, fd, rc = 1;
-	char a[64];
-
-	fd = socket(cfg->addr.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		fprintf(stderr, "xvi-cat: socket: %s\n", strerror(errno));
-		return 1;
-	}
-	if (cfg->xt.iface && setsockopt(fd, SOL_SOCKET, SO_BINDTODEVICE, cfg->xt.iface,
-					strlen(cfg->xt.iface) + 1)) {
-		fprintf(stderr, "xvi-cat: cannot bind the socket to %s: %s: check --iface\n",
-			cfg->xt.iface, strerror(errno));
+	if (xst_open(&x->o, &x->scfg, &local))
 		goto out;
-	}
 	x->t0 = x->last = xt_now_ns();
-	if (cfg->listen) {
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		socklen_t pl = sizeof(x->peer);
-		int c;
-
-		setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-		if (bind(fd, &cfg->addr.sa, xt_addrlen(&cfg->addr)) || listen(fd, 1)) {
-			fprintf(stderr, "xvi-cat: cannot listen on %s: %s\n",
-				xt_addr_str(&cfg->addr, a, sizeof(a)), strerror(errno));
-			goto out;
-		}
-		while (!xt_stop && poll(&p, 1, idle_ms(x)) <= 0)
-			if (idle_expired(x, "waiting for a connection"))
-				goto out;
-		if (xt_stop)
-			goto out;
-		c = accept4(fd, &x->peer.sa, &pl, SOCK_CLOEXEC);
-		if (c < 0) {
-			fprintf(stderr, "xvi-cat: accept: %s\n", strerror(errno));
-			goto out;
-		}
-		close(fd);
-		fd = c;
-		x->fd = fd;
-		rc = pump_loop(x, false);
-	} else {
-		struct pollfd p = { .fd = fd, .events = POLLOUT };
-		socklen_t sl = sizeof(int);
-		int err = 0;
-
-		fcntl(fd, F_SETFL, O_NONBLOCK);
-		if (connect(fd, &cfg->addr.sa, xt_addrlen(&cfg->addr)) && errno != EINPROGRESS) {
-			err = errno;
-		} else {
-			while (!xt_stop && poll(&p, 1, idle_ms(x)) <= 0)
-				if (idle_expired(x, "connecting"))
-					goto out;
-			getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &sl);
-		}
-		if (err) {
-			fprintf(stderr, "xvi-cat: cannot connect to %s: %s%s\n",
-				peer_str(cfg, a, sizeof(a)), strerror(err), err_hint(err));
-			goto out;
-		}
-		x->fd = fd;
-		rc = pump_loop(x, true);
-	}
+	if (cfg->listen ? accept_one(x) : connect_one(x))
+		goto out;
+	if (cfg->listen)
+		x->t0 = xt_now_ns();
+	rc = pump_loop(x, !cfg->listen);
 out:
 	report(x, rc ? "failed" : "done");
-	close(fd);
+	teardown(x, rc == 0);
 	return rc;
 }
 
@@ -469,10 +317,10 @@ static int run_multi(struct sx *x);
 
 static int run(const struct cat_cfg *cfg)
 {
-	struct sx x = { .cfg = cfg, .fd = -1 };
+	struct sx x = { .cfg = cfg, .scfg = { .xt = cfg->xt } };
 	int rc;
 
-	x.t.fd = -1;
+	xst_conn_init(&x.o, &x.c);
 	x.buf = malloc(IOBUF);
 	x.rbuf = malloc(IOBUF);
 	if (!x.buf || !x.rbuf) {
@@ -484,7 +332,7 @@ static int run(const struct cat_cfg *cfg)
 	if (cfg->conns)
 		rc = run_multi(&x);
 	else
-		rc = cfg->xt.kernel ? run_kernel(&x) : run_xvi(&x);
+		rc = run_single(&x);
 	free(x.buf);
 	free(x.rbuf);
 	return rc;
@@ -505,7 +353,7 @@ int cat_stream_sender(const struct cat_cfg *cfg)
 #define MULTI_MAX_IN	(16u << 20)
 
 struct mc {
-	struct xvi_stream *s;
+	struct xst_conn c;
 	union xvi_sockaddr peer;	/* listener: who connected; sender: the address */
 	size_t off;		/* sender: bytes of the input sent */
 	bool up, shut, eof, failed;
@@ -529,14 +377,13 @@ static void multi_failed(struct mc *c, unsigned long i, int err)
 
 static int multi_rx(struct sx *x, struct mc *c, unsigned long i)
 {
-
 	for (;;) {
-		ssize_t r = xvi_stream__recv(c->s, x->rbuf, IOBUF, 0);
+		ssize_t r = xst_recv(&c->c, x->rbuf, IOBUF);
 
-		if (r == -EAGAIN || (r < 0 && errno == EAGAIN))
+		if (r == -EAGAIN)
 			return 0;
 		if (r < 0) {
-			multi_failed(c, i, errno);
+			multi_failed(c, i, (int)-r);
 			return -1;
 		}
 		if (r == 0) {
@@ -565,8 +412,8 @@ static int run_multi(struct sx *x)
 {
 	const struct cat_cfg *cfg = x->cfg;
 	unsigned long n = cfg->conns, i, up = 0, done = 0;
-	__u16 port = xt_port(&cfg->addr);
-	struct xvi_stream_pollfd *pf;
+	struct xst_pollent *pf;
+	struct xst_conn l;
 	union xvi_sockaddr local;
 	size_t inlen = 0;
 	struct mc *c;
@@ -603,32 +450,22 @@ static int run_multi(struct sx *x)
 	} else {
 		local = cfg->addr;
 	}
-	if (xvi_setup(x, &local))
+	xst_conn_init(&x->o, &l);
+	for (i = 0; i < n; i++)
+		xst_conn_init(&x->o, &c[i].c);
+	if (xst_open(&x->o, &x->scfg, &local))
 		goto out;
 	x->t0 = x->last = xt_now_ns();
 	if (cfg->listen) {
-		if (xvi_stream__bind(x->s, port) || xvi_stream__listen(x->s, (int)n)) {
-			fprintf(stderr, "xvi-cat: cannot listen on service %u: %s\n", port,
-				strerror(errno));
+		if (xst_listen(&x->o, &x->scfg, &local, (int)n, &l))
 			goto out;
-		}
 	} else {
-		XVI_OPTS(xvi_stream_opts, so, .flags = XVI_STREAM_NONBLOCK);
-
-		xvi_stream__abort(x->s);
-		x->s = NULL;
 		for (i = 0; i < n; i++) {
 			int err;
 
 			c[i].peer = cfg->addr;
-			c[i].s = xvi_stream__socket(x->ctx, &so);
-			if (!c[i].s) {
-				fprintf(stderr, "xvi-cat: cannot create stream %lu: %s\n", i,
-					strerror(errno));
-				goto out;
-			}
-			err = xvi_stream__connect(c[i].s, &cfg->addr, port);
-			if (err && err != -EINPROGRESS) {
+			err = xst_connect_start(&x->o, &x->scfg, &cfg->addr, &c[i].c);
+			if (err) {
 				fprintf(stderr, "xvi-cat: connection %lu: %s\n", i, strerror(-err));
 				goto out;
 			}
@@ -639,43 +476,38 @@ static int run_multi(struct sx *x)
 		int k = 0;
 
 		if (cfg->listen) {
-			struct xvi_stream *a;
-
-			while (up < n && (a = xvi_stream__accept(x->s, &c[up].peer))) {
-				c[up].s = a;
+			while (up < n && xst_accept(&l, &c[up].c, &c[up].peer) > 0)
 				c[up++].up = true;
-			}
 		}
 		for (i = 0; i < n; i++) {
-			struct xvi_stream_info info = { .sz = sizeof(info) };
 			ssize_t r;
 
-			if (!c[i].s || c[i].eof || c[i].failed)
+			if (!xst_conn_live(&c[i].c) || c[i].eof || c[i].failed)
 				continue;
 			if (!c[i].up) {
-				xvi_stream__info(c[i].s, &info);
-				if (info.state == XVI_SS_CLOSED) {
-					multi_failed(&c[i], i, info.error ?: ECONNREFUSED);
+				r = xst_connect_result(&c[i].c);
+				if (r == -EINPROGRESS)
+					continue;
+				if (r) {
+					multi_failed(&c[i], i, (int)-r);
 					goto out;
 				}
-				if (info.state < XVI_SS_ESTABLISHED)
-					continue;
 				c[i].up = true;
 				up++;
 				if (cat_verbosity > 1)
 					fprintf(stderr, "xvi-cat: %lu/%lu established\n", up, n);
 			}
 			while (!cfg->listen && c[i].off < inlen &&
-			       (r = xvi_stream__send(c[i].s, x->buf + c[i].off, inlen - c[i].off,
-						     0)) > 0) {
+			       (r = xst_send(&c[i].c, x->buf + c[i].off, inlen - c[i].off)) > 0) {
 				c[i].off += (size_t)r;
 				x->out += (unsigned long long)r;
 				x->last = xt_now_ns();
 			}
 			if (!cfg->listen && c[i].off == inlen && !c[i].shut) {
-				if (xvi_stream__shutdown(c[i].s, SHUT_WR)) {
+				r = xst_shutdown(&c[i].c);
+				if (r) {
 					fprintf(stderr, "xvi-cat: connection %lu: %s\n", i,
-						strerror(errno));
+						strerror((int)-r));
 					goto out;
 				}
 				c[i].shut = true;
@@ -687,8 +519,7 @@ static int run_multi(struct sx *x)
 				done++;
 				if (cfg->listen && out_all(c[i].rx, c[i].rxlen))
 					goto out;
-				xvi_stream__close(c[i].s);
-				c[i].s = NULL;
+				xst_conn_close(&c[i].c, false);
 			}
 		}
 		if (up + done != before) {
@@ -698,14 +529,11 @@ static int run_multi(struct sx *x)
 		if (idle_expired(x, "connecting and transferring"))
 			break;
 		if (cfg->listen && up < n)
-			pf[k++] = (struct xvi_stream_pollfd){ .s = x->s, .events = POLLIN };
+			pf[k++] = (struct xst_pollent){ .c = &l, .events = POLLIN };
 		for (i = 0; i < n; i++)
-			if (c[i].s)
-				pf[k++] = (struct xvi_stream_pollfd){ .s = c[i].s, .events = POLLIN };
-		if (k)
-			xvi_stream__poll(pf, k, idle_ms(x));
-		else
-			xvi_stream_ctx__wait(x->ctx, idle_ms(x));
+			if (xst_conn_live(&c[i].c))
+				pf[k++] = (struct xst_pollent){ .c = &c[i].c, .events = POLLIN };
+		xst_wait(&x->o, pf, k, idle_ms(x));
 	}
 	if (cat_verbosity)
 		fprintf(stderr, "xvi-cat: %lu/%lu connections established, %lu completed\n", up,
@@ -718,12 +546,14 @@ out:
 	report(x, rc ? "failed" : "done");
 	if (c)
 		for (i = 0; i < n; i++) {
-			if (c[i].s)
-				xvi_stream__abort(c[i].s);
+			if (xst_conn_live(&c[i].c))
+				xst_conn_close(&c[i].c, true);
 			free(c[i].rx);
 		}
 	free(c);
 	free(pf);
-	xvi_teardown(x, rc == 0);
+	if (xst_conn_live(&l))
+		xst_conn_close(&l, false);
+	xst_close(&x->o);
 	return rc;
 }

@@ -5,7 +5,7 @@
  */
 #include "cat.h"
 
-static int write_all(int fd, const void *buf, size_t len)
+int cat_write_all(int fd, const void *buf, size_t len)
 {
 	const char *p = buf;
 
@@ -48,7 +48,7 @@ static int drain(struct xt *t, int timeout_ms, unsigned long long limit)
 	for (i = 0; i < n && !err; i++) {
 		if (limit && (unsigned long long)done >= limit)
 			break;
-		err = write_all(STDOUT_FILENO, msgs[i].data, msgs[i].len);
+		err = cat_write_all(STDOUT_FILENO, msgs[i].data, msgs[i].len);
 		if (!err)
 			done++;
 	}
