@@ -24,9 +24,10 @@
 #include <linux/if_ether.h>
 #include <linux/if_packet.h>
 #include <linux/virtio_net.h>
-#include <net/if.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include "addr.h"
+#include "parse.h"
 #include "relay.h"
 
 #ifndef PACKET_IGNORE_OUTGOING
@@ -344,11 +345,11 @@ static int open_iface(const char *ifname)
 	struct packet_mreq mr = {};
 	struct sockaddr_ll sll = {};
 	int one = 1, buf = 8 << 20, fd, idx;
+	const char *why = xt_parse_ifname(ifname, &idx);
 
-	idx = (int)if_nametoindex(ifname);
-	if (!idx) {
-		fprintf(stderr, "xvi-relay: %s: no such interface (run the relay in the lab's "
-			"middle node: netns-lab/lab exec m -- xvi-relay xva xvb)\n", ifname);
+	if (why) {
+		fprintf(stderr, "xvi-relay: %s: %s; the relay runs in the lab's middle node: "
+			"netns-lab/lab exec m -- xvi-relay xva xvb\n", ifname, why);
 		return -ENODEV;
 	}
 	/* Protocol 0: receive nothing until bound to the one interface. */
@@ -714,9 +715,9 @@ int main(int argc, char **argv)
 		{}
 	};
 	const char *spec = NULL, *stats = NULL;
-	unsigned long long simulate = 0, len = 100;
+	unsigned long simulate = 0, len = 100;
 	bool check = false, json = false;
-	char err[256] = "", *end;
+	char err[256] = "";
 	FILE *mf;
 	int o, i, ret;
 
@@ -726,24 +727,22 @@ int main(int argc, char **argv)
 		case 'f': R.stats_file = optarg; break;
 		case 'S': stats = optarg; break;
 		case 'i':
-			R.interval = strtod(optarg, &end);
-			if (*end || !(R.interval > 0)) {
+			if (xt_parse_seconds(optarg, 86400 * 365, &R.interval) ||
+			    !(R.interval > 0)) {
 				fprintf(stderr, "xvi-relay: --interval %s: give seconds > 0\n",
 					optarg);
 				return 2;
 			}
 			break;
 		case 'n':
-			simulate = strtoull(optarg, &end, 10);
-			if (*end || !simulate || simulate > 100000000ULL) {
+			if (xt_parse_ulong(optarg, 1, 100000000, &simulate)) {
 				fprintf(stderr, "xvi-relay: --simulate %s: give 1..1e8 frames\n",
 					optarg);
 				return 2;
 			}
 			break;
 		case 'L':
-			len = strtoull(optarg, &end, 10);
-			if (*end || len < 1 || len > 65535) {
+			if (xt_parse_ulong(optarg, 1, 65535, &len)) {
 				fprintf(stderr, "xvi-relay: --len %s: give 1..65535 bytes\n", optarg);
 				return 2;
 			}
