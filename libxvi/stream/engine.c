@@ -26,12 +26,12 @@
 #define ACK_HOLD_US	100
 #define SYN_TRIES_RCVD	16	/* SYN|ACK sends before a half-open gives up */
 
-static inline __u64 now_us(struct xvi_stream_ctx *ctx)
+static inline __u64 sctx_now(struct xvi_stream_ctx *ctx)
 {
 	return ctx->now = ctx->link.now_us(ctx->link.priv);
 }
 
-static __u32 rnd32(struct xvi_stream_ctx *ctx)
+static __u32 sctx_rand32(struct xvi_stream_ctx *ctx)
 {
 	/* xorshift64*: ids and sequence numbers need to be unguessable
 	 * only against blind off-path injection, not cryptographically. */
@@ -51,7 +51,7 @@ static struct xvi_stream **hslot(struct xvi_stream_ctx *ctx, __u32 cid)
 	return &ctx->htab[(cid * 2654435761u) & ctx->hmask];
 }
 
-static struct xvi_stream *lookup(struct xvi_stream_ctx *ctx, __u32 cid)
+static struct xvi_stream *sctx_lookup(struct xvi_stream_ctx *ctx, __u32 cid)
 {
 	struct xvi_stream *s = *hslot(ctx, cid);
 
@@ -74,20 +74,20 @@ static void unhash(struct xvi_stream *s)
 	s->lcid = 0;
 }
 
-static void hash_new_cid(struct xvi_stream *s)
+static void stream_new_cid(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 cid;
 
 	do
-		cid = rnd32(ctx);
-	while (!cid || lookup(ctx, cid));
+		cid = sctx_rand32(ctx);
+	while (!cid || sctx_lookup(ctx, cid));
 	s->lcid = cid;
 	s->hnext = *hslot(ctx, cid);
 	*hslot(ctx, cid) = s;
 }
 
-static struct xvi_stream *conn_new(struct xvi_stream_ctx *ctx, __u32 flags)
+static struct xvi_stream *stream_new(struct xvi_stream_ctx *ctx, __u32 flags)
 {
 	struct xvi_stream *s = calloc(1, sizeof(*s));
 
@@ -106,7 +106,7 @@ static struct xvi_stream *conn_new(struct xvi_stream_ctx *ctx, __u32 flags)
 }
 
 /* Buffers of a connection that is about to carry data. */
-static int conn_buffers(struct xvi_stream *s)
+static int stream_alloc_buffers(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 items = 256;
@@ -125,9 +125,9 @@ static int conn_buffers(struct xvi_stream *s)
 	return 0;
 }
 
-static void list_unlink(struct xvi_stream *s);
+static void stream_listener_remove(struct xvi_stream *s);
 
-static void dirty_remove(struct xvi_stream *s)
+static void stream_unqueue_output(struct xvi_stream *s)
 {
 	struct xvi_stream **pp;
 
@@ -145,7 +145,7 @@ static void dirty_remove(struct xvi_stream *s)
  * Sends by reference still queued hold their regions: release them (the
  * data will never be acknowledged) and empty the send queue.
  */
-static void release_refs(struct xvi_stream *s)
+static void stream_release_refs(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
@@ -161,7 +161,7 @@ static void release_refs(struct xvi_stream *s)
 	xvi_ssq__reset(&s->sq, s->sq.end);
 }
 
-static void conn_free(struct xvi_stream *s)
+static void stream_free(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
@@ -177,9 +177,9 @@ static void conn_free(struct xvi_stream *s)
 				c->on_list = 0;
 			}
 	}
-	release_refs(s);
-	list_unlink(s);
-	dirty_remove(s);
+	stream_release_refs(s);
+	stream_listener_remove(s);
+	stream_unqueue_output(s);
 	unhash(s);
 	if (s->prev)
 		s->prev->next = s->next;
@@ -195,7 +195,7 @@ static void conn_free(struct xvi_stream *s)
 }
 
 /* Listener queues: doubly linked through lq_next/lq_prev. */
-static void list_append(struct xvi_stream *l, struct xvi_stream *c, int which)
+static void stream_listener_add(struct xvi_stream *l, struct xvi_stream *c, int which)
 {
 	struct xvi_stream **head = which == XVI_SL_HALFOPEN ? &l->half_head : &l->acc_head;
 	struct xvi_stream **tail = which == XVI_SL_HALFOPEN ? &l->half_tail : &l->acc_tail;
@@ -215,7 +215,7 @@ static void list_append(struct xvi_stream *l, struct xvi_stream *c, int which)
 		l->n_acc++;
 }
 
-static void list_unlink(struct xvi_stream *c)
+static void stream_listener_remove(struct xvi_stream *c)
 {
 	struct xvi_stream *l = c->listener;
 	struct xvi_stream **head, **tail;
@@ -240,7 +240,7 @@ static void list_unlink(struct xvi_stream *c)
 	c->listener = NULL;
 }
 
-static void mark_dirty(struct xvi_stream *s)
+static void stream_queue_output(struct xvi_stream *s)
 {
 	if (s->dirty)
 		return;
@@ -251,14 +251,14 @@ static void mark_dirty(struct xvi_stream *s)
 
 /* ---- transmit ---------------------------------------------------------- */
 
-static inline __u32 rcv_ack(const struct xvi_stream *s)
+static inline __u32 stream_rcv_ack(const struct xvi_stream *s)
 {
 	return s->rq.nxt + (s->eof ? 1 : 0);
 }
 
-static __u32 rcv_wnd(const struct xvi_stream *s)
+static __u32 stream_rcv_wnd(const struct xvi_stream *s)
 {
-	__u32 right = xvi_srq__right(&s->rq), ack = rcv_ack(s), w;
+	__u32 right = xvi_srq__right(&s->rq), ack = stream_rcv_ack(s), w;
 
 	w = seq_gt(right, ack) ? right - ack : 0;
 	/* SOVIA's window w, in bytes: never more than w full segments. */
@@ -278,7 +278,7 @@ static bool need_crc(const struct xvi_stream_ctx *ctx)
  * the cumulative ACK, the window and SACK blocks, so sending anything
  * settles a pending delayed ACK.
  */
-static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
+static bool stream_xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	struct xvi_shdr h;
@@ -288,7 +288,7 @@ static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 	buf = ctx->link.tx_get(ctx->link.priv, &cap);
 	if (!buf) {
 		ctx->stats.tx_no_buf++;
-		mark_dirty(s);
+		stream_queue_output(s);
 		return false;
 	}
 	memset(&h, 0, sizeof(h));
@@ -307,8 +307,8 @@ static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 			h.ack = s->irs + 1;
 	} else if (s->segs) {
 		h.flags |= XVI_SF_ACK;
-		h.ack = rcv_ack(s);
-		h.wnd = rcv_wnd(s);
+		h.ack = stream_rcv_ack(s);
+		h.wnd = stream_rcv_wnd(s);
 		h.nsack = xvi_srq__sack(&s->rq, h.sack, XVI_SW_MAX_SACK);
 		s->adv_right = h.ack + h.wnd;
 	} else {
@@ -352,7 +352,7 @@ static bool xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 	return true;
 }
 
-static void send_rst_raw(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
+static void sctx_send_rst(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 			 __u32 dcid, __u32 scid, __u32 seq, __u32 ack)
 {
 	struct xvi_shdr h;
@@ -378,14 +378,14 @@ static void send_rst_raw(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *p
 	ctx->stats.tx_segs++;
 }
 
-static void send_rst(struct xvi_stream *s)
+static void stream_send_rst(struct xvi_stream *s)
 {
 	if (s->rcid && s->state != XVI_SS_LISTEN)
-		send_rst_raw(s->ctx, &s->peer, s->rcid, s->lcid, s->snd_nxt, rcv_ack(s));
+		sctx_send_rst(s->ctx, &s->peer, s->rcid, s->lcid, s->snd_nxt, stream_rcv_ack(s));
 }
 
 /* RFC 6675 pipe: bytes believed to be in the network. */
-static __u32 pipe_bytes(const struct xvi_stream *s)
+static __u32 stream_pipe(const struct xvi_stream *s)
 {
 	__u32 p = 0;
 
@@ -401,13 +401,15 @@ static __u32 pipe_bytes(const struct xvi_stream *s)
 	return p;
 }
 
-static bool synchronized(enum xvi_stream_state st)
+static bool stream_synchronized(const struct xvi_stream *s)
 {
-	return st >= XVI_SS_ESTABLISHED;
+	return s->state >= XVI_SS_ESTABLISHED;
 }
 
-static bool can_send_data(enum xvi_stream_state st)
+static bool stream_can_send(const struct xvi_stream *s)
 {
+	enum xvi_stream_state st = s->state;
+
 	return st == XVI_SS_ESTABLISHED || st == XVI_SS_CLOSE_WAIT ||
 	       st == XVI_SS_FIN_WAIT_1 || st == XVI_SS_CLOSING || st == XVI_SS_LAST_ACK;
 }
@@ -418,7 +420,7 @@ static bool can_send_data(enum xvi_stream_state st)
 #define TLP_MIN_US	200	/* probe timeout floor */
 #define REO_MULT_MAX	16
 
-static inline __u32 seg_end(const struct xvi_sseg *g)
+static inline __u32 sseg_end(const struct xvi_sseg *g)
 {
 	return g->seq + (g->len ? g->len : 1);
 }
@@ -430,7 +432,7 @@ static bool sent_after(__u64 t1, __u32 end1, __u64 t2, __u32 end2)
 }
 
 /* RFC 6298 (5.1): start the timer if it is not running. */
-static void arm_rto(struct xvi_stream *s)
+static void stream_arm_rto(struct xvi_stream *s)
 {
 	if (!s->rto_at && s->st != s->sh) {
 		__u64 rto = (__u64)s->rto_us << (s->backoff < 10 ? s->backoff : 10);
@@ -453,10 +455,10 @@ static void arm_rto(struct xvi_stream *s)
 }
 
 /* RFC 6298 (5.3, 5.6): restart so it expires one (backed-off) RTO from now. */
-static void restart_rto(struct xvi_stream *s)
+static void stream_restart_rto(struct xvi_stream *s)
 {
 	s->rto_at = 0;
-	arm_rto(s);
+	stream_arm_rto(s);
 }
 
 /*
@@ -469,12 +471,12 @@ static void restart_rto(struct xvi_stream *s)
  * a 5 % loss relay that was the most common timeout.  One probe per episode:
  * the next delivery re-enables it.
  */
-static void arm_tlp(struct xvi_stream *s)
+static void stream_arm_tlp(struct xvi_stream *s)
 {
 	__u64 pto;
 
 	s->tlp_at = 0;
-	if (s->tlp_out || s->st == s->sh || !s->srtt_us || !can_send_data(s->state))
+	if (s->tlp_out || s->st == s->sh || !s->srtt_us || !stream_can_send(s))
 		return;
 	/*
 	 * No delayed-ACK allowance: the last segment of every burst carries
@@ -498,7 +500,7 @@ static __u32 reo_wnd(const struct xvi_stream *s)
 	return w < REO_MIN_US ? REO_MIN_US : w;
 }
 
-static void enter_recovery(struct xvi_stream *s)
+static void stream_enter_recovery(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
@@ -510,7 +512,7 @@ static void enter_recovery(struct xvi_stream *s)
 	s->prr_out = 0;
 	s->recover_fs = s->snd_nxt - s->snd_una;
 	s->tlp_at = 0;
-	ctx->cc->on_event(&s->cc, XVI_CC_FAST_LOSS, pipe_bytes(s));
+	ctx->cc->on_event(&s->cc, XVI_CC_FAST_LOSS, stream_pipe(s));
 	s->st_.fast_retrans++;
 }
 
@@ -520,9 +522,9 @@ static void enter_recovery(struct xvi_stream *s)
  * the ssthresh the congestion control chose, and the first repair leaves at
  * once (RFC 6675 4.3) whatever the pipe.
  */
-static void prr_update(struct xvi_stream *s, __u32 delivered)
+static void stream_prr_update(struct xvi_stream *s, __u32 delivered)
 {
-	__u32 pipe = pipe_bytes(s), ssthresh = s->cc.ssthresh, mss = s->mss;
+	__u32 pipe = stream_pipe(s), ssthresh = s->cc.ssthresh, mss = s->mss;
 	__s64 sndcnt;
 
 	s->prr_delivered += delivered;
@@ -554,7 +556,7 @@ static void prr_update(struct xvi_stream *s, __u32 delivered)
  * the reordering window.  Time-based, so it also finds lost retransmissions
  * and losses at the tail, where no three segments above get SACKed.
  */
-static void rack_detect(struct xvi_stream *s)
+static void stream_rack_detect(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 mask = s->segs_cap - 1, reo = reo_wnd(s);
@@ -572,7 +574,7 @@ static void rack_detect(struct xvi_stream *s)
 			continue;
 		if ((g->fl & (SEG_LOST | SEG_RETX)) == SEG_LOST)
 			continue;	/* already waiting for its repair */
-		if (!sent_after(s->rack_xmit_us, s->rack_end, g->tx_us, seg_end(g)))
+		if (!sent_after(s->rack_xmit_us, s->rack_end, g->tx_us, sseg_end(g)))
 			continue;
 		due = g->tx_us + s->rack_rtt_us + reo;
 		if (due <= ctx->now) {
@@ -586,13 +588,13 @@ static void rack_detect(struct xvi_stream *s)
 	}
 	s->reo_at = next;
 	if (lost) {
-		enter_recovery(s);
-		mark_dirty(s);
+		stream_enter_recovery(s);
+		stream_queue_output(s);
 	}
 }
 
 /* A segment was delivered (cumulatively or SACKed): RFC 8985 6.2 step 2. */
-static void rack_update(struct xvi_stream *s, const struct xvi_sseg *g, __u32 tsecr)
+static void stream_rack_update(struct xvi_stream *s, const struct xvi_sseg *g, __u32 tsecr)
 {
 	__u32 rtt = (__u32)(s->ctx->now - g->tx_us);
 
@@ -604,15 +606,15 @@ static void rack_update(struct xvi_stream *s, const struct xvi_sseg *g, __u32 ts
 	if (g->ntx > 1 && (rtt < s->min_rtt_us ||
 			   (tsecr && (__s32)(tsecr - (__u32)g->tx_us) < 0)))
 		return;
-	if (sent_after(g->tx_us, seg_end(g), s->rack_xmit_us, s->rack_end)) {
+	if (sent_after(g->tx_us, sseg_end(g), s->rack_xmit_us, s->rack_end)) {
 		s->rack_xmit_us = g->tx_us;
-		s->rack_end = seg_end(g);
+		s->rack_end = sseg_end(g);
 		s->rack_rtt_us = rtt;
 	}
 }
 
 /* Queue @len new bytes as a segment; false if the link had no buffer. */
-static bool send_new(struct xvi_stream *s, __u32 len, __u8 flags)
+static bool stream_send_new(struct xvi_stream *s, __u32 len, __u8 flags)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	struct xvi_sseg *g;
@@ -622,7 +624,7 @@ static bool send_new(struct xvi_stream *s, __u32 len, __u8 flags)
 	 * for the reply (on_data). */
 	if (s->data_in_us && ctx->now - s->data_in_us <= ctx->delack_us)
 		s->interactive = true;
-	if (!xmit(s, flags, s->snd_nxt, len))
+	if (!stream_xmit(s, flags, s->snd_nxt, len))
 		return false;
 	g = &s->segs[s->sh++ & (s->segs_cap - 1)];
 	*g = (struct xvi_sseg){ .seq = s->snd_nxt, .len = len, .ntx = 1, .tx_us = ctx->now };
@@ -635,11 +637,11 @@ static bool send_new(struct xvi_stream *s, __u32 len, __u8 flags)
 	if (s->in_recovery)
 		s->prr_out += len;
 	s->persist_at = 0;
-	arm_rto(s);
+	stream_arm_rto(s);
 	return true;
 }
 
-static void output(struct xvi_stream *s)
+static void stream_output(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 p, mask = s->segs_cap - 1;
@@ -648,9 +650,9 @@ static void output(struct xvi_stream *s)
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD ||
 	    s->state == XVI_SS_CLOSED || s->state == XVI_SS_LISTEN || !s->segs)
 		return;
-	if (!can_send_data(s->state))
+	if (!stream_can_send(s))
 		goto ack;
-	p = pipe_bytes(s);
+	p = stream_pipe(s);
 	sent0 = s->st_.segs_sent;
 	/* 1. Repair: segments judged lost go first (RFC 6675 NextSeg rule 1). */
 	for (__u32 i = s->st; i != s->sh; i++) {
@@ -661,7 +663,7 @@ static void output(struct xvi_stream *s)
 			continue;
 		if (p && p + sz > s->cc.cwnd)
 			goto done;
-		if (!xmit(s, g->fl & SEG_FIN ? XVI_SF_FIN : 0, g->seq, g->len))
+		if (!stream_xmit(s, g->fl & SEG_FIN ? XVI_SF_FIN : 0, g->seq, g->len))
 			return;
 		g->fl |= SEG_RETX;
 		g->ntx++;
@@ -672,9 +674,9 @@ static void output(struct xvi_stream *s)
 		p += sz;
 		/* The oldest segment went again: give it a whole RTO. */
 		if (g->seq == s->snd_una)
-			restart_rto(s);
+			stream_restart_rto(s);
 		else
-			arm_rto(s);
+			stream_arm_rto(s);
 	}
 	/* 2. New data, within the peer's window and the congestion window. */
 	for (;;) {
@@ -692,7 +694,7 @@ static void output(struct xvi_stream *s)
 			if (!s->fin_queued)
 				break;
 			/* FIN takes one sequence number after the data. */
-			if (!xmit(s, XVI_SF_FIN, s->snd_nxt, 0))
+			if (!stream_xmit(s, XVI_SF_FIN, s->snd_nxt, 0))
 				return;
 			g = &s->segs[s->sh++ & mask];
 			*g = (struct xvi_sseg){ .seq = s->snd_nxt, .fl = SEG_FIN,
@@ -701,7 +703,7 @@ static void output(struct xvi_stream *s)
 			s->fin_sent = true;
 			if (!s->una_since)
 				s->una_since = ctx->now;
-			arm_rto(s);
+			stream_arm_rto(s);
 			break;
 		}
 		len = avail < s->mss ? avail : s->mss;
@@ -738,7 +740,7 @@ static void output(struct xvi_stream *s)
 		if (len == avail || wroom - len < s->mss || croom - len < s->mss ||
 		    s->sh - s->st + 1 >= s->segs_cap)
 			fl = XVI_SF_PRB;
-		if (!send_new(s, len, fl))
+		if (!stream_send_new(s, len, fl))
 			return;
 		p += len;
 	}
@@ -746,28 +748,28 @@ done:
 	/* The probe timer counts from the last transmission, not from the
 	 * last time the application called in. */
 	if (s->st_.segs_sent != sent0 || !s->tlp_at)
-		arm_tlp(s);
+		stream_arm_tlp(s);
 ack:
 	if (s->ack_now)
-		xmit(s, 0, s->snd_nxt, 0);
+		stream_xmit(s, 0, s->snd_nxt, 0);
 }
 
 /* A tail loss probe is due: new data if the window allows, else the last
  * segment again; either way one segment beyond cwnd (RFC 8985 7.3). */
-static void on_tlp(struct xvi_stream *s)
+static void stream_on_tlp(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 mask = s->segs_cap - 1, avail, wroom;
 
 	s->tlp_at = 0;
-	if (s->tlp_out || s->st == s->sh || !can_send_data(s->state))
+	if (s->tlp_out || s->st == s->sh || !stream_can_send(s))
 		return;
 
 	avail = s->sq.end - s->snd_nxt;
 	wroom = seq_gt(s->snd_right, s->snd_nxt) ? s->snd_right - s->snd_nxt : 0;
 	if (avail && !s->fin_sent && s->sh - s->st < s->segs_cap &&
 	    wroom >= (avail < s->mss ? avail : s->mss)) {
-		if (!send_new(s, avail < s->mss ? avail : s->mss, XVI_SF_PRB))
+		if (!stream_send_new(s, avail < s->mss ? avail : s->mss, XVI_SF_PRB))
 			return;
 	} else {
 		struct xvi_sseg *g = NULL;
@@ -780,7 +782,8 @@ static void on_tlp(struct xvi_stream *s)
 		}
 		if (!g)
 			return;
-		if (!xmit(s, (g->fl & SEG_FIN ? XVI_SF_FIN : 0) | XVI_SF_PRB, g->seq, g->len))
+		if (!stream_xmit(s, (g->fl & SEG_FIN ? XVI_SF_FIN : 0) | XVI_SF_PRB, g->seq,
+				 g->len))
 			return;
 		g->ntx++;
 		g->tx_us = ctx->now;
@@ -788,12 +791,12 @@ static void on_tlp(struct xvi_stream *s)
 	}
 	s->tlp_out = true;
 	s->st_.tlp_probes++;
-	restart_rto(s);
+	stream_restart_rto(s);
 }
 
 /* ---- RTT and congestion ------------------------------------------------- */
 
-static void rtt_sample(struct xvi_stream *s, __u32 tsecr)
+static void stream_rtt_sample(struct xvi_stream *s, __u32 tsecr)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 r = (__u32)ctx->now - tsecr;
@@ -831,10 +834,10 @@ static void rtt_sample(struct xvi_stream *s, __u32 tsecr)
  * (SYN|ACK) counts; an earlier copy's echo can come with a segment the peer
  * repeated on its own timer and would measure that timer, not the path.
  */
-static void hs_rtt_sample(struct xvi_stream *s, __u32 tsecr)
+static void stream_handshake_rtt_sample(struct xvi_stream *s, __u32 tsecr)
 {
 	if (tsecr && tsecr == s->hs_tsval)
-		rtt_sample(s, tsecr);
+		stream_rtt_sample(s, tsecr);
 }
 
 static void ref_done(void *arg, __u64 cookie, int region)
@@ -847,7 +850,7 @@ static void ref_done(void *arg, __u64 cookie, int region)
 		s->done[s->done_h++ % s->done_cap] = cookie;
 }
 
-static bool fail(struct xvi_stream *s, int err);
+static bool stream_fail(struct xvi_stream *s, int err);
 
 /*
  * The first ACK that advances after a retransmission timeout tells whether
@@ -858,7 +861,7 @@ static bool fail(struct xvi_stream *s, int err);
  * response: the congestion state before the timeout comes back and the
  * segments the timeout marked lost but not yet resent are not resent.
  */
-static void rto_spurious(struct xvi_stream *s, __u32 tsecr)
+static void stream_rto_spurious(struct xvi_stream *s, __u32 tsecr)
 {
 	__u32 mask = s->segs_cap - 1;
 
@@ -874,7 +877,7 @@ static void rto_spurious(struct xvi_stream *s, __u32 tsecr)
 		if ((g->fl & (SEG_LOST | SEG_RETX)) == SEG_LOST)
 			g->fl &= ~SEG_LOST;
 	}
-	/* spurious_retrans counts it with the head segment (on_ack). */
+	/* spurious_retrans counts it with the head segment (stream_on_ack). */
 	s->tlp_out = false;
 }
 
@@ -893,19 +896,19 @@ static void cwnd_grow(struct xvi_stream *s, __u32 acked)
 	__u32 before = s->cc.cwnd;
 
 	if (s->cwnd_lim || s->cwnd_lim_prev) {
-		s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+		s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, stream_pipe(s));
 		return;
 	}
 	if (s->cc.cwnd >= s->cc.ssthresh || s->cc.cwnd >= 2 * flight)
 		return;
-	s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, pipe_bytes(s));
+	s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, stream_pipe(s));
 	/* A stretch ACK may add many segments at once: still not past
 	 * twice the flight. */
 	if (s->cc.cwnd > 2 * flight)
 		s->cc.cwnd = before > 2 * flight ? before : 2 * flight;
 }
 
-static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
+static void stream_on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 ack = h->ack, mask = s->segs_cap - 1, old_wnd = s->peer_wnd, delivered = 0;
@@ -921,14 +924,14 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 		__u32 acked = ack - s->snd_una;
 		bool head = true;
 
-		rtt_sample(s, h->tsecr);
+		stream_rtt_sample(s, h->tsecr);
 		if (s->rto_undo)
-			rto_spurious(s, h->tsecr);
+			stream_rto_spurious(s, h->tsecr);
 		s->snd_una = ack;
 		while (s->st != s->sh) {
 			struct xvi_sseg *g = &s->segs[s->st & mask];
 
-			if (seq_gt(seg_end(g), ack))
+			if (seq_gt(sseg_end(g), ack))
 				break;
 			/*
 			 * Eifel (RFC 3522): the ACK echoes the timestamp of
@@ -946,7 +949,7 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 			head = false;
 			if (!(g->fl & SEG_SACKED)) {
 				delivered += g->len ? g->len : 1;
-				rack_update(s, g, h->tsecr);
+				stream_rack_update(s, g, h->tsecr);
 			}
 			s->st++;
 		}
@@ -972,7 +975,7 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 		if (s->in_recovery) {
 			if (seq_ge(ack, s->recover)) {
 				s->in_recovery = false;
-				ctx->cc->on_event(&s->cc, XVI_CC_RECOVERED, pipe_bytes(s));
+				ctx->cc->on_event(&s->cc, XVI_CC_RECOVERED, stream_pipe(s));
 				/* RFC 8985 7.2-style decay of the widened window. */
 				if (++s->reo_clean >= 16 && s->reo_mult > 1) {
 					s->reo_mult = 1;
@@ -990,8 +993,8 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 			s->cwnd_lim_prev = s->cwnd_lim;
 			s->cwnd_lim = false;
 		}
-		restart_rto(s);
-		mark_dirty(s);
+		stream_restart_rto(s);
+		stream_queue_output(s);
 	} else if (!h->len && !(h->flags & (XVI_SF_FIN | XVI_SF_SYN | XVI_SF_PRB)) &&
 		   s->st != s->sh && h->wnd == old_wnd) {
 		/* RFC 5681 duplicate ACK: a window update is not one. */
@@ -1010,7 +1013,7 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 			if (seq_ge(g->seq, a) && seq_le(g->seq + g->len, e)) {
 				g->fl |= SEG_SACKED;
 				delivered += g->len;
-				rack_update(s, g, h->tsecr);
+				stream_rack_update(s, g, h->tsecr);
 			}
 		}
 	}
@@ -1020,33 +1023,33 @@ static void on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 		s->reo_at = s->tlp_at = s->rto_at = 0;
 		return;
 	}
-	rack_detect(s);
+	stream_rack_detect(s);
 	/* Without SACK information (all blocks used): three duplicate ACKs. */
 	if (s->dupacks >= 3) {
 		struct xvi_sseg *g = &s->segs[s->st & mask];
 
 		if (!(g->fl & (SEG_SACKED | SEG_LOST)) && g->ntx == 1) {
 			g->fl |= SEG_LOST;
-			enter_recovery(s);
-			mark_dirty(s);
+			stream_enter_recovery(s);
+			stream_queue_output(s);
 		}
 	}
 	if (s->in_recovery)
-		prr_update(s, delivered);
+		stream_prr_update(s, delivered);
 	if (delivered)
-		mark_dirty(s);
-	arm_tlp(s);
+		stream_queue_output(s);
+	stream_arm_tlp(s);
 }
 
 /* SYN and SYN|ACK retransmission interval: backed off, at most rto_max. */
-static __u64 syn_rto(const struct xvi_stream *s)
+static __u64 stream_syn_rto(const struct xvi_stream *s)
 {
 	__u64 rto = (__u64)s->rto_us << (s->backoff < 6 ? s->backoff : 6);
 
 	return rto < s->ctx->rto_max_us ? rto : s->ctx->rto_max_us;
 }
 
-static bool on_rto(struct xvi_stream *s)
+static bool stream_on_rto(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 mask = s->segs_cap - 1, flight;
@@ -1063,10 +1066,10 @@ static bool on_rto(struct xvi_stream *s)
 		if (s->syn_tries >= SYN_TRIES_RCVD ||
 		    ctx->now - s->una_since >= ctx->user_timeout_us) {
 			if (rcvd) {
-				conn_free(s);
+				stream_free(s);
 				return false;
 			}
-			return fail(s, ETIMEDOUT);
+			return stream_fail(s, ETIMEDOUT);
 		}
 		s->backoff++;
 		s->syn_tries++;
@@ -1081,21 +1084,21 @@ static bool on_rto(struct xvi_stream *s)
 			__u32 ts = s->ts_recent;
 
 			s->ts_recent = 0;
-			xmit(s, XVI_SF_SYN | XVI_SF_ACK, s->iss, 0);
+			stream_xmit(s, XVI_SF_SYN | XVI_SF_ACK, s->iss, 0);
 			s->ts_recent = ts;
 		} else {
-			xmit(s, XVI_SF_SYN, s->iss, 0);
+			stream_xmit(s, XVI_SF_SYN, s->iss, 0);
 		}
-		s->rto_at = ctx->now + syn_rto(s);
+		s->rto_at = ctx->now + stream_syn_rto(s);
 		return true;
 	}
 	if (s->st == s->sh)
 		return true;
 	if (ctx->now - s->una_since >= ctx->user_timeout_us) {
-		send_rst(s);
-		return fail(s, ETIMEDOUT);
+		stream_send_rst(s);
+		return stream_fail(s, ETIMEDOUT);
 	}
-	/* RFC 6298 (5.5): back off; (5.6) output() restarts the timer with
+	/* RFC 6298 (5.5): back off; (5.6) stream_output() restarts the timer with
 	 * the retransmission of the oldest segment. */
 	if (!s->backoff && !s->rto_undo) {
 		s->rto_undo = true;
@@ -1119,7 +1122,7 @@ static bool on_rto(struct xvi_stream *s)
 	/* No probes in timeout recovery: the next ACK re-enables them. */
 	s->tlp_out = true;
 	s->tlp_at = s->reo_at = 0;
-	mark_dirty(s);
+	stream_queue_output(s);
 	return true;
 }
 
@@ -1135,14 +1138,14 @@ static bool on_rto(struct xvi_stream *s)
  * 3.10.7.4), never less than two of our RTOs.  A short TIME_WAIT answered
  * the peer's retransmitted FIN with RST instead of an ACK.
  */
-static __u32 time_wait_us(const struct xvi_stream *s)
+static __u32 stream_time_wait_us(const struct xvi_stream *s)
 {
 	__u32 t = 2 * s->rto_us;
 
 	return t > s->ctx->linger_us ? t : s->ctx->linger_us;
 }
 
-static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
+static void stream_set_state(struct xvi_stream *s, enum xvi_stream_state st)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	bool was = s->state != XVI_SS_CLOSED && s->state != XVI_SS_LISTEN;
@@ -1154,7 +1157,7 @@ static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
 		ctx->nconns++;
 	s->state = st;
 	if (st == XVI_SS_TIME_WAIT) {
-		s->close_at = ctx->now + time_wait_us(s);
+		s->close_at = ctx->now + stream_time_wait_us(s);
 		/* Nothing to send or probe: only the peer's FIN can come. */
 		s->ka_at = s->persist_at = s->tlp_at = s->reo_at = 0;
 	}
@@ -1163,7 +1166,7 @@ static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
 		s->rto_at = s->delack_at = s->persist_at = s->ka_at = s->ack_hold_at = 0;
 		s->reo_at = s->tlp_at = 0;
 		s->close_at = 0;
-		dirty_remove(s);
+		stream_unqueue_output(s);
 	}
 }
 
@@ -1171,15 +1174,15 @@ static void set_state(struct xvi_stream *s, enum xvi_stream_state st)
  * The connection is over with @err (0: orderly).  Returns false if it was
  * freed (nobody holds a handle: an orphan or a child not yet accepted).
  */
-static bool fail(struct xvi_stream *s, int err)
+static bool stream_fail(struct xvi_stream *s, int err)
 {
 	if (err) {
 		s->err = err;
-		release_refs(s);
+		stream_release_refs(s);
 	}
-	set_state(s, XVI_SS_CLOSED);
+	stream_set_state(s, XVI_SS_CLOSED);
 	if (s->orphan || s->listener) {
-		conn_free(s);
+		stream_free(s);
 		return false;
 	}
 	return true;
@@ -1193,7 +1196,7 @@ static bool fail(struct xvi_stream *s, int err)
  * data is unacknowledged (it may never have arrived); once everything up to
  * our FIN is acknowledged, the RST loses nothing.
  */
-static int rst_error(const struct xvi_stream *s)
+static int stream_rst_error(const struct xvi_stream *s)
 {
 	switch (s->state) {
 	case XVI_SS_SYN_RCVD:
@@ -1208,41 +1211,41 @@ static int rst_error(const struct xvi_stream *s)
 	}
 }
 
-static void update_state(struct xvi_stream *s)
+static void stream_update_state(struct xvi_stream *s)
 {
 	bool fin_acked = s->fin_sent && s->snd_una == s->snd_nxt;
 
 	switch (s->state) {
 	case XVI_SS_ESTABLISHED:
 		if (s->eof)
-			set_state(s, XVI_SS_CLOSE_WAIT);
+			stream_set_state(s, XVI_SS_CLOSE_WAIT);
 		break;
 	case XVI_SS_FIN_WAIT_1:
 		if (fin_acked && s->eof)
-			set_state(s, XVI_SS_TIME_WAIT);
+			stream_set_state(s, XVI_SS_TIME_WAIT);
 		else if (fin_acked)
-			set_state(s, XVI_SS_FIN_WAIT_2);
+			stream_set_state(s, XVI_SS_FIN_WAIT_2);
 		else if (s->eof)
-			set_state(s, XVI_SS_CLOSING);
+			stream_set_state(s, XVI_SS_CLOSING);
 		break;
 	case XVI_SS_FIN_WAIT_2:
 		if (s->eof)
-			set_state(s, XVI_SS_TIME_WAIT);
+			stream_set_state(s, XVI_SS_TIME_WAIT);
 		break;
 	case XVI_SS_CLOSING:
 		if (fin_acked)
-			set_state(s, XVI_SS_TIME_WAIT);
+			stream_set_state(s, XVI_SS_TIME_WAIT);
 		break;
 	case XVI_SS_LAST_ACK:
 		if (fin_acked)
-			fail(s, 0);
+			stream_fail(s, 0);
 		break;
 	default:
 		break;
 	}
 }
 
-static void established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
+static void stream_established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
@@ -1260,7 +1263,7 @@ static void established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
 	s->una_since = 0;
 	s->last_rx = ctx->now;
 	s->ka_at = ctx->ka_cnt ? ctx->now + ctx->ka_idle_us : 0;
-	set_state(s, XVI_SS_ESTABLISHED);
+	stream_set_state(s, XVI_SS_ESTABLISHED);
 }
 
 /* ---- input ---------------------------------------------------------------- */
@@ -1271,7 +1274,7 @@ static void established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
  * is only a repeated ACK of a retransmitted FIN, as when a TCP stack drops
  * TIME_WAIT sockets beyond its limit).  Returns true if one was ended.
  */
-static bool reclaim_time_wait(struct xvi_stream_ctx *ctx)
+static bool sctx_reclaim_time_wait(struct xvi_stream_ctx *ctx)
 {
 	struct xvi_stream *s, *old = NULL;
 
@@ -1280,7 +1283,7 @@ static bool reclaim_time_wait(struct xvi_stream_ctx *ctx)
 			old = s;
 	if (!old)
 		return false;
-	fail(old, 0);
+	stream_fail(old, 0);
 	return true;
 }
 
@@ -1299,7 +1302,7 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 
 	if (!l) {
 		ctx->stats.rx_no_conn++;
-		send_rst_raw(ctx, peer, h->scid, 0, 0, h->seq + 1);
+		sctx_send_rst(ctx, peer, h->scid, 0, 0, h->seq + 1);
 		return;
 	}
 	/*
@@ -1320,18 +1323,18 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		if (c->state == XVI_SS_SYN_RCVD) {
 			if ((__s32)(h->tsval - c->ts_recent) > 0)
 				c->ts_recent = h->tsval;
-			xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
+			stream_xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
 			/* A retransmission: it gets a whole (backed-off) RTO. */
-			c->rto_at = ctx->now + syn_rto(c);
+			c->rto_at = ctx->now + stream_syn_rto(c);
 		} else {
 			c->ack_now = true;
-			mark_dirty(c);
+			stream_queue_output(c);
 		}
 		return;
 	}
 	/* TIME_WAIT gives way to new connections when the table is full. */
 	if (ctx->nconns >= ctx->max_conns)
-		reclaim_time_wait(ctx);
+		sctx_reclaim_time_wait(ctx);
 	/*
 	 * Bounded half-open queue: a flood of SYNs evicts the oldest
 	 * half-open connection instead of growing, so it cannot exhaust
@@ -1344,26 +1347,26 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 			return;
 		}
 		ctx->stats.syn_evicted++;
-		conn_free(l->half_head);
+		stream_free(l->half_head);
 	}
-	c = conn_new(ctx, l->flags);
+	c = stream_new(ctx, l->flags);
 	if (!c)
 		return;
-	hash_new_cid(c);
+	stream_new_cid(c);
 	c->peer = *peer;
 	c->svc = h->svc;
 	c->rcid = h->scid;
 	c->irs = h->seq;
-	c->iss = ctx->link.iss ? ctx->link.iss : rnd32(ctx);
+	c->iss = ctx->link.iss ? ctx->link.iss : sctx_rand32(ctx);
 	c->ts_recent = h->tsval;
 	c->peer_mss = h->mss;
 	c->peer_wnd = h->wnd;
 	if (c->mss > h->mss)
 		c->mss = h->mss;
-	set_state(c, XVI_SS_SYN_RCVD);
+	stream_set_state(c, XVI_SS_SYN_RCVD);
 	c->una_since = ctx->now;
-	list_append(l, c, XVI_SL_HALFOPEN);
-	xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
+	stream_listener_add(l, c, XVI_SL_HALFOPEN);
+	stream_xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
 	c->rto_at = ctx->now + c->rto_us;
 }
 
@@ -1447,7 +1450,7 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 		 * ends (at most ACK_HOLD_US, or when the application sleeps).
 		 */
 		if (h->len && !s->ack_now && s->interactive && !s->orphan && !s->rd_shut &&
-		    can_send_data(s->state)) {
+		    stream_can_send(s)) {
 			if (!s->ack_held) {
 				__u32 hold = ctx->delack_us < ACK_HOLD_US ? ctx->delack_us
 									   : ACK_HOLD_US;
@@ -1460,7 +1463,7 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 		}
 	}
 	if (s->ack_now)
-		mark_dirty(s);
+		stream_queue_output(s);
 }
 
 void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
@@ -1479,17 +1482,17 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		return;
 	}
 	ctx->stats.rx_segs++;
-	now_us(ctx);
+	sctx_now(ctx);
 	if ((h.flags & XVI_SF_SYN) && !(h.flags & XVI_SF_ACK)) {
 		on_syn(ctx, peer, &h);
 		return;
 	}
-	s = lookup(ctx, h.dcid);
+	s = sctx_lookup(ctx, h.dcid);
 	if (!s || !xvi_sockaddr_eq(&s->peer, peer) || s->state == XVI_SS_LISTEN ||
 	    (s->state != XVI_SS_SYN_SENT && s->rcid != h.scid) || s->state == XVI_SS_CLOSED) {
 		if (!(h.flags & XVI_SF_RST)) {
 			ctx->stats.rx_no_conn++;
-			send_rst_raw(ctx, peer, h.scid, h.dcid, h.ack, h.seq + h.len);
+			sctx_send_rst(ctx, peer, h.scid, h.dcid, h.ack, h.seq + h.len);
 		}
 		return;
 	}
@@ -1498,7 +1501,7 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		if (h.ack != s->iss + 1)
 			return;
 		if (h.flags & XVI_SF_RST) {
-			fail(s, ECONNREFUSED);
+			stream_fail(s, ECONNREFUSED);
 			return;
 		}
 		if (!(h.flags & XVI_SF_SYN))
@@ -1507,10 +1510,10 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		s->irs = h.seq;
 		xvi_srq__reset(&s->rq, h.seq + 1);
 		s->ts_recent = h.tsval;
-		hs_rtt_sample(s, h.tsecr);
-		established(s, h.mss, h.wnd);
+		stream_handshake_rtt_sample(s, h.tsecr);
+		stream_established(s, h.mss, h.wnd);
 		s->ack_now = true;
-		mark_dirty(s);
+		stream_queue_output(s);
 		return;
 	}
 	s->last_rx = ctx->now;
@@ -1518,7 +1521,7 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	if (ctx->ka_cnt && s->state != XVI_SS_TIME_WAIT)
 		s->ka_at = ctx->now + ctx->ka_idle_us;
 	if (h.flags & XVI_SF_RST) {
-		fail(s, rst_error(s));
+		stream_fail(s, stream_rst_error(s));
 		return;
 	}
 	if (h.flags & XVI_SF_SYN) {
@@ -1531,7 +1534,7 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		if (h.seq == s->irs && (__s32)(h.tsval - s->ts_recent) > 0)
 			s->ts_recent = h.tsval;
 		s->ack_now = true;
-		mark_dirty(s);
+		stream_queue_output(s);
 		return;
 	}
 	if (s->state == XVI_SS_SYN_RCVD) {
@@ -1544,27 +1547,27 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 			ctx->stats.accept_overflow++;
 			return;
 		}
-		if (conn_buffers(s)) {
-			send_rst(s);
-			fail(s, ENOMEM);
+		if (stream_alloc_buffers(s)) {
+			stream_send_rst(s);
+			stream_fail(s, ENOMEM);
 			return;
 		}
 		xvi_srq__reset(&s->rq, s->irs + 1);
 		/* The ACK echoes our SYN|ACK: the passive side's first RTT. */
-		hs_rtt_sample(s, h.tsecr);
-		established(s, s->peer_mss, h.wnd);
+		stream_handshake_rtt_sample(s, h.tsecr);
+		stream_established(s, s->peer_mss, h.wnd);
 		if (l) {
-			list_unlink(s);
-			list_append(l, s, XVI_SL_ACCEPTQ);
+			stream_listener_remove(s);
+			stream_listener_add(l, s, XVI_SL_ACCEPTQ);
 		}
 	}
-	on_ack(s, &h);
+	stream_on_ack(s, &h);
 	on_data(s, &h, (const __u8 *)buf + hl);
 	/* RFC 9293 3.10.7.4: a retransmitted FIN in TIME_WAIT is acknowledged
 	 * again (on_data) and restarts the timer: the peer missed our ACK. */
 	if ((h.flags & XVI_SF_FIN) && s->state == XVI_SS_TIME_WAIT)
-		s->close_at = ctx->now + time_wait_us(s);
-	update_state(s);
+		s->close_at = ctx->now + stream_time_wait_us(s);
+	stream_update_state(s);
 }
 
 /* ---- timers --------------------------------------------------------------- */
@@ -1578,7 +1581,7 @@ static __u64 dmin(__u64 a, __u64 b)
 	return a < b ? a : b;
 }
 
-static __u64 conn_deadline(const struct xvi_stream *s)
+static __u64 next_deadline(const struct xvi_stream *s)
 {
 	__u64 d = dmin(s->rto_at, s->delack_at);
 
@@ -1591,7 +1594,7 @@ static __u64 conn_deadline(const struct xvi_stream *s)
 }
 
 /* Returns false if the connection was freed. */
-static bool conn_timers(struct xvi_stream *s)
+static bool run_timers(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u64 now = ctx->now;
@@ -1599,24 +1602,24 @@ static bool conn_timers(struct xvi_stream *s)
 	if (s->close_at && s->close_at <= now) {
 		s->close_at = 0;
 		if (s->state == XVI_SS_TIME_WAIT)
-			return fail(s, 0);
+			return stream_fail(s, 0);
 		if (s->orphan) {
 			/* Linger over: the peer did not finish, abort. */
-			send_rst(s);
-			conn_free(s);
+			stream_send_rst(s);
+			stream_free(s);
 			return false;
 		}
 	}
-	if (s->rto_at && s->rto_at <= now && !on_rto(s))
+	if (s->rto_at && s->rto_at <= now && !stream_on_rto(s))
 		return false;
 	if (s->reo_at && s->reo_at <= now)
-		rack_detect(s);
+		stream_rack_detect(s);
 	if (s->tlp_at && s->tlp_at <= now)
-		on_tlp(s);
+		stream_on_tlp(s);
 	if (s->delack_at && s->delack_at <= now) {
 		s->delack_at = 0;
 		s->ack_now = true;
-		mark_dirty(s);
+		stream_queue_output(s);
 	}
 	if (s->ack_hold_at && s->ack_hold_at <= now) {
 		/* No reply in time: the ACK goes alone, and this connection's
@@ -1625,21 +1628,21 @@ static bool conn_timers(struct xvi_stream *s)
 		s->ack_held = false;
 		s->interactive = false;
 		s->ack_now = true;
-		mark_dirty(s);
+		stream_queue_output(s);
 	}
 	if (s->persist_at && s->persist_at <= now) {
 		s->persist_at = now + s->rto_us * 2;
-		xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
+		stream_xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
 	}
-	if (s->ka_at && s->ka_at <= now && synchronized(s->state)) {
+	if (s->ka_at && s->ka_at <= now && stream_synchronized(s)) {
 		if (s->ka_sent >= ctx->ka_cnt) {
 			/* Dead peer: nothing heard for idle + cnt * intvl. */
-			send_rst(s);
-			return fail(s, ETIMEDOUT);
+			stream_send_rst(s);
+			return stream_fail(s, ETIMEDOUT);
 		}
 		s->ka_sent++;
 		s->ka_at = now + ctx->ka_intvl_us;
-		xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
+		stream_xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
 	}
 	return true;
 }
@@ -1649,7 +1652,7 @@ __u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx)
 	__u64 d = 0;
 
 	for (const struct xvi_stream *s = ctx->all; s; s = s->next)
-		d = dmin(d, conn_deadline(s));
+		d = dmin(d, next_deadline(s));
 	return d;
 }
 
@@ -1662,7 +1665,7 @@ void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx)
 			s->ack_held = false;
 			s->ack_hold_at = 0;
 			s->ack_now = true;
-			mark_dirty(s);
+			stream_queue_output(s);
 			any = true;
 		}
 	if (any)
@@ -1683,17 +1686,17 @@ void xvi_sctx__run(struct xvi_stream_ctx *ctx)
 	struct xvi_stream *s, *next;
 	__u64 d;
 
-	now_us(ctx);
+	sctx_now(ctx);
 	for (s = ctx->all; s; s = next) {
 		next = s->next;
-		d = conn_deadline(s);
-		if (d && d <= ctx->now && !conn_timers(s))
+		d = next_deadline(s);
+		if (d && d <= ctx->now && !run_timers(s))
 			continue;
 	}
 	while ((s = ctx->dirty)) {
 		ctx->dirty = s->dnext;
 		s->dirty = false;
-		output(s);
+		stream_output(s);
 		if (s->dirty)	/* link out of buffers: retry next run */
 			break;
 	}
@@ -1807,7 +1810,7 @@ struct xvi_stream_ctx *xvi_sctx__new(const struct xvi_slink *link,
 		ctx->rng = (__u64)(unsigned long)ctx ^ link->now_us(link->priv);
 	if (!ctx->rng)
 		ctx->rng = 0x9e3779b97f4a7c15ULL;
-	now_us(ctx);
+	sctx_now(ctx);
 	return ctx;
 }
 
@@ -1816,7 +1819,7 @@ void xvi_sctx__free(struct xvi_stream_ctx *ctx)
 	if (!ctx)
 		return;
 	while (ctx->all)
-		conn_free(ctx->all);
+		stream_free(ctx->all);
 	free(ctx->htab);
 	free(ctx);
 }
@@ -1839,7 +1842,7 @@ int xvi_sctx__region_of(const struct xvi_stream_ctx *ctx, const void *p, size_t 
 
 struct xvi_stream *xvi_ss__socket(struct xvi_stream_ctx *ctx, __u32 flags)
 {
-	struct xvi_stream *s = conn_new(ctx, flags);
+	struct xvi_stream *s = stream_new(ctx, flags);
 
 	if (!s)
 		errno = ENOMEM;
@@ -1871,7 +1874,7 @@ struct xvi_stream *xvi_ss__accept(struct xvi_stream *s, union xvi_sockaddr *peer
 		errno = EAGAIN;
 		return NULL;
 	}
-	list_unlink(c);
+	stream_listener_remove(c);
 	c->flags = s->flags;
 	if (peer)
 		*peer = c->peer;
@@ -1886,25 +1889,25 @@ int xvi_ss__connect(struct xvi_stream *s, const union xvi_sockaddr *peer, __u16 
 		return -EALREADY;
 	if (s->state != XVI_SS_CLOSED || s->rcid)
 		return -EISCONN;
-	if (ctx->nconns >= ctx->max_conns && !reclaim_time_wait(ctx))
+	if (ctx->nconns >= ctx->max_conns && !sctx_reclaim_time_wait(ctx))
 		return -EAGAIN;
-	now_us(ctx);
+	sctx_now(ctx);
 	s->peer = *peer;
 	s->svc = svc;
-	s->iss = ctx->link.iss ? ctx->link.iss : rnd32(ctx);
+	s->iss = ctx->link.iss ? ctx->link.iss : sctx_rand32(ctx);
 	if (!s->lcid)
-		hash_new_cid(s);
-	if (conn_buffers(s))
+		stream_new_cid(s);
+	if (stream_alloc_buffers(s))
 		return -ENOMEM;
-	set_state(s, XVI_SS_SYN_SENT);
+	stream_set_state(s, XVI_SS_SYN_SENT);
 	s->una_since = ctx->now;
-	xmit(s, XVI_SF_SYN, s->iss, 0);
+	stream_xmit(s, XVI_SF_SYN, s->iss, 0);
 	s->rto_at = ctx->now + s->rto_us;
 	xvi_sctx__run(ctx);
 	return -EINPROGRESS;
 }
 
-static int conn_error(struct xvi_stream *s)
+static int pending_error(struct xvi_stream *s)
 {
 	if (s->err)
 		return -s->err;
@@ -1916,20 +1919,20 @@ ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len)
 	__u32 n;
 
 	if (s->err)
-		return conn_error(s);
+		return pending_error(s);
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
 		return -EAGAIN;
 	if (s->state == XVI_SS_LISTEN || (s->state == XVI_SS_CLOSED && !s->rcid))
 		return -ENOTCONN;
-	if (s->fin_queued || !can_send_data(s->state))
+	if (s->fin_queued || !stream_can_send(s))
 		return -EPIPE;
 	if (!len)
 		return 0;
 	n = xvi_ssq__push_copy(&s->sq, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
 	if (!n)
 		return -EAGAIN;
-	now_us(s->ctx);
-	output(s);
+	sctx_now(s->ctx);
+	stream_output(s);
 	xvi_sctx__run(s->ctx);
 	return n;
 }
@@ -1946,10 +1949,10 @@ ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t le
 	if (off > r->len || len > r->len - off || !len || len > (1u << 30))
 		return -EINVAL;
 	if (s->err)
-		return conn_error(s);
+		return pending_error(s);
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
 		return -EAGAIN;
-	if (s->fin_queued || !can_send_data(s->state))
+	if (s->fin_queued || !stream_can_send(s))
 		return -EPIPE;
 	/* Keep a completion slot free for every reference in the queue. */
 	if (s->done_h - s->done_t + (s->sq.ih - s->sq.it) >= s->done_cap)
@@ -1958,8 +1961,8 @@ ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t le
 	if (err)
 		return err;
 	r->refs++;
-	now_us(s->ctx);
-	output(s);
+	sctx_now(s->ctx);
+	stream_output(s);
 	xvi_sctx__run(s->ctx);
 	return len;
 }
@@ -1978,27 +1981,27 @@ ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
 	__u32 n, before;
 
 	if (!s->segs)
-		return s->err ? conn_error(s) : -ENOTCONN;
-	before = rcv_wnd(s);
+		return s->err ? pending_error(s) : -ENOTCONN;
+	before = stream_rcv_wnd(s);
 	n = xvi_srq__read(&s->rq, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
 	if (n) {
 		/* Window update once the window opened by a good part. */
-		__u32 w = rcv_wnd(s);
+		__u32 w = stream_rcv_wnd(s);
 
-		if (synchronized(s->state) && !s->eof &&
+		if (stream_synchronized(s) && !s->eof &&
 		    (before < s->mss || w - before >= s->ctx->rcvbuf / 4) &&
-		    seq_gt(rcv_ack(s) + w, s->adv_right)) {
+		    seq_gt(stream_rcv_ack(s) + w, s->adv_right)) {
 			s->ack_now = true;
-			mark_dirty(s);
+			stream_queue_output(s);
 		}
 	}
 	/* SOVIA: the application turning to receive pushes combined data. */
-	if (s->sq.end != s->snd_nxt && can_send_data(s->state)) {
+	if (s->sq.end != s->snd_nxt && stream_can_send(s)) {
 		__u32 f = s->flags;
 
 		s->flags |= XVI_STREAM_NODELAY;
-		now_us(s->ctx);
-		output(s);
+		sctx_now(s->ctx);
+		stream_output(s);
 		s->flags = f;
 	}
 	if (n || s->dirty)
@@ -2008,7 +2011,7 @@ ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
 	if (s->eof || s->rd_shut)
 		return 0;
 	if (s->err)
-		return conn_error(s);
+		return pending_error(s);
 	if (s->state == XVI_SS_CLOSED)
 		return 0;
 	return -EAGAIN;
@@ -2018,8 +2021,8 @@ int xvi_ss__shutdown(struct xvi_stream *s, int how)
 {
 	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
 		return -EINVAL;
-	if (!synchronized(s->state))
-		return s->state == XVI_SS_CLOSED && s->err ? conn_error(s) : -ENOTCONN;
+	if (!stream_synchronized(s))
+		return s->state == XVI_SS_CLOSED && s->err ? pending_error(s) : -ENOTCONN;
 	if (how != SHUT_WR) {
 		s->rd_shut = true;
 		xvi_srq__read(&s->rq, NULL, ~0u);
@@ -2027,11 +2030,11 @@ int xvi_ss__shutdown(struct xvi_stream *s, int how)
 	if (how != SHUT_RD && !s->fin_queued) {
 		s->fin_queued = true;
 		if (s->state == XVI_SS_ESTABLISHED)
-			set_state(s, XVI_SS_FIN_WAIT_1);
+			stream_set_state(s, XVI_SS_FIN_WAIT_1);
 		else if (s->state == XVI_SS_CLOSE_WAIT)
-			set_state(s, XVI_SS_LAST_ACK);
-		now_us(s->ctx);
-		mark_dirty(s);
+			stream_set_state(s, XVI_SS_LAST_ACK);
+		sctx_now(s->ctx);
+		stream_queue_output(s);
 		xvi_sctx__run(s->ctx);
 	}
 	return 0;
@@ -2041,18 +2044,18 @@ int xvi_ss__abort(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
-	now_us(ctx);
+	sctx_now(ctx);
 	if (s->state == XVI_SS_LISTEN) {
 		struct xvi_stream *c;
 
 		while ((c = s->half_head) || (c = s->acc_head)) {
-			send_rst(c);
-			conn_free(c);
+			stream_send_rst(c);
+			stream_free(c);
 		}
 	} else if (s->state != XVI_SS_CLOSED && s->state != XVI_SS_TIME_WAIT) {
-		send_rst(s);
+		stream_send_rst(s);
 	}
-	conn_free(s);
+	stream_free(s);
 	ctx->link.tx_flush(ctx->link.priv);
 	return 0;
 }
@@ -2061,7 +2064,7 @@ int xvi_ss__close(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
-	now_us(ctx);
+	sctx_now(ctx);
 	switch (s->state) {
 	case XVI_SS_LISTEN:
 	case XVI_SS_SYN_SENT:
@@ -2074,7 +2077,7 @@ int xvi_ss__close(struct xvi_stream *s)
 			s->orphan = true;
 			return 0;
 		}
-		conn_free(s);
+		stream_free(s);
 		return 0;
 	default:
 		break;
@@ -2086,19 +2089,19 @@ int xvi_ss__close(struct xvi_stream *s)
 	if (!s->fin_queued) {
 		s->fin_queued = true;
 		if (s->state == XVI_SS_ESTABLISHED)
-			set_state(s, XVI_SS_FIN_WAIT_1);
+			stream_set_state(s, XVI_SS_FIN_WAIT_1);
 		else if (s->state == XVI_SS_CLOSE_WAIT)
-			set_state(s, XVI_SS_LAST_ACK);
+			stream_set_state(s, XVI_SS_LAST_ACK);
 	}
-	mark_dirty(s);
+	stream_queue_output(s);
 	xvi_sctx__run(ctx);
 	return 0;
 }
 
 void xvi_ss__kick(struct xvi_stream *s)
 {
-	now_us(s->ctx);
-	mark_dirty(s);
+	sctx_now(s->ctx);
+	stream_queue_output(s);
 	xvi_sctx__run(s->ctx);
 }
 
@@ -2110,7 +2113,7 @@ short xvi_ss__events(const struct xvi_stream *s)
 		return s->acc_head ? POLLIN : 0;
 	if (s->segs && (xvi_srq__ready(&s->rq) || s->eof || s->rd_shut))
 		ev |= POLLIN;
-	if (can_send_data(s->state) && !s->fin_queued && xvi_ssq__room(&s->sq) &&
+	if (stream_can_send(s) && !s->fin_queued && xvi_ssq__room(&s->sq) &&
 	    s->sq.ih - s->sq.it < s->sq.items_cap)
 		ev |= POLLOUT;
 	if (s->err)
