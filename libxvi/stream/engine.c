@@ -1261,7 +1261,6 @@ static void stream_established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
 	s->rto_at = 0;
 	s->backoff = 0;
 	s->una_since = 0;
-	s->last_rx = ctx->now;
 	s->ka_at = ctx->ka_cnt ? ctx->now + ctx->ka_idle_us : 0;
 	stream_set_state(s, XVI_SS_ESTABLISHED);
 }
@@ -1516,7 +1515,6 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		stream_queue_output(s);
 		return;
 	}
-	s->last_rx = ctx->now;
 	s->ka_sent = 0;
 	if (ctx->ka_cnt && s->state != XVI_SS_TIME_WAIT)
 		s->ka_at = ctx->now + ctx->ka_idle_us;

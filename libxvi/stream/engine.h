@@ -147,11 +147,9 @@ struct xvi_stream {
 	__u64 tlp_at;			/* tail loss probe due */
 	__u64 persist_at;
 	__u64 una_since;		/* oldest unacked data waiting since */
-	__u64 last_rx;
 	__u64 ka_at;
 	__u32 ka_sent;
 	__u64 close_at;			/* linger or TIME_WAIT end */
-	__u64 deadline;			/* min of the above */
 	__u32 syn_tries;
 	__u32 hs_tsval;			/* tsval of our latest SYN or SYN|ACK */
 	/* RTT */
