@@ -95,15 +95,15 @@ static void complete(struct xvi_memnet_job *j, ssize_t result)
 	j->result = result;
 	if (s) {
 		if (j->kind == MN_RECV) {
-			if (j->posted && s->post == j->buf) {
-				s->post = NULL;
-				s->post_len = s->post_done = 0;
+			if (j->posted && s->memnet.post == j->buf) {
+				s->memnet.post = NULL;
+				s->memnet.post_len = s->memnet.post_done = 0;
 			}
-			queue_unlink(&s->mn_rxq, j);
+			queue_unlink(&s->memnet.rxq, j);
 		} else {
-			queue_unlink(&s->mn_txq, j);
+			queue_unlink(&s->memnet.txq, j);
 		}
-		s->mn_jobs--;
+		s->memnet.jobs--;
 	}
 	if (j->ctx && j->mem >= 0 && j->mem < XVI_SCTX_MAX_REGIONS &&
 	    j->ctx->regions[j->mem].refs)
@@ -113,10 +113,10 @@ static void complete(struct xvi_memnet_job *j, ssize_t result)
 
 void xvi_mn__stream_gone(struct xvi_stream *s)
 {
-	while (s->mn_rxq)
-		complete(s->mn_rxq, -ECONNABORTED);
-	while (s->mn_txq)
-		complete(s->mn_txq, -ECONNABORTED);
+	while (s->memnet.rxq)
+		complete(s->memnet.rxq, -ECONNABORTED);
+	while (s->memnet.txq)
+		complete(s->memnet.txq, -ECONNABORTED);
 	for (struct xvi_memnet_job *j = s->ctx->mn_pending; j; j = j->pnext)
 		if (j->s == s)
 			j->s = NULL;
@@ -130,7 +130,7 @@ static void stream_progress(struct xvi_stream *s)
 	int n;
 
 	/* Sends, in order; -EAGAIN leaves the rest for later. */
-	for (struct xvi_memnet_job *j = s->mn_txq; j; j = j->next) {
+	for (struct xvi_memnet_job *j = s->memnet.txq; j; j = j->next) {
 		ssize_t r;
 
 		if (j->submitted)
@@ -153,19 +153,19 @@ static void stream_progress(struct xvi_stream *s)
 			complete(j, (ssize_t)j->len);
 		}
 	if (s->err) {
-		while (s->mn_txq)
-			complete(s->mn_txq, -s->err);
+		while (s->memnet.txq)
+			complete(s->memnet.txq, -s->err);
 	}
 	/* The head receive job: what waits in the ring first, then post. */
-	while (s->mn_rxq) {
-		struct xvi_memnet_job *j = s->mn_rxq;
-		size_t got = j->posted ? s->post_done : j->result;
+	while (s->memnet.rxq) {
+		struct xvi_memnet_job *j = s->memnet.rxq;
+		size_t got = j->posted ? s->memnet.post_done : j->result;
 		ssize_t r = 1;
 
 		while (got < j->len && (r = xvi_ss__recv(s, j->buf + got, j->len - got)) > 0)
 			got += (size_t)r;
 		if (j->posted)
-			s->post_done = (__u32)got;
+			s->memnet.post_done = (__u32)got;
 		else
 			j->result = (ssize_t)got;
 		if (got == j->len || r == 0) {
@@ -178,9 +178,9 @@ static void stream_progress(struct xvi_stream *s)
 		}
 		if (!j->posted) {
 			/* Nothing more in the ring: the engine places the rest. */
-			s->post = j->buf;
-			s->post_len = (__u32)j->len;
-			s->post_done = (__u32)got;
+			s->memnet.post = j->buf;
+			s->memnet.post_len = (__u32)j->len;
+			s->memnet.post_done = (__u32)got;
 			j->posted = true;
 		}
 		break;
@@ -215,7 +215,7 @@ static struct xvi_memnet_job *job_new(struct xvi_stream *s, int kind, int mem, s
 		errno = EINVAL;
 		return NULL;
 	}
-	if (s->state == XVI_SS_LISTEN || (!s->segs && !s->err)) {
+	if (s->state == XVI_SS_LISTEN || (!s->flight.segs && !s->err)) {
 		errno = ENOTCONN;
 		return NULL;
 	}
@@ -243,11 +243,11 @@ static struct xvi_memnet_job *job_new(struct xvi_stream *s, int kind, int mem, s
 	if (kind == MN_SEND && mn_debug())
 		j->sum = xvi_crc32c(0, j->buf, len);
 	r->refs++;
-	s->mn_jobs++;
+	s->memnet.jobs++;
 	j->pnext = ctx->mn_pending;
 	ctx->mn_pending = j;
 	{
-		struct xvi_memnet_job **tail = kind == MN_SEND ? &s->mn_txq : &s->mn_rxq;
+		struct xvi_memnet_job **tail = kind == MN_SEND ? &s->memnet.txq : &s->memnet.rxq;
 
 		while (*tail)
 			tail = &(*tail)->next;

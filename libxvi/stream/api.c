@@ -355,7 +355,7 @@ void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx)
 		/* Streams the application still holds: abort. */
 		for (s = ctx->all; s; s = next) {
 			next = s->next;
-			if (!s->orphan && !s->listener && s->state != XVI_SS_CLOSED)
+			if (!s->orphan && !s->listen.listener && s->state != XVI_SS_CLOSED)
 				xvi_ss__abort(s);
 			if (next && next->prev != s)
 				next = ctx->all;	/* list changed under us */
@@ -475,9 +475,9 @@ struct xvi_stream *xvi_stream__socket(struct xvi_stream_ctx *ctx,
 
 int xvi_stream__bind(struct xvi_stream *s, __u16 service)
 {
-	if (!s || s->state != XVI_SS_CLOSED || s->rcid)
+	if (!s || s->state != XVI_SS_CLOSED || s->id.peer_cid)
 		return xvi_err(-EINVAL);
-	s->svc = service;
+	s->id.service = service;
 	s->bound = true;
 	return 0;
 }
@@ -541,10 +541,10 @@ static ssize_t send_by_ref(struct xvi_stream *s, int region, const void *buf, si
 	if (r < 0)
 		return r;
 	/* The caller may reuse the buffer on return: wait for the ACK. */
-	end = s->sq.end;
-	while (seq_lt(s->snd_una, end) && !s->err && s->state != XVI_SS_CLOSED)
+	end = s->snd.queue.end;
+	while (seq_lt(s->snd.una, end) && !s->err && s->state != XVI_SS_CLOSED)
 		xvi_stream_ctx__wait(ctx, -1);
-	return s->err && seq_lt(s->snd_una, end) ? -s->err : (ssize_t)len;
+	return s->err && seq_lt(s->snd.una, end) ? -s->err : (ssize_t)len;
 }
 
 ssize_t xvi_stream__send(struct xvi_stream *s, const void *buf, size_t len, int flags)
@@ -615,21 +615,21 @@ int xvi_stream__reap(struct xvi_stream *s, __u64 *cookies, int max)
  */
 static bool recv_post(struct xvi_stream *s, void *buf, size_t len)
 {
-	if (!len || s->post || s->mn_jobs || !s->segs || xvi_srq__ready(&s->rq) ||
-	    s->rd_shut || s->orphan)
+	if (!len || s->memnet.post || s->memnet.jobs || !s->flight.segs ||
+	    xvi_srq__ready(&s->rcv.queue) || s->rcv.shut || s->orphan)
 		return false;
-	s->post = buf;
-	s->post_len = len > (1u << 30) ? (1u << 30) : (__u32)len;
-	s->post_done = 0;
+	s->memnet.post = buf;
+	s->memnet.post_len = len > (1u << 30) ? (1u << 30) : (__u32)len;
+	s->memnet.post_done = 0;
 	return true;
 }
 
 static __u32 recv_unpost(struct xvi_stream *s)
 {
-	__u32 got = s->post_done;
+	__u32 got = s->memnet.post_done;
 
-	s->post = NULL;
-	s->post_len = s->post_done = 0;
+	s->memnet.post = NULL;
+	s->memnet.post_len = s->memnet.post_done = 0;
 	return got;
 }
 
@@ -645,14 +645,14 @@ ssize_t xvi_stream__recv(struct xvi_stream *s, void *buf, size_t len, int flags)
 
 		progress(s->ctx);
 		if (posted)
-			got = s->post_done;
+			got = s->memnet.post_done;
 		r = -EAGAIN;
 		if (!got) {
 			r = xvi_ss__recv(s, buf, len);
 			if (r == -EAGAIN && blocking(s)) {
 				xvi_stream_ctx__wait(s->ctx, -1);
 				if (posted)
-					got = s->post_done;
+					got = s->memnet.post_done;
 			}
 		}
 		if (posted)
@@ -682,10 +682,10 @@ int xvi_stream__shutdown(struct xvi_stream *s, int how)
 
 static int jobs_pending(const struct xvi_stream *s)
 {
-	if (!s->mn_jobs)
+	if (!s->memnet.jobs)
 		return 0;
 	pr_warn("stream: %u MemNet jobs still use this stream: wait for them (job_wait) first\n",
-		s->mn_jobs);
+		s->memnet.jobs);
 	return xvi_err(-EBUSY);
 }
 
@@ -709,7 +709,7 @@ int xvi_stream__set_flags(struct xvi_stream *s, __u32 flags)
 		return xvi_err(-EINVAL);
 	s->flags = flags;
 	/* Turning NODELAY on sends a held small tail now. */
-	if ((flags & XVI_STREAM_NODELAY) && s->segs)
+	if ((flags & XVI_STREAM_NODELAY) && s->flight.segs)
 		xvi_ss__kick(s);
 	return 0;
 }
@@ -761,22 +761,22 @@ int xvi_stream__info(const struct xvi_stream *s, struct xvi_stream_info *info)
 
 	if (!s || !OUT_VALID(info))
 		return xvi_err(-EINVAL);
-	t = s->st_;
+	t = s->stats;
 	t.state = s->state;
 	t.error = s->err;
-	t.peer = s->peer;
-	t.service = s->svc;
-	t.local_cid = s->lcid;
-	t.peer_cid = s->rcid;
-	t.mss = s->mss;
-	t.srtt_us = s->srtt_us;
-	t.rttvar_us = s->rttvar_us;
-	t.rto_us = s->rto_us;
+	t.peer = s->id.peer;
+	t.service = s->id.service;
+	t.local_cid = s->id.local_cid;
+	t.peer_cid = s->id.peer_cid;
+	t.mss = s->snd.mss;
+	t.srtt_us = s->rtt.srtt_us;
+	t.rttvar_us = s->rtt.rttvar_us;
+	t.rto_us = s->rtt.rto_us;
 	t.cwnd = s->cc.cwnd;
 	t.ssthresh = s->cc.ssthresh;
-	t.peer_wnd = s->peer_wnd;
-	t.rcv_queued = s->segs ? xvi_srq__ready(&s->rq) : 0;
-	t.snd_queued = s->segs ? xvi_ssq__queued(&s->sq) : 0;
+	t.peer_wnd = s->snd.peer_wnd;
+	t.rcv_queued = s->flight.segs ? xvi_srq__ready(&s->rcv.queue) : 0;
+	t.snd_queued = s->flight.segs ? xvi_ssq__queued(&s->snd.queue) : 0;
 	OUT_COPY(info, t);
 	return 0;
 }

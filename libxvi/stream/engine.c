@@ -55,8 +55,8 @@ static struct xvi_stream *sctx_lookup(struct xvi_stream_ctx *ctx, __u32 cid)
 {
 	struct xvi_stream *s = *hslot(ctx, cid);
 
-	while (s && s->lcid != cid)
-		s = s->hnext;
+	while (s && s->id.local_cid != cid)
+		s = s->hash_next;
 	return s;
 }
 
@@ -64,14 +64,14 @@ static void unhash(struct xvi_stream *s)
 {
 	struct xvi_stream **pp;
 
-	if (!s->lcid)
+	if (!s->id.local_cid)
 		return;
-	for (pp = hslot(s->ctx, s->lcid); *pp; pp = &(*pp)->hnext)
+	for (pp = hslot(s->ctx, s->id.local_cid); *pp; pp = &(*pp)->hash_next)
 		if (*pp == s) {
-			*pp = s->hnext;
+			*pp = s->hash_next;
 			break;
 		}
-	s->lcid = 0;
+	s->id.local_cid = 0;
 }
 
 static void stream_new_cid(struct xvi_stream *s)
@@ -82,8 +82,8 @@ static void stream_new_cid(struct xvi_stream *s)
 	do
 		cid = sctx_rand32(ctx);
 	while (!cid || sctx_lookup(ctx, cid));
-	s->lcid = cid;
-	s->hnext = *hslot(ctx, cid);
+	s->id.local_cid = cid;
+	s->hash_next = *hslot(ctx, cid);
 	*hslot(ctx, cid) = s;
 }
 
@@ -96,8 +96,8 @@ static struct xvi_stream *stream_new(struct xvi_stream_ctx *ctx, __u32 flags)
 	s->ctx = ctx;
 	s->flags = flags;
 	s->state = XVI_SS_CLOSED;
-	s->mss = ctx->mss;
-	s->rto_us = ctx->rto_init_us;
+	s->snd.mss = ctx->mss;
+	s->rtt.rto_us = ctx->rto_init_us;
 	s->next = ctx->all;
 	if (ctx->all)
 		ctx->all->prev = s;
@@ -111,16 +111,16 @@ static int stream_alloc_buffers(struct xvi_stream *s)
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u32 items = 256;
 
-	if (s->segs)
+	if (s->flight.segs)
 		return 0;
-	s->segs_cap = 64;
-	while (s->segs_cap < 4 * ctx->window && s->segs_cap < XVI_SS_MAX_SEGS)
-		s->segs_cap <<= 1;
-	s->segs = calloc(s->segs_cap, sizeof(*s->segs));
-	s->done = calloc(items, sizeof(*s->done));
-	s->done_cap = items;
-	if (!s->segs || !s->done || xvi_srq__init(&s->rq, ctx->rcvbuf, 0) ||
-	    xvi_ssq__init(&s->sq, ctx->sndbuf, items, s->iss + 1))
+	s->flight.cap = 64;
+	while (s->flight.cap < 4 * ctx->window && s->flight.cap < XVI_SS_MAX_SEGS)
+		s->flight.cap <<= 1;
+	s->flight.segs = calloc(s->flight.cap, sizeof(*s->flight.segs));
+	s->done.cookies = calloc(items, sizeof(*s->done.cookies));
+	s->done.cap = items;
+	if (!s->flight.segs || !s->done.cookies || xvi_srq__init(&s->rcv.queue, ctx->rcvbuf, 0) ||
+	    xvi_ssq__init(&s->snd.queue, ctx->sndbuf, items, s->snd.iss + 1))
 		return -ENOMEM;
 	return 0;
 }
@@ -131,14 +131,14 @@ static void stream_unqueue_output(struct xvi_stream *s)
 {
 	struct xvi_stream **pp;
 
-	if (!s->dirty)
+	if (!s->on_output)
 		return;
-	for (pp = &s->ctx->dirty; *pp; pp = &(*pp)->dnext)
+	for (pp = &s->ctx->output; *pp; pp = &(*pp)->output_next)
 		if (*pp == s) {
-			*pp = s->dnext;
+			*pp = s->output_next;
 			break;
 		}
-	s->dirty = false;
+	s->on_output = false;
 }
 
 /*
@@ -149,32 +149,33 @@ static void stream_release_refs(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
-	if (!s->sq.items)
+	if (!s->snd.queue.items)
 		return;
-	for (__u32 i = s->sq.it; i != s->sq.ih; i++) {
-		const struct xvi_sq_item *it = &s->sq.items[i & (s->sq.items_cap - 1)];
+	for (__u32 i = s->snd.queue.it; i != s->snd.queue.ih; i++) {
+		const struct xvi_sq_item *it =
+		    &s->snd.queue.items[i & (s->snd.queue.items_cap - 1)];
 
 		if (it->kind == XVI_SQI_REF && it->region >= 0 &&
 		    it->region < XVI_SCTX_MAX_REGIONS && ctx->regions[it->region].refs)
 			ctx->regions[it->region].refs--;
 	}
-	xvi_ssq__reset(&s->sq, s->sq.end);
+	xvi_ssq__reset(&s->snd.queue, s->snd.queue.end);
 }
 
 static void stream_free(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
-	if (s->mn_jobs && xvi_mn__stream_gone)
+	if (s->memnet.jobs && xvi_mn__stream_gone)
 		xvi_mn__stream_gone(s);
 	if (s->state != XVI_SS_LISTEN && s->state != XVI_SS_CLOSED)
 		ctx->nconns--;
 	if (s->state == XVI_SS_LISTEN) {
 		/* Children outlive nothing but must not point at us. */
 		for (struct xvi_stream *c = ctx->all; c; c = c->next)
-			if (c->listener == s) {
-				c->listener = NULL;
-				c->on_list = 0;
+			if (c->listen.listener == s) {
+				c->listen.listener = NULL;
+				c->listen.queue = 0;
 			}
 	}
 	stream_release_refs(s);
@@ -187,83 +188,85 @@ static void stream_free(struct xvi_stream *s)
 		ctx->all = s->next;
 	if (s->next)
 		s->next->prev = s->prev;
-	xvi_srq__free(&s->rq);
-	xvi_ssq__free(&s->sq);
-	free(s->segs);
-	free(s->done);
+	xvi_srq__free(&s->rcv.queue);
+	xvi_ssq__free(&s->snd.queue);
+	free(s->flight.segs);
+	free(s->done.cookies);
 	free(s);
 }
 
-/* Listener queues: doubly linked through lq_next/lq_prev. */
+/* Listener queues: doubly linked through listen.next/listen.prev. */
 static void stream_listener_add(struct xvi_stream *l, struct xvi_stream *c, int which)
 {
-	struct xvi_stream **head = which == XVI_SL_HALFOPEN ? &l->half_head : &l->acc_head;
-	struct xvi_stream **tail = which == XVI_SL_HALFOPEN ? &l->half_tail : &l->acc_tail;
+	struct xvi_stream **head =
+	    which == XVI_SL_HALFOPEN ? &l->listen.half_head : &l->listen.accept_head;
+	struct xvi_stream **tail =
+	    which == XVI_SL_HALFOPEN ? &l->listen.half_tail : &l->listen.accept_tail;
 
-	c->listener = l;
-	c->on_list = which;
-	c->lq_next = NULL;
-	c->lq_prev = *tail;
+	c->listen.listener = l;
+	c->listen.queue = which;
+	c->listen.next = NULL;
+	c->listen.prev = *tail;
 	if (*tail)
-		(*tail)->lq_next = c;
+		(*tail)->listen.next = c;
 	else
 		*head = c;
 	*tail = c;
 	if (which == XVI_SL_HALFOPEN)
-		l->n_half++;
+		l->listen.n_half++;
 	else
-		l->n_acc++;
+		l->listen.n_accept++;
 }
 
 static void stream_listener_remove(struct xvi_stream *c)
 {
-	struct xvi_stream *l = c->listener;
+	struct xvi_stream *l = c->listen.listener;
 	struct xvi_stream **head, **tail;
 
-	if (!l || !c->on_list)
+	if (!l || !c->listen.queue)
 		return;
-	head = c->on_list == XVI_SL_HALFOPEN ? &l->half_head : &l->acc_head;
-	tail = c->on_list == XVI_SL_HALFOPEN ? &l->half_tail : &l->acc_tail;
-	if (c->lq_prev)
-		c->lq_prev->lq_next = c->lq_next;
+	head = c->listen.queue == XVI_SL_HALFOPEN ? &l->listen.half_head : &l->listen.accept_head;
+	tail = c->listen.queue == XVI_SL_HALFOPEN ? &l->listen.half_tail : &l->listen.accept_tail;
+	if (c->listen.prev)
+		c->listen.prev->listen.next = c->listen.next;
 	else
-		*head = c->lq_next;
-	if (c->lq_next)
-		c->lq_next->lq_prev = c->lq_prev;
+		*head = c->listen.next;
+	if (c->listen.next)
+		c->listen.next->listen.prev = c->listen.prev;
 	else
-		*tail = c->lq_prev;
-	if (c->on_list == XVI_SL_HALFOPEN)
-		l->n_half--;
+		*tail = c->listen.prev;
+	if (c->listen.queue == XVI_SL_HALFOPEN)
+		l->listen.n_half--;
 	else
-		l->n_acc--;
-	c->on_list = 0;
-	c->listener = NULL;
+		l->listen.n_accept--;
+	c->listen.queue = 0;
+	c->listen.listener = NULL;
 }
 
 static void stream_queue_output(struct xvi_stream *s)
 {
-	if (s->dirty)
+	if (s->on_output)
 		return;
-	s->dirty = true;
-	s->dnext = s->ctx->dirty;
-	s->ctx->dirty = s;
+	s->on_output = true;
+	s->output_next = s->ctx->output;
+	s->ctx->output = s;
 }
 
 /* ---- transmit ---------------------------------------------------------- */
 
 static inline __u32 stream_rcv_ack(const struct xvi_stream *s)
 {
-	return s->rq.nxt + (s->eof ? 1 : 0);
+	return s->rcv.queue.nxt + (s->rcv.eof ? 1 : 0);
 }
 
 static __u32 stream_rcv_wnd(const struct xvi_stream *s)
 {
-	__u32 right = xvi_srq__right(&s->rq), ack = stream_rcv_ack(s), w;
+	__u32 right = xvi_srq__right(&s->rcv.queue), ack = stream_rcv_ack(s), w;
 
 	w = seq_gt(right, ack) ? right - ack : 0;
 	/* SOVIA's window w, in bytes: never more than w full segments. */
-	if (w > s->ctx->window * s->mss)
-		w = s->ctx->window * s->mss;
+	if (w > s->ctx->window * s->snd.mss)
+		w = s->ctx->window * s->snd.mss;
 	return w;
 }
 
@@ -293,31 +296,31 @@ static bool stream_xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 	}
 	memset(&h, 0, sizeof(h));
 	h.flags = flags;
-	h.dcid = s->rcid;
-	h.scid = s->lcid;
+	h.dcid = s->id.peer_cid;
+	h.scid = s->id.local_cid;
 	h.seq = seq;
 	h.tsval = (__u32)ctx->now ? (__u32)ctx->now : 1;
-	h.tsecr = s->ts_recent;
+	h.tsecr = s->rcv.ts_recent;
 	if (flags & XVI_SF_SYN) {
-		s->hs_tsval = h.tsval;
-		h.svc = s->svc;
-		h.mss = s->mss;
-		h.wnd = ctx->window * s->mss;
+		s->rtt.handshake_tsval = h.tsval;
+		h.svc = s->id.service;
+		h.mss = s->snd.mss;
+		h.wnd = ctx->window * s->snd.mss;
 		if (flags & XVI_SF_ACK)
-			h.ack = s->irs + 1;
-	} else if (s->segs) {
+			h.ack = s->rcv.irs + 1;
+	} else if (s->flight.segs) {
 		h.flags |= XVI_SF_ACK;
 		h.ack = stream_rcv_ack(s);
 		h.wnd = stream_rcv_wnd(s);
-		h.nsack = xvi_srq__sack(&s->rq, h.sack, XVI_SW_MAX_SACK);
-		s->adv_right = h.ack + h.wnd;
+		h.nsack = xvi_srq__sack(&s->rcv.queue, h.sack, XVI_SW_MAX_SACK);
+		s->ack.wnd_right = h.ack + h.wnd;
 	} else {
 		h.flags |= XVI_SF_ACK;
-		h.ack = s->irs + 1;
+		h.ack = s->rcv.irs + 1;
 	}
 	h.len = len;
 	if (h.flags & XVI_SF_ACK)
-		s->last_ack_sent = h.ack;
+		s->ack.last_sent = h.ack;
 	hl = xvi_shdr__encode(&h, buf);
 	if (hl + len > cap)	/* mss is below the link MTU: cannot happen */
 		len = 0;
@@ -327,28 +330,28 @@ static bool stream_xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 		__u16 f;
 
 		if (len) {
-			psum = xvi_ssq__copy_out_sum(&s->sq, seq, buf + hl, len);
+			psum = xvi_ssq__copy_out_sum(&s->snd.queue, seq, buf + hl, len);
 			if (hl & 1) {	/* payload at an odd offset: see stream/buf.c */
 				f = xvi_csum_fold(psum);
 				psum = (__u16)(f >> 8 | f << 8);
 			}
 			sum += psum;
 		}
-		ctx->link.tx_put_sum(ctx->link.priv, buf, hl + len, &s->peer, sum);
+		ctx->link.tx_put_sum(ctx->link.priv, buf, hl + len, &s->id.peer, sum);
 	} else {
 		if (len)
-			xvi_ssq__copy_out(&s->sq, seq, buf + hl, len);
+			xvi_ssq__copy_out(&s->snd.queue, seq, buf + hl, len);
 		if (need_crc(ctx))
 			xvi_shdr__seal(buf, hl + len);
-		ctx->link.tx_put(ctx->link.priv, buf, hl + len, &s->peer);
+		ctx->link.tx_put(ctx->link.priv, buf, hl + len, &s->id.peer);
 	}
 	ctx->stats.tx_segs++;
-	s->st_.segs_sent++;
-	s->ack_now = false;
-	s->ack_held = false;
-	s->ack_hold_at = 0;
-	s->delayed = 0;
-	s->delack_at = 0;
+	s->stats.segs_sent++;
+	s->ack.now = false;
+	s->ack.held = false;
+	s->timer.ack_hold_at = 0;
+	s->ack.delayed = 0;
+	s->timer.delack_at = 0;
 	return true;
 }
 
@@ -380,8 +383,9 @@ static void sctx_send_rst(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *
 
 static void stream_send_rst(struct xvi_stream *s)
 {
-	if (s->rcid && s->state != XVI_SS_LISTEN)
-		sctx_send_rst(s->ctx, &s->peer, s->rcid, s->lcid, s->snd_nxt, stream_rcv_ack(s));
+	if (s->id.peer_cid && s->state != XVI_SS_LISTEN)
+		sctx_send_rst(s->ctx, &s->id.peer, s->id.peer_cid, s->id.local_cid, s->snd.nxt,
+			      stream_rcv_ack(s));
 }
 
 /* RFC 6675 pipe: bytes believed to be in the network. */
@@ -389,12 +393,12 @@ static __u32 stream_pipe(const struct xvi_stream *s)
 {
 	__u32 p = 0;
 
-	for (__u32 i = s->st; i != s->sh; i++) {
-		const struct xvi_sseg *g = &s->segs[i & (s->segs_cap - 1)];
+	for (__u32 i = s->flight.tail; i != s->flight.head; i++) {
+		const struct xvi_sseg *g = &s->flight.segs[i & (s->flight.cap - 1)];
 
-		if (g->fl & SEG_SACKED)
+		if (g->flags & SEG_SACKED)
 			continue;
-		if ((g->fl & SEG_LOST) && !(g->fl & SEG_RETX))
+		if ((g->flags & SEG_LOST) && !(g->flags & SEG_RETX))
 			continue;
 		p += g->len ? g->len : 1;
 	}
@@ -434,8 +438,8 @@ static bool sent_after(__u64 t1, __u32 end1, __u64 t2, __u32 end2)
 /* RFC 6298 (5.1): start the timer if it is not running. */
 static void stream_arm_rto(struct xvi_stream *s)
 {
-	if (!s->rto_at && s->st != s->sh) {
-		__u64 rto = (__u64)s->rto_us << (s->backoff < 10 ? s->backoff : 10);
+	if (!s->timer.rto_at && s->flight.tail != s->flight.head) {
+		__u64 rto = (__u64)s->rtt.rto_us << (s->rtt.backoff < 10 ? s->rtt.backoff : 10);
 
 		if (rto > s->ctx->rto_max_us)
 			rto = s->ctx->rto_max_us;
@@ -450,14 +454,14 @@ static void stream_arm_rto(struct xvi_stream *s)
 		 */
 		if (s->orphan && rto > s->ctx->linger_us / 8)
 			rto = s->ctx->linger_us / 8;
-		s->rto_at = s->ctx->now + rto;
+		s->timer.rto_at = s->ctx->now + rto;
 	}
 }
 
 /* RFC 6298 (5.3, 5.6): restart so it expires one (backed-off) RTO from now. */
 static void stream_restart_rto(struct xvi_stream *s)
 {
-	s->rto_at = 0;
+	s->timer.rto_at = 0;
 	stream_arm_rto(s);
 }
 
@@ -475,28 +479,29 @@ static void stream_arm_tlp(struct xvi_stream *s)
 {
 	__u64 pto;
 
-	s->tlp_at = 0;
-	if (s->tlp_out || s->st == s->sh || !s->srtt_us || !stream_can_send(s))
+	s->timer.tlp_at = 0;
+	if (s->recovery.tlp_out || s->flight.tail == s->flight.head || !s->rtt.srtt_us ||
+	    !stream_can_send(s))
 		return;
 	/*
 	 * No delayed-ACK allowance: the last segment of every burst carries
 	 * PRB, which the peer answers at once (section 4 of PROTOCOL.md).
 	 */
-	pto = 2 * (__u64)s->srtt_us;
+	pto = 2 * (__u64)s->rtt.srtt_us;
 	if (pto < TLP_MIN_US)
 		pto = TLP_MIN_US;
-	s->tlp_at = s->ctx->now + pto;
-	if (s->rto_at && s->tlp_at >= s->rto_at)
-		s->tlp_at = 0;
+	s->timer.tlp_at = s->ctx->now + pto;
+	if (s->timer.rto_at && s->timer.tlp_at >= s->timer.rto_at)
+		s->timer.tlp_at = 0;
 }
 
 /* RACK reordering window: a quarter min RTT, widened by spurious repairs. */
 static __u32 reo_wnd(const struct xvi_stream *s)
 {
-	__u32 w = (s->reo_mult ? s->reo_mult : 1) * (s->min_rtt_us / 4);
+	__u32 w = (s->rack.reo_wnd_mult ? s->rack.reo_wnd_mult : 1) * (s->rtt.min_us / 4);
 
-	if (s->srtt_us && w > s->srtt_us)
-		w = s->srtt_us;
+	if (s->rtt.srtt_us && w > s->rtt.srtt_us)
+		w = s->rtt.srtt_us;
 	return w < REO_MIN_US ? REO_MIN_US : w;
 }
 
@@ -504,16 +509,16 @@ static void stream_enter_recovery(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
-	if (s->in_recovery)
+	if (s->recovery.active)
 		return;
-	s->in_recovery = true;
-	s->recover = s->snd_nxt;
-	s->prr_delivered = 0;
-	s->prr_out = 0;
-	s->recover_fs = s->snd_nxt - s->snd_una;
-	s->tlp_at = 0;
+	s->recovery.active = true;
+	s->recovery.point = s->snd.nxt;
+	s->recovery.prr_delivered = 0;
+	s->recovery.prr_out = 0;
+	s->recovery.recover_fs = s->snd.nxt - s->snd.una;
+	s->timer.tlp_at = 0;
 	ctx->cc->on_event(&s->cc, XVI_CC_FAST_LOSS, stream_pipe(s));
-	s->st_.fast_retrans++;
+	s->stats.fast_retrans++;
 }
 
 /*
@@ -524,17 +529,17 @@ static void stream_enter_recovery(struct xvi_stream *s)
  */
 static void stream_prr_update(struct xvi_stream *s, __u32 delivered)
 {
-	__u32 pipe = stream_pipe(s), ssthresh = s->cc.ssthresh, mss = s->mss;
+	__u32 pipe = stream_pipe(s), ssthresh = s->cc.ssthresh, mss = s->snd.mss;
 	__s64 sndcnt;
 
-	s->prr_delivered += delivered;
+	s->recovery.prr_delivered += delivered;
 	if (pipe > ssthresh) {
-		__u64 fs = s->recover_fs ? s->recover_fs : 1;
+		__u64 fs = s->recovery.recover_fs ? s->recovery.recover_fs : 1;
 
-		sndcnt = (__s64)(((__u64)s->prr_delivered * ssthresh + fs - 1) / fs) -
-			 s->prr_out;
+		sndcnt = (__s64)(((__u64)s->recovery.prr_delivered * ssthresh + fs - 1) / fs) -
+			 s->recovery.prr_out;
 	} else {
-		__s64 limit = (__s64)s->prr_delivered - s->prr_out;
+		__s64 limit = (__s64)s->recovery.prr_delivered - s->recovery.prr_out;
 
 		if (limit < delivered)
 			limit = delivered;
@@ -545,7 +550,7 @@ static void stream_prr_update(struct xvi_stream *s, __u32 delivered)
 	}
 	if (sndcnt < 0)
 		sndcnt = 0;
-	if (!s->prr_out && sndcnt < mss)
+	if (!s->recovery.prr_out && sndcnt < mss)
 		sndcnt = mss;
 	s->cc.cwnd = pipe + (__u32)sndcnt;
 }
@@ -559,34 +564,34 @@ static void stream_prr_update(struct xvi_stream *s, __u32 delivered)
 static void stream_rack_detect(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
-	__u32 mask = s->segs_cap - 1, reo = reo_wnd(s);
+	__u32 mask = s->flight.cap - 1, reo = reo_wnd(s);
 	__u64 next = 0;
 	bool lost = false;
 
-	s->reo_at = 0;
-	if (!s->rack_xmit_us)
+	s->timer.reo_at = 0;
+	if (!s->rack.xmit_us)
 		return;
-	for (__u32 i = s->st; i != s->sh; i++) {
-		struct xvi_sseg *g = &s->segs[i & mask];
+	for (__u32 i = s->flight.tail; i != s->flight.head; i++) {
+		struct xvi_sseg *g = &s->flight.segs[i & mask];
 		__u64 due;
 
-		if (g->fl & SEG_SACKED)
+		if (g->flags & SEG_SACKED)
 			continue;
-		if ((g->fl & (SEG_LOST | SEG_RETX)) == SEG_LOST)
+		if ((g->flags & (SEG_LOST | SEG_RETX)) == SEG_LOST)
 			continue;	/* already waiting for its repair */
-		if (!sent_after(s->rack_xmit_us, s->rack_end, g->tx_us, sseg_end(g)))
+		if (!sent_after(s->rack.xmit_us, s->rack.end, g->tx_us, sseg_end(g)))
 			continue;
-		due = g->tx_us + s->rack_rtt_us + reo;
+		due = g->tx_us + s->rack.rtt_us + reo;
 		if (due <= ctx->now) {
-			if (g->fl & SEG_RETX)
-				s->st_.lost_retrans++;
-			g->fl = (g->fl & ~SEG_RETX) | SEG_LOST;
+			if (g->flags & SEG_RETX)
+				s->stats.lost_retrans++;
+			g->flags = (g->flags & ~SEG_RETX) | SEG_LOST;
 			lost = true;
 		} else if (!next || due < next) {
 			next = due;
 		}
 	}
-	s->reo_at = next;
+	s->timer.reo_at = next;
 	if (lost) {
 		stream_enter_recovery(s);
 		stream_queue_output(s);
@@ -603,13 +608,13 @@ static void stream_rack_update(struct xvi_stream *s, const struct xvi_sseg *g, _
 	 * earlier copy, and says nothing about the last one.  Taking it
 	 * would call every segment sent before that retransmission lost,
 	 * after a spurious timeout all of the flight. */
-	if (g->ntx > 1 && (rtt < s->min_rtt_us ||
+	if (g->tx_count > 1 && (rtt < s->rtt.min_us ||
 			   (tsecr && (__s32)(tsecr - (__u32)g->tx_us) < 0)))
 		return;
-	if (sent_after(g->tx_us, sseg_end(g), s->rack_xmit_us, s->rack_end)) {
-		s->rack_xmit_us = g->tx_us;
-		s->rack_end = sseg_end(g);
-		s->rack_rtt_us = rtt;
+	if (sent_after(g->tx_us, sseg_end(g), s->rack.xmit_us, s->rack.end)) {
+		s->rack.xmit_us = g->tx_us;
+		s->rack.end = sseg_end(g);
+		s->rack.rtt_us = rtt;
 	}
 }
 
@@ -622,21 +627,21 @@ static bool stream_send_new(struct xvi_stream *s, __u32 len, __u8 flags)
 	/* An answer to data received within the delayed-ACK time: the
 	 * connection is interactive, its next PRB data segment's ACK can wait
 	 * for the reply (on_data). */
-	if (s->data_in_us && ctx->now - s->data_in_us <= ctx->delack_us)
-		s->interactive = true;
-	if (!stream_xmit(s, flags, s->snd_nxt, len))
+	if (s->ack.data_in_us && ctx->now - s->ack.data_in_us <= ctx->delack_us)
+		s->ack.interactive = true;
+	if (!stream_xmit(s, flags, s->snd.nxt, len))
 		return false;
-	g = &s->segs[s->sh++ & (s->segs_cap - 1)];
-	*g = (struct xvi_sseg){ .seq = s->snd_nxt, .len = len, .ntx = 1, .tx_us = ctx->now };
-	if (s->st + 1 == s->sh || !s->una_since)
-		s->una_since = ctx->now;
-	s->snd_nxt += len;
-	if (s->snd_nxt - s->snd_una > s->max_flight)
-		s->max_flight = s->snd_nxt - s->snd_una;
-	s->st_.bytes_sent += len;
-	if (s->in_recovery)
-		s->prr_out += len;
-	s->persist_at = 0;
+	g = &s->flight.segs[s->flight.head++ & (s->flight.cap - 1)];
+	*g = (struct xvi_sseg){ .seq = s->snd.nxt, .len = len, .tx_count = 1, .tx_us = ctx->now };
+	if (s->flight.tail + 1 == s->flight.head || !s->snd.una_since)
+		s->snd.una_since = ctx->now;
+	s->snd.nxt += len;
+	if (s->snd.nxt - s->snd.una > s->cwnd_use.max_flight)
+		s->cwnd_use.max_flight = s->snd.nxt - s->snd.una;
+	s->stats.bytes_sent += len;
+	if (s->recovery.active)
+		s->recovery.prr_out += len;
+	s->timer.persist_at = 0;
 	stream_arm_rto(s);
 	return true;
 }
@@ -644,82 +649,82 @@ static bool stream_send_new(struct xvi_stream *s, __u32 len, __u8 flags)
 static void stream_output(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
-	__u32 p, mask = s->segs_cap - 1;
+	__u32 p, mask = s->flight.cap - 1;
 	__u64 sent0;
 
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD ||
-	    s->state == XVI_SS_CLOSED || s->state == XVI_SS_LISTEN || !s->segs)
+	    s->state == XVI_SS_CLOSED || s->state == XVI_SS_LISTEN || !s->flight.segs)
 		return;
 	if (!stream_can_send(s))
 		goto ack;
 	p = stream_pipe(s);
-	sent0 = s->st_.segs_sent;
+	sent0 = s->stats.segs_sent;
 	/* 1. Repair: segments judged lost go first (RFC 6675 NextSeg rule 1). */
-	for (__u32 i = s->st; i != s->sh; i++) {
-		struct xvi_sseg *g = &s->segs[i & mask];
+	for (__u32 i = s->flight.tail; i != s->flight.head; i++) {
+		struct xvi_sseg *g = &s->flight.segs[i & mask];
 		__u32 sz = g->len ? g->len : 1;
 
-		if ((g->fl & (SEG_SACKED | SEG_LOST | SEG_RETX)) != SEG_LOST)
+		if ((g->flags & (SEG_SACKED | SEG_LOST | SEG_RETX)) != SEG_LOST)
 			continue;
 		if (p && p + sz > s->cc.cwnd)
 			goto done;
-		if (!stream_xmit(s, g->fl & SEG_FIN ? XVI_SF_FIN : 0, g->seq, g->len))
+		if (!stream_xmit(s, g->flags & SEG_FIN ? XVI_SF_FIN : 0, g->seq, g->len))
 			return;
-		g->fl |= SEG_RETX;
-		g->ntx++;
+		g->flags |= SEG_RETX;
+		g->tx_count++;
 		g->tx_us = ctx->now;
-		s->st_.segs_retrans++;
-		if (s->in_recovery)
-			s->prr_out += sz;
+		s->stats.segs_retrans++;
+		if (s->recovery.active)
+			s->recovery.prr_out += sz;
 		p += sz;
 		/* The oldest segment went again: give it a whole RTO. */
-		if (g->seq == s->snd_una)
+		if (g->seq == s->snd.una)
 			stream_restart_rto(s);
 		else
 			stream_arm_rto(s);
 	}
 	/* 2. New data, within the peer's window and the congestion window. */
 	for (;;) {
-		__u32 avail = s->sq.end - s->snd_nxt, len, wroom, croom;
+		__u32 avail = s->snd.queue.end - s->snd.nxt, len, wroom, croom;
 		struct xvi_sseg *g;
 		__u8 fl = 0;
 
-		if (s->fin_sent)
+		if (s->snd.fin_sent)
 			break;
-		if (s->sh - s->st == s->segs_cap)
+		if (s->flight.head - s->flight.tail == s->flight.cap)
 			break;
-		wroom = seq_gt(s->snd_right, s->snd_nxt) ? s->snd_right - s->snd_nxt : 0;
+		wroom = seq_gt(s->snd.wnd_right, s->snd.nxt) ? s->snd.wnd_right - s->snd.nxt : 0;
 		croom = s->cc.cwnd > p ? s->cc.cwnd - p : 0;
 		if (!avail) {
-			if (!s->fin_queued)
+			if (!s->snd.fin_queued)
 				break;
 			/* FIN takes one sequence number after the data. */
-			if (!stream_xmit(s, XVI_SF_FIN, s->snd_nxt, 0))
+			if (!stream_xmit(s, XVI_SF_FIN, s->snd.nxt, 0))
 				return;
-			g = &s->segs[s->sh++ & mask];
-			*g = (struct xvi_sseg){ .seq = s->snd_nxt, .fl = SEG_FIN,
-						.ntx = 1, .tx_us = ctx->now };
-			s->snd_nxt++;
-			s->fin_sent = true;
-			if (!s->una_since)
-				s->una_since = ctx->now;
+			g = &s->flight.segs[s->flight.head++ & mask];
+			*g = (struct xvi_sseg){ .seq = s->snd.nxt, .flags = SEG_FIN,
+						.tx_count = 1, .tx_us = ctx->now };
+			s->snd.nxt++;
+			s->snd.fin_sent = true;
+			if (!s->snd.una_since)
+				s->snd.una_since = ctx->now;
 			stream_arm_rto(s);
 			break;
 		}
-		len = avail < s->mss ? avail : s->mss;
+		len = avail < s->snd.mss ? avail : s->snd.mss;
 		if (len > wroom)
 			len = wroom;
 		if (len > croom) {
 			len = croom;
-			s->cwnd_lim = true;	/* RFC 7661: cwnd is what limits */
+			s->cwnd_use.limited = true;	/* RFC 7661: cwnd is what limits */
 		}
 		if (!len) {
 			/* Zero window with nothing in flight: probe it. */
-			if (!wroom && s->st == s->sh && !s->persist_at)
-				s->persist_at = ctx->now + s->rto_us;
+			if (!wroom && s->flight.tail == s->flight.head && !s->timer.persist_at)
+				s->timer.persist_at = ctx->now + s->rtt.rto_us;
 			break;
 		}
-		if (len < s->mss && s->st != s->sh) {
+		if (len < s->snd.mss && s->flight.tail != s->flight.head) {
 			/*
 			 * Nagle / SOVIA combining: hold a small tail while data
 			 * is unacknowledged, unless NODELAY, or the application
@@ -727,7 +732,7 @@ static void stream_output(struct xvi_stream *s)
 			 */
 			if (len < avail)
 				break;	/* silly window: wait for room */
-			if (!(s->flags & XVI_STREAM_NODELAY) && !s->fin_queued)
+			if (!(s->flags & XVI_STREAM_NODELAY) && !s->snd.fin_queued)
 				break;
 		}
 		/*
@@ -737,8 +742,8 @@ static void stream_output(struct xvi_stream *s)
 		 * and a sender held back by cwnd must not sit out the
 		 * delayed-ACK timer once per round trip.
 		 */
-		if (len == avail || wroom - len < s->mss || croom - len < s->mss ||
-		    s->sh - s->st + 1 >= s->segs_cap)
+		if (len == avail || wroom - len < s->snd.mss || croom - len < s->snd.mss ||
+		    s->flight.head - s->flight.tail + 1 >= s->flight.cap)
 			fl = XVI_SF_PRB;
 		if (!stream_send_new(s, len, fl))
 			return;
@@ -747,11 +752,11 @@ static void stream_output(struct xvi_stream *s)
 done:
 	/* The probe timer counts from the last transmission, not from the
 	 * last time the application called in. */
-	if (s->st_.segs_sent != sent0 || !s->tlp_at)
+	if (s->stats.segs_sent != sent0 || !s->timer.tlp_at)
 		stream_arm_tlp(s);
 ack:
-	if (s->ack_now)
-		stream_xmit(s, 0, s->snd_nxt, 0);
+	if (s->ack.now)
+		stream_xmit(s, 0, s->snd.nxt, 0);
 }
 
 /* A tail loss probe is due: new data if the window allows, else the last
@@ -759,38 +764,38 @@ ack:
 static void stream_on_tlp(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
-	__u32 mask = s->segs_cap - 1, avail, wroom;
+	__u32 mask = s->flight.cap - 1, avail, wroom;
 
-	s->tlp_at = 0;
-	if (s->tlp_out || s->st == s->sh || !stream_can_send(s))
+	s->timer.tlp_at = 0;
+	if (s->recovery.tlp_out || s->flight.tail == s->flight.head || !stream_can_send(s))
 		return;
 
-	avail = s->sq.end - s->snd_nxt;
-	wroom = seq_gt(s->snd_right, s->snd_nxt) ? s->snd_right - s->snd_nxt : 0;
-	if (avail && !s->fin_sent && s->sh - s->st < s->segs_cap &&
-	    wroom >= (avail < s->mss ? avail : s->mss)) {
-		if (!stream_send_new(s, avail < s->mss ? avail : s->mss, XVI_SF_PRB))
+	avail = s->snd.queue.end - s->snd.nxt;
+	wroom = seq_gt(s->snd.wnd_right, s->snd.nxt) ? s->snd.wnd_right - s->snd.nxt : 0;
+	if (avail && !s->snd.fin_sent && s->flight.head - s->flight.tail < s->flight.cap &&
+	    wroom >= (avail < s->snd.mss ? avail : s->snd.mss)) {
+		if (!stream_send_new(s, avail < s->snd.mss ? avail : s->snd.mss, XVI_SF_PRB))
 			return;
 	} else {
 		struct xvi_sseg *g = NULL;
 
-		for (__u32 i = s->sh; i != s->st; i--) {
-			g = &s->segs[(i - 1) & mask];
-			if (!(g->fl & SEG_SACKED))
+		for (__u32 i = s->flight.head; i != s->flight.tail; i--) {
+			g = &s->flight.segs[(i - 1) & mask];
+			if (!(g->flags & SEG_SACKED))
 				break;
 			g = NULL;
 		}
 		if (!g)
 			return;
-		if (!stream_xmit(s, (g->fl & SEG_FIN ? XVI_SF_FIN : 0) | XVI_SF_PRB, g->seq,
+		if (!stream_xmit(s, (g->flags & SEG_FIN ? XVI_SF_FIN : 0) | XVI_SF_PRB, g->seq,
 				 g->len))
 			return;
-		g->ntx++;
+		g->tx_count++;
 		g->tx_us = ctx->now;
-		s->st_.segs_retrans++;
+		s->stats.segs_retrans++;
 	}
-	s->tlp_out = true;
-	s->st_.tlp_probes++;
+	s->recovery.tlp_out = true;
+	s->stats.tlp_probes++;
 	stream_restart_rto(s);
 }
 
@@ -805,24 +810,24 @@ static void stream_rtt_sample(struct xvi_stream *s, __u32 tsecr)
 		return;
 	if (!r)
 		r = 1;
-	if (!s->min_rtt_us || r < s->min_rtt_us)
-		s->min_rtt_us = r;
-	if (!s->srtt_us) {
-		s->srtt_us = r;
-		s->rttvar_us = r / 2;
+	if (!s->rtt.min_us || r < s->rtt.min_us)
+		s->rtt.min_us = r;
+	if (!s->rtt.srtt_us) {
+		s->rtt.srtt_us = r;
+		s->rtt.rttvar_us = r / 2;
 	} else {
-		__u32 d = s->srtt_us > r ? s->srtt_us - r : r - s->srtt_us;
+		__u32 d = s->rtt.srtt_us > r ? s->rtt.srtt_us - r : r - s->rtt.srtt_us;
 
-		s->rttvar_us = (3 * s->rttvar_us + d) / 4;
-		s->srtt_us = (7 * s->srtt_us + r) / 8;
+		s->rtt.rttvar_us = (3 * s->rtt.rttvar_us + d) / 4;
+		s->rtt.srtt_us = (7 * s->rtt.srtt_us + r) / 8;
 	}
 	/* RFC 6298 (2.3); G is the delayed-ACK timer the peer may add. */
-	s->rto_us = s->srtt_us + (4 * s->rttvar_us > ctx->delack_us ?
-				  4 * s->rttvar_us : ctx->delack_us);
-	if (s->rto_us < ctx->rto_min_us)
-		s->rto_us = ctx->rto_min_us;
-	if (s->rto_us > ctx->rto_max_us)
-		s->rto_us = ctx->rto_max_us;
+	s->rtt.rto_us = s->rtt.srtt_us + (4 * s->rtt.rttvar_us > ctx->delack_us ?
+				  4 * s->rtt.rttvar_us : ctx->delack_us);
+	if (s->rtt.rto_us < ctx->rto_min_us)
+		s->rtt.rto_us = ctx->rto_min_us;
+	if (s->rtt.rto_us > ctx->rto_max_us)
+		s->rtt.rto_us = ctx->rto_max_us;
 }
 
 /*
@@ -836,7 +841,7 @@ static void stream_rtt_sample(struct xvi_stream *s, __u32 tsecr)
  */
 static void stream_handshake_rtt_sample(struct xvi_stream *s, __u32 tsecr)
 {
-	if (tsecr && tsecr == s->hs_tsval)
+	if (tsecr && tsecr == s->rtt.handshake_tsval)
 		stream_rtt_sample(s, tsecr);
 }
 
@@ -846,8 +851,8 @@ static void ref_done(void *arg, __u64 cookie, int region)
 
 	if (region >= 0 && region < XVI_SCTX_MAX_REGIONS && s->ctx->regions[region].refs)
 		s->ctx->regions[region].refs--;
-	if (s->done_h - s->done_t < s->done_cap)
-		s->done[s->done_h++ % s->done_cap] = cookie;
+	if (s->done.head - s->done.tail < s->done.cap)
+		s->done.cookies[s->done.head++ % s->done.cap] = cookie;
 }
 
 static bool stream_fail(struct xvi_stream *s, int err);
@@ -863,22 +868,22 @@ static bool stream_fail(struct xvi_stream *s, int err);
  */
 static void stream_rto_spurious(struct xvi_stream *s, __u32 tsecr)
 {
-	__u32 mask = s->segs_cap - 1;
+	__u32 mask = s->flight.cap - 1;
 
-	s->rto_undo = false;
-	if (!tsecr || (__s32)(tsecr - s->rto_ts) >= 0)
+	s->undo.pending = false;
+	if (!tsecr || (__s32)(tsecr - s->undo.rto_ts) >= 0)
 		return;
-	if (s->cc.cwnd < s->undo_cwnd)
-		s->cc.cwnd = s->undo_cwnd;
-	s->cc.ssthresh = s->undo_ssthresh;
-	for (__u32 i = s->st; i != s->sh; i++) {
-		struct xvi_sseg *g = &s->segs[i & mask];
+	if (s->cc.cwnd < s->undo.cwnd)
+		s->cc.cwnd = s->undo.cwnd;
+	s->cc.ssthresh = s->undo.ssthresh;
+	for (__u32 i = s->flight.tail; i != s->flight.head; i++) {
+		struct xvi_sseg *g = &s->flight.segs[i & mask];
 
-		if ((g->fl & (SEG_LOST | SEG_RETX)) == SEG_LOST)
-			g->fl &= ~SEG_LOST;
+		if ((g->flags & (SEG_LOST | SEG_RETX)) == SEG_LOST)
+			g->flags &= ~SEG_LOST;
 	}
 	/* spurious_retrans counts it with the head segment (stream_on_ack). */
-	s->tlp_out = false;
+	s->recovery.tlp_out = false;
 }
 
 /*
@@ -892,16 +897,17 @@ static void stream_rto_spurious(struct xvi_stream *s, __u32 tsecr)
  */
 static void cwnd_grow(struct xvi_stream *s, __u32 acked)
 {
-	__u32 flight = s->max_flight > s->max_flight_prev ? s->max_flight : s->max_flight_prev;
+	__u32 flight = s->cwnd_use.max_flight > s->cwnd_use.max_flight_prev ?
+			       s->cwnd_use.max_flight : s->cwnd_use.max_flight_prev;
 	__u32 before = s->cc.cwnd;
 
-	if (s->cwnd_lim || s->cwnd_lim_prev) {
-		s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, stream_pipe(s));
+	if (s->cwnd_use.limited || s->cwnd_use.limited_prev) {
+		s->ctx->cc->on_ack(&s->cc, acked, s->rtt.srtt_us, stream_pipe(s));
 		return;
 	}
 	if (s->cc.cwnd >= s->cc.ssthresh || s->cc.cwnd >= 2 * flight)
 		return;
-	s->ctx->cc->on_ack(&s->cc, acked, s->srtt_us, stream_pipe(s));
+	s->ctx->cc->on_ack(&s->cc, acked, s->rtt.srtt_us, stream_pipe(s));
 	/* A stretch ACK may add many segments at once: still not past
 	 * twice the flight. */
 	if (s->cc.cwnd > 2 * flight)
@@ -911,25 +917,25 @@ static void cwnd_grow(struct xvi_stream *s, __u32 acked)
 static void stream_on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
-	__u32 ack = h->ack, mask = s->segs_cap - 1, old_wnd = s->peer_wnd, delivered = 0;
+	__u32 ack = h->ack, mask = s->flight.cap - 1, old_wnd = s->snd.peer_wnd, delivered = 0;
 
-	if (seq_gt(ack, s->snd_nxt) || seq_lt(ack, s->snd_una))
+	if (seq_gt(ack, s->snd.nxt) || seq_lt(ack, s->snd.una))
 		return;		/* acknowledges what we never sent, or old */
-	if (seq_gt(ack + h->wnd, s->snd_right) || seq_gt(ack, s->snd_una))
-		s->snd_right = ack + h->wnd;
-	s->peer_wnd = h->wnd;
+	if (seq_gt(ack + h->wnd, s->snd.wnd_right) || seq_gt(ack, s->snd.una))
+		s->snd.wnd_right = ack + h->wnd;
+	s->snd.peer_wnd = h->wnd;
 	if (h->wnd)
-		s->persist_at = 0;
-	if (seq_gt(ack, s->snd_una)) {
-		__u32 acked = ack - s->snd_una;
+		s->timer.persist_at = 0;
+	if (seq_gt(ack, s->snd.una)) {
+		__u32 acked = ack - s->snd.una;
 		bool head = true;
 
 		stream_rtt_sample(s, h->tsecr);
-		if (s->rto_undo)
+		if (s->undo.pending)
 			stream_rto_spurious(s, h->tsecr);
-		s->snd_una = ack;
-		while (s->st != s->sh) {
-			struct xvi_sseg *g = &s->segs[s->st & mask];
+		s->snd.una = ack;
+		while (s->flight.tail != s->flight.head) {
+			struct xvi_sseg *g = &s->flight.segs[s->flight.tail & mask];
 
 			if (seq_gt(sseg_end(g), ack))
 				break;
@@ -939,102 +945,103 @@ static void stream_on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 			 * retransmission means the original arrived after
 			 * all: reordering, widen RACK's window.
 			 */
-			if (head && g->ntx > 1 && h->tsecr &&
+			if (head && g->tx_count > 1 && h->tsecr &&
 			    (__s32)(h->tsecr - (__u32)g->tx_us) < 0) {
-				s->st_.spurious_retrans++;
-				if (s->reo_mult < REO_MULT_MAX)
-					s->reo_mult = (s->reo_mult ? s->reo_mult : 1) + 1;
-				s->reo_clean = 0;
+				s->stats.spurious_retrans++;
+				if (s->rack.reo_wnd_mult < REO_MULT_MAX)
+					s->rack.reo_wnd_mult =
+					    (s->rack.reo_wnd_mult ? s->rack.reo_wnd_mult : 1) + 1;
+				s->rack.clean_recoveries = 0;
 			}
 			head = false;
-			if (!(g->fl & SEG_SACKED)) {
+			if (!(g->flags & SEG_SACKED)) {
 				delivered += g->len ? g->len : 1;
 				stream_rack_update(s, g, h->tsecr);
 			}
-			s->st++;
+			s->flight.tail++;
 		}
 		/*
 		 * The peer may acknowledge any byte, also inside a segment:
-		 * trim the oldest one so a retransmission starts at snd_una,
+		 * trim the oldest one so a retransmission starts at snd.una,
 		 * where the send queue starts after xvi_ssq__ack (the bytes
 		 * before it are gone, by-reference memory maybe handed back).
 		 */
-		if (s->st != s->sh) {
-			struct xvi_sseg *g = &s->segs[s->st & mask];
+		if (s->flight.tail != s->flight.head) {
+			struct xvi_sseg *g = &s->flight.segs[s->flight.tail & mask];
 
 			if (g->len && seq_gt(ack, g->seq)) {
 				g->len -= ack - g->seq;
 				g->seq = ack;
 			}
 		}
-		xvi_ssq__ack(&s->sq, ack, ref_done, s);
-		s->dupacks = 0;
-		s->backoff = 0;
-		s->tlp_out = false;
-		s->una_since = s->st != s->sh ? ctx->now : 0;
-		if (s->in_recovery) {
-			if (seq_ge(ack, s->recover)) {
-				s->in_recovery = false;
+		xvi_ssq__ack(&s->snd.queue, ack, ref_done, s);
+		s->recovery.dupacks = 0;
+		s->rtt.backoff = 0;
+		s->recovery.tlp_out = false;
+		s->snd.una_since = s->flight.tail != s->flight.head ? ctx->now : 0;
+		if (s->recovery.active) {
+			if (seq_ge(ack, s->recovery.point)) {
+				s->recovery.active = false;
 				ctx->cc->on_event(&s->cc, XVI_CC_RECOVERED, stream_pipe(s));
 				/* RFC 8985 7.2-style decay of the widened window. */
-				if (++s->reo_clean >= 16 && s->reo_mult > 1) {
-					s->reo_mult = 1;
-					s->reo_clean = 0;
+				if (++s->rack.clean_recoveries >= 16 && s->rack.reo_wnd_mult > 1) {
+					s->rack.reo_wnd_mult = 1;
+					s->rack.clean_recoveries = 0;
 				}
 			}
 		} else {
 			cwnd_grow(s, acked);
 		}
-		if (seq_ge(ack, s->cwnd_seq)) {
+		if (seq_ge(ack, s->cwnd_use.period_end)) {
 			/* One flight acknowledged: start a new validation period. */
-			s->cwnd_seq = s->snd_nxt;
-			s->max_flight_prev = s->max_flight;
-			s->max_flight = s->snd_nxt - s->snd_una;
-			s->cwnd_lim_prev = s->cwnd_lim;
-			s->cwnd_lim = false;
+			s->cwnd_use.period_end = s->snd.nxt;
+			s->cwnd_use.max_flight_prev = s->cwnd_use.max_flight;
+			s->cwnd_use.max_flight = s->snd.nxt - s->snd.una;
+			s->cwnd_use.limited_prev = s->cwnd_use.limited;
+			s->cwnd_use.limited = false;
 		}
 		stream_restart_rto(s);
 		stream_queue_output(s);
 	} else if (!h->len && !(h->flags & (XVI_SF_FIN | XVI_SF_SYN | XVI_SF_PRB)) &&
-		   s->st != s->sh && h->wnd == old_wnd) {
+		   s->flight.tail != s->flight.head && h->wnd == old_wnd) {
 		/* RFC 5681 duplicate ACK: a window update is not one. */
-		s->dupacks++;
+		s->recovery.dupacks++;
 	}
 	for (int b = 0; b < h->nsack; b++) {
 		__u32 a = h->sack[b].start, e = h->sack[b].end;
 
-		if (seq_le(e, s->snd_una) || seq_gt(e, s->snd_nxt))
+		if (seq_le(e, s->snd.una) || seq_gt(e, s->snd.nxt))
 			continue;
-		for (__u32 i = s->st; i != s->sh; i++) {
-			struct xvi_sseg *g = &s->segs[i & mask];
+		for (__u32 i = s->flight.tail; i != s->flight.head; i++) {
+			struct xvi_sseg *g = &s->flight.segs[i & mask];
 
-			if (!g->len || (g->fl & SEG_SACKED))
+			if (!g->len || (g->flags & SEG_SACKED))
 				continue;
 			if (seq_ge(g->seq, a) && seq_le(g->seq + g->len, e)) {
-				g->fl |= SEG_SACKED;
+				g->flags |= SEG_SACKED;
 				delivered += g->len;
 				stream_rack_update(s, g, h->tsecr);
 			}
 		}
 	}
 	if (delivered)
-		s->tlp_out = false;
-	if (s->st == s->sh) {
-		s->reo_at = s->tlp_at = s->rto_at = 0;
+		s->recovery.tlp_out = false;
+	if (s->flight.tail == s->flight.head) {
+		s->timer.reo_at = s->timer.tlp_at = s->timer.rto_at = 0;
 		return;
 	}
 	stream_rack_detect(s);
 	/* Without SACK information (all blocks used): three duplicate ACKs. */
-	if (s->dupacks >= 3) {
-		struct xvi_sseg *g = &s->segs[s->st & mask];
+	if (s->recovery.dupacks >= 3) {
+		struct xvi_sseg *g = &s->flight.segs[s->flight.tail & mask];
 
-		if (!(g->fl & (SEG_SACKED | SEG_LOST)) && g->ntx == 1) {
-			g->fl |= SEG_LOST;
+		if (!(g->flags & (SEG_SACKED | SEG_LOST)) && g->tx_count == 1) {
+			g->flags |= SEG_LOST;
 			stream_enter_recovery(s);
 			stream_queue_output(s);
 		}
 	}
-	if (s->in_recovery)
+	if (s->recovery.active)
 		stream_prr_update(s, delivered);
 	if (delivered)
 		stream_queue_output(s);
@@ -1044,7 +1051,7 @@ static void stream_on_ack(struct xvi_stream *s, const struct xvi_shdr *h)
 /* SYN and SYN|ACK retransmission interval: backed off, at most rto_max. */
 static __u64 stream_syn_rto(const struct xvi_stream *s)
 {
-	__u64 rto = (__u64)s->rto_us << (s->backoff < 6 ? s->backoff : 6);
+	__u64 rto = (__u64)s->rtt.rto_us << (s->rtt.backoff < 6 ? s->rtt.backoff : 6);
 
 	return rto < s->ctx->rto_max_us ? rto : s->ctx->rto_max_us;
 }
@@ -1052,9 +1059,9 @@ static __u64 stream_syn_rto(const struct xvi_stream *s)
 static bool stream_on_rto(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
-	__u32 mask = s->segs_cap - 1, flight;
+	__u32 mask = s->flight.cap - 1, flight;
 
-	s->rto_at = 0;
+	s->timer.rto_at = 0;
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD) {
 		bool rcvd = s->state == XVI_SS_SYN_RCVD;
 
@@ -1063,17 +1070,17 @@ static bool stream_on_rto(struct xvi_stream *s)
 		 * (the user timeout): the listener's half-open queue is
 		 * bounded by eviction, not by giving up early.
 		 */
-		if (s->syn_tries >= SYN_TRIES_RCVD ||
-		    ctx->now - s->una_since >= ctx->user_timeout_us) {
+		if (s->timer.syn_tries >= SYN_TRIES_RCVD ||
+		    ctx->now - s->snd.una_since >= ctx->user_timeout_us) {
 			if (rcvd) {
 				stream_free(s);
 				return false;
 			}
 			return stream_fail(s, ETIMEDOUT);
 		}
-		s->backoff++;
-		s->syn_tries++;
-		s->st_.segs_retrans++;
+		s->rtt.backoff++;
+		s->timer.syn_tries++;
+		s->stats.segs_retrans++;
 		if (rcvd) {
 			/*
 			 * No echo on a SYN|ACK our own timer repeats: the time
@@ -1081,47 +1088,47 @@ static bool stream_on_rto(struct xvi_stream *s)
 			 * path's, and the client must not take it for its first
 			 * RTT sample (an answer to a repeated SYN echoes it).
 			 */
-			__u32 ts = s->ts_recent;
+			__u32 ts = s->rcv.ts_recent;
 
-			s->ts_recent = 0;
-			stream_xmit(s, XVI_SF_SYN | XVI_SF_ACK, s->iss, 0);
-			s->ts_recent = ts;
+			s->rcv.ts_recent = 0;
+			stream_xmit(s, XVI_SF_SYN | XVI_SF_ACK, s->snd.iss, 0);
+			s->rcv.ts_recent = ts;
 		} else {
-			stream_xmit(s, XVI_SF_SYN, s->iss, 0);
+			stream_xmit(s, XVI_SF_SYN, s->snd.iss, 0);
 		}
-		s->rto_at = ctx->now + stream_syn_rto(s);
+		s->timer.rto_at = ctx->now + stream_syn_rto(s);
 		return true;
 	}
-	if (s->st == s->sh)
+	if (s->flight.tail == s->flight.head)
 		return true;
-	if (ctx->now - s->una_since >= ctx->user_timeout_us) {
+	if (ctx->now - s->snd.una_since >= ctx->user_timeout_us) {
 		stream_send_rst(s);
 		return stream_fail(s, ETIMEDOUT);
 	}
 	/* RFC 6298 (5.5): back off; (5.6) stream_output() restarts the timer with
 	 * the retransmission of the oldest segment. */
-	if (!s->backoff && !s->rto_undo) {
-		s->rto_undo = true;
-		s->undo_cwnd = s->cc.cwnd;
-		s->undo_ssthresh = s->cc.ssthresh;
-		s->rto_ts = (__u32)ctx->now ? (__u32)ctx->now : 1;
+	if (!s->rtt.backoff && !s->undo.pending) {
+		s->undo.pending = true;
+		s->undo.cwnd = s->cc.cwnd;
+		s->undo.ssthresh = s->cc.ssthresh;
+		s->undo.rto_ts = (__u32)ctx->now ? (__u32)ctx->now : 1;
 	}
-	s->backoff++;
-	s->st_.timeouts++;
-	flight = s->snd_nxt - s->snd_una;
-	for (__u32 i = s->st; i != s->sh; i++) {
-		struct xvi_sseg *g = &s->segs[i & mask];
+	s->rtt.backoff++;
+	s->stats.timeouts++;
+	flight = s->snd.nxt - s->snd.una;
+	for (__u32 i = s->flight.tail; i != s->flight.head; i++) {
+		struct xvi_sseg *g = &s->flight.segs[i & mask];
 
-		if (!(g->fl & SEG_SACKED))
-			g->fl = (g->fl & ~SEG_RETX) | SEG_LOST;
+		if (!(g->flags & SEG_SACKED))
+			g->flags = (g->flags & ~SEG_RETX) | SEG_LOST;
 	}
 	ctx->cc->on_event(&s->cc, XVI_CC_TIMEOUT, flight);
-	s->in_recovery = false;
-	s->recover = s->snd_nxt;
-	s->dupacks = 0;
+	s->recovery.active = false;
+	s->recovery.point = s->snd.nxt;
+	s->recovery.dupacks = 0;
 	/* No probes in timeout recovery: the next ACK re-enables them. */
-	s->tlp_out = true;
-	s->tlp_at = s->reo_at = 0;
+	s->recovery.tlp_out = true;
+	s->timer.tlp_at = s->timer.reo_at = 0;
 	stream_queue_output(s);
 	return true;
 }
@@ -1140,7 +1147,7 @@ static bool stream_on_rto(struct xvi_stream *s)
  */
 static __u32 stream_time_wait_us(const struct xvi_stream *s)
 {
-	__u32 t = 2 * s->rto_us;
+	__u32 t = 2 * s->rtt.rto_us;
 
 	return t > s->ctx->linger_us ? t : s->ctx->linger_us;
 }
@@ -1157,15 +1164,16 @@ static void stream_set_state(struct xvi_stream *s, enum xvi_stream_state st)
 		ctx->nconns++;
 	s->state = st;
 	if (st == XVI_SS_TIME_WAIT) {
-		s->close_at = ctx->now + stream_time_wait_us(s);
+		s->timer.close_at = ctx->now + stream_time_wait_us(s);
 		/* Nothing to send or probe: only the peer's FIN can come. */
-		s->ka_at = s->persist_at = s->tlp_at = s->reo_at = 0;
+		s->timer.keepalive_at = s->timer.persist_at = s->timer.tlp_at = s->timer.reo_at = 0;
 	}
 	if (st == XVI_SS_CLOSED) {
-		s->ack_held = false;
-		s->rto_at = s->delack_at = s->persist_at = s->ka_at = s->ack_hold_at = 0;
-		s->reo_at = s->tlp_at = 0;
-		s->close_at = 0;
+		s->ack.held = false;
+		s->timer.rto_at = s->timer.delack_at = s->timer.persist_at = 0;
+		s->timer.keepalive_at = s->timer.ack_hold_at = 0;
+		s->timer.reo_at = s->timer.tlp_at = 0;
+		s->timer.close_at = 0;
 		stream_unqueue_output(s);
 	}
 }
@@ -1181,7 +1189,7 @@ static bool stream_fail(struct xvi_stream *s, int err)
 		stream_release_refs(s);
 	}
 	stream_set_state(s, XVI_SS_CLOSED);
-	if (s->orphan || s->listener) {
+	if (s->orphan || s->listen.listener) {
 		stream_free(s);
 		return false;
 	}
@@ -1205,7 +1213,7 @@ static int stream_rst_error(const struct xvi_stream *s)
 		return 0;
 	case XVI_SS_CLOSING:
 	case XVI_SS_LAST_ACK:
-		return s->fin_sent && s->snd_una + 1 == s->snd_nxt ? 0 : ECONNRESET;
+		return s->snd.fin_sent && s->snd.una + 1 == s->snd.nxt ? 0 : ECONNRESET;
 	default:
 		return ECONNRESET;
 	}
@@ -1213,23 +1221,23 @@ static int stream_rst_error(const struct xvi_stream *s)
 
 static void stream_update_state(struct xvi_stream *s)
 {
-	bool fin_acked = s->fin_sent && s->snd_una == s->snd_nxt;
+	bool fin_acked = s->snd.fin_sent && s->snd.una == s->snd.nxt;
 
 	switch (s->state) {
 	case XVI_SS_ESTABLISHED:
-		if (s->eof)
+		if (s->rcv.eof)
 			stream_set_state(s, XVI_SS_CLOSE_WAIT);
 		break;
 	case XVI_SS_FIN_WAIT_1:
-		if (fin_acked && s->eof)
+		if (fin_acked && s->rcv.eof)
 			stream_set_state(s, XVI_SS_TIME_WAIT);
 		else if (fin_acked)
 			stream_set_state(s, XVI_SS_FIN_WAIT_2);
-		else if (s->eof)
+		else if (s->rcv.eof)
 			stream_set_state(s, XVI_SS_CLOSING);
 		break;
 	case XVI_SS_FIN_WAIT_2:
-		if (s->eof)
+		if (s->rcv.eof)
 			stream_set_state(s, XVI_SS_TIME_WAIT);
 		break;
 	case XVI_SS_CLOSING:
@@ -1249,19 +1257,19 @@ static void stream_established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 
-	s->peer_mss = peer_mss;
-	if (s->mss > peer_mss)
-		s->mss = peer_mss;
-	s->cc.mss = s->mss;
+	s->snd.peer_mss = peer_mss;
+	if (s->snd.mss > peer_mss)
+		s->snd.mss = peer_mss;
+	s->cc.mss = s->snd.mss;
 	ctx->cc->init(&s->cc);
-	s->snd_una = s->snd_nxt = s->iss + 1;
-	s->cwnd_seq = s->snd_nxt;
-	s->snd_right = s->iss + 1 + wnd;
-	s->peer_wnd = wnd;
-	s->rto_at = 0;
-	s->backoff = 0;
-	s->una_since = 0;
-	s->ka_at = ctx->ka_cnt ? ctx->now + ctx->ka_idle_us : 0;
+	s->snd.una = s->snd.nxt = s->snd.iss + 1;
+	s->cwnd_use.period_end = s->snd.nxt;
+	s->snd.wnd_right = s->snd.iss + 1 + wnd;
+	s->snd.peer_wnd = wnd;
+	s->timer.rto_at = 0;
+	s->rtt.backoff = 0;
+	s->snd.una_since = 0;
+	s->timer.keepalive_at = ctx->ka_cnt ? ctx->now + ctx->ka_idle_us : 0;
 	stream_set_state(s, XVI_SS_ESTABLISHED);
 }
 
@@ -1278,7 +1286,8 @@ static bool sctx_reclaim_time_wait(struct xvi_stream_ctx *ctx)
 	struct xvi_stream *s, *old = NULL;
 
 	for (s = ctx->all; s; s = s->next)
-		if (s->state == XVI_SS_TIME_WAIT && (!old || s->close_at < old->close_at))
+		if (s->state == XVI_SS_TIME_WAIT &&
+		    (!old || s->timer.close_at < old->timer.close_at))
 			old = s;
 	if (!old)
 		return false;
@@ -1289,7 +1298,7 @@ static bool sctx_reclaim_time_wait(struct xvi_stream_ctx *ctx)
 static struct xvi_stream *find_listener(struct xvi_stream_ctx *ctx, __u16 svc)
 {
 	for (struct xvi_stream *s = ctx->all; s; s = s->next)
-		if (s->state == XVI_SS_LISTEN && s->svc == svc)
+		if (s->state == XVI_SS_LISTEN && s->id.service == svc)
 			return s;
 	return NULL;
 }
@@ -1317,16 +1326,17 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	 */
 	for (c = ctx->all; c; c = c->next) {
 		if (c->state == XVI_SS_LISTEN || c->state == XVI_SS_CLOSED ||
-		    c->rcid != h->scid || c->irs != h->seq || !xvi_sockaddr_eq(&c->peer, peer))
+		    c->id.peer_cid != h->scid || c->rcv.irs != h->seq ||
+		    !xvi_sockaddr_eq(&c->id.peer, peer))
 			continue;
 		if (c->state == XVI_SS_SYN_RCVD) {
-			if ((__s32)(h->tsval - c->ts_recent) > 0)
-				c->ts_recent = h->tsval;
-			stream_xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
+			if ((__s32)(h->tsval - c->rcv.ts_recent) > 0)
+				c->rcv.ts_recent = h->tsval;
+			stream_xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->snd.iss, 0);
 			/* A retransmission: it gets a whole (backed-off) RTO. */
-			c->rto_at = ctx->now + stream_syn_rto(c);
+			c->timer.rto_at = ctx->now + stream_syn_rto(c);
 		} else {
-			c->ack_now = true;
+			c->ack.now = true;
 			stream_queue_output(c);
 		}
 		return;
@@ -1340,40 +1350,40 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	 * the listener; a genuine client whose entry was evicted
 	 * retransmits its SYN.
 	 */
-	if (l->n_half >= ctx->syn_backlog || ctx->nconns >= ctx->max_conns) {
-		if (!l->half_head) {
+	if (l->listen.n_half >= ctx->syn_backlog || ctx->nconns >= ctx->max_conns) {
+		if (!l->listen.half_head) {
 			ctx->stats.accept_overflow++;
 			return;
 		}
 		ctx->stats.syn_evicted++;
-		stream_free(l->half_head);
+		stream_free(l->listen.half_head);
 	}
 	c = stream_new(ctx, l->flags);
 	if (!c)
 		return;
 	stream_new_cid(c);
-	c->peer = *peer;
-	c->svc = h->svc;
-	c->rcid = h->scid;
-	c->irs = h->seq;
-	c->iss = ctx->link.iss ? ctx->link.iss : sctx_rand32(ctx);
-	c->ts_recent = h->tsval;
-	c->peer_mss = h->mss;
-	c->peer_wnd = h->wnd;
-	if (c->mss > h->mss)
-		c->mss = h->mss;
+	c->id.peer = *peer;
+	c->id.service = h->svc;
+	c->id.peer_cid = h->scid;
+	c->rcv.irs = h->seq;
+	c->snd.iss = ctx->link.iss ? ctx->link.iss : sctx_rand32(ctx);
+	c->rcv.ts_recent = h->tsval;
+	c->snd.peer_mss = h->mss;
+	c->snd.peer_wnd = h->wnd;
+	if (c->snd.mss > h->mss)
+		c->snd.mss = h->mss;
 	stream_set_state(c, XVI_SS_SYN_RCVD);
-	c->una_since = ctx->now;
+	c->snd.una_since = ctx->now;
 	stream_listener_add(l, c, XVI_SL_HALFOPEN);
-	stream_xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->iss, 0);
-	c->rto_at = ctx->now + c->rto_us;
+	stream_xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->snd.iss, 0);
+	c->timer.rto_at = ctx->now + c->rtt.rto_us;
 }
 
 static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *data)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
 	bool dup = false;
-	__u32 adv = 0, holes = s->rq.nr;
+	__u32 adv = 0, holes = s->rcv.queue.nr;
 
 	/*
 	 * RFC 7323: echo the timestamp of the earliest segment not yet
@@ -1382,10 +1392,10 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 	 * carries a fresh timestamp, not the one of data that arrived long
 	 * ago, which would blow up the peer's RTT estimate.
 	 */
-	if (seq_le(h->seq, s->last_ack_sent) && (__s32)(h->tsval - s->ts_recent) >= 0)
-		s->ts_recent = h->tsval;
+	if (seq_le(h->seq, s->ack.last_sent) && (__s32)(h->tsval - s->rcv.ts_recent) >= 0)
+		s->rcv.ts_recent = h->tsval;
 	if (h->len) {
-		if (s->eof) {
+		if (s->rcv.eof) {
 			dup = true;
 		} else {
 			__u32 seq = h->seq, len = h->len, n = 0;
@@ -1396,49 +1406,52 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 			 * into the posted buffer when nothing is waiting in the
 			 * ring ahead of them; one copy instead of two.
 			 */
-			if (s->post && seq == s->rq.nxt && !xvi_srq__ready(&s->rq) &&
-			    !s->orphan && !s->rd_shut && s->post_done < s->post_len) {
-				n = s->post_len - s->post_done < len ? s->post_len - s->post_done
-								      : len;
-				memcpy(s->post + s->post_done, data, n);
-				s->post_done += n;
-				s->st_.bytes_direct += n;
-				adv = xvi_srq__skip(&s->rq, n);
+			if (s->memnet.post && seq == s->rcv.queue.nxt &&
+			    !xvi_srq__ready(&s->rcv.queue) && !s->orphan && !s->rcv.shut &&
+			    s->memnet.post_done < s->memnet.post_len) {
+				n = s->memnet.post_len - s->memnet.post_done;
+				if (n > len)
+					n = len;
+				memcpy(s->memnet.post + s->memnet.post_done, data, n);
+				s->memnet.post_done += n;
+				s->stats.bytes_direct += n;
+				adv = xvi_srq__skip(&s->rcv.queue, n);
 			}
 			if (len > n) {
-				adv += xvi_srq__insert(&s->rq, seq + n, data + n, len - n, &dup);
+				adv += xvi_srq__insert(&s->rcv.queue, seq + n, data + n, len - n,
+						       &dup);
 				if (n)
 					dup = false;
 			}
 		}
 		if (dup) {
-			s->st_.dup_segs++;
-			s->ack_now = true;	/* the peer missed our ACK */
-		} else if (!adv || s->rq.nr || holes) {
+			s->stats.dup_segs++;
+			s->ack.now = true;	/* the peer missed our ACK */
+		} else if (!adv || s->rcv.queue.nr || holes) {
 			/* hole, or filling one (RFC 5681 4.2): ACK with SACK now */
-			s->ack_now = true;
+			s->ack.now = true;
 		} else {
-			s->delayed++;
-			if (s->delayed >= ctx->ack_thr)
-				s->ack_now = true;
-			else if (!s->delack_at)
-				s->delack_at = ctx->now + ctx->delack_us;
+			s->ack.delayed++;
+			if (s->ack.delayed >= ctx->ack_thr)
+				s->ack.now = true;
+			else if (!s->timer.delack_at)
+				s->timer.delack_at = ctx->now + ctx->delack_us;
 		}
 		if (adv) {
-			s->st_.bytes_received += adv;
-			s->data_in_us = ctx->now;
+			s->stats.bytes_received += adv;
+			s->ack.data_in_us = ctx->now;
 		}
-		if (s->orphan || s->rd_shut)
-			xvi_srq__read(&s->rq, NULL, ~0u);
+		if (s->orphan || s->rcv.shut)
+			xvi_srq__read(&s->rcv.queue, NULL, ~0u);
 	}
 	if (h->flags & XVI_SF_FIN) {
-		s->fin_in = h->seq + h->len;
-		s->have_fin_in = true;
-		s->ack_now = true;
+		s->rcv.fin_seq = h->seq + h->len;
+		s->rcv.fin_known = true;
+		s->ack.now = true;
 	}
-	if (s->have_fin_in && !s->eof && s->rq.nxt == s->fin_in) {
-		s->eof = true;
-		s->ack_now = true;
+	if (s->rcv.fin_known && !s->rcv.eof && s->rcv.queue.nxt == s->rcv.fin_seq) {
+		s->rcv.eof = true;
+		s->ack.now = true;
 	}
 	if (h->flags & XVI_SF_PRB) {
 		/*
@@ -1448,20 +1461,20 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 		 * exchange instead of two), or the ACK leaves when the hold
 		 * ends (at most ACK_HOLD_US, or when the application sleeps).
 		 */
-		if (h->len && !s->ack_now && s->interactive && !s->orphan && !s->rd_shut &&
+		if (h->len && !s->ack.now && s->ack.interactive && !s->orphan && !s->rcv.shut &&
 		    stream_can_send(s)) {
-			if (!s->ack_held) {
+			if (!s->ack.held) {
 				__u32 hold = ctx->delack_us < ACK_HOLD_US ? ctx->delack_us
 									   : ACK_HOLD_US;
 
-				s->ack_held = true;
-				s->ack_hold_at = ctx->now + hold;
+				s->ack.held = true;
+				s->timer.ack_hold_at = ctx->now + hold;
 			}
 		} else {
-			s->ack_now = true;
+			s->ack.now = true;
 		}
 	}
-	if (s->ack_now)
+	if (s->ack.now)
 		stream_queue_output(s);
 }
 
@@ -1487,17 +1500,18 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		return;
 	}
 	s = sctx_lookup(ctx, h.dcid);
-	if (!s || !xvi_sockaddr_eq(&s->peer, peer) || s->state == XVI_SS_LISTEN ||
-	    (s->state != XVI_SS_SYN_SENT && s->rcid != h.scid) || s->state == XVI_SS_CLOSED) {
+	if (!s || !xvi_sockaddr_eq(&s->id.peer, peer) || s->state == XVI_SS_LISTEN ||
+	    (s->state != XVI_SS_SYN_SENT && s->id.peer_cid != h.scid) ||
+	    s->state == XVI_SS_CLOSED) {
 		if (!(h.flags & XVI_SF_RST)) {
 			ctx->stats.rx_no_conn++;
 			sctx_send_rst(ctx, peer, h.scid, h.dcid, h.ack, h.seq + h.len);
 		}
 		return;
 	}
-	s->st_.segs_received++;
+	s->stats.segs_received++;
 	if (s->state == XVI_SS_SYN_SENT) {
-		if (h.ack != s->iss + 1)
+		if (h.ack != s->snd.iss + 1)
 			return;
 		if (h.flags & XVI_SF_RST) {
 			stream_fail(s, ECONNREFUSED);
@@ -1505,19 +1519,19 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		}
 		if (!(h.flags & XVI_SF_SYN))
 			return;
-		s->rcid = h.scid;
-		s->irs = h.seq;
-		xvi_srq__reset(&s->rq, h.seq + 1);
-		s->ts_recent = h.tsval;
+		s->id.peer_cid = h.scid;
+		s->rcv.irs = h.seq;
+		xvi_srq__reset(&s->rcv.queue, h.seq + 1);
+		s->rcv.ts_recent = h.tsval;
 		stream_handshake_rtt_sample(s, h.tsecr);
 		stream_established(s, h.mss, h.wnd);
-		s->ack_now = true;
+		s->ack.now = true;
 		stream_queue_output(s);
 		return;
 	}
-	s->ka_sent = 0;
+	s->timer.keepalive_sent = 0;
 	if (ctx->ka_cnt && s->state != XVI_SS_TIME_WAIT)
-		s->ka_at = ctx->now + ctx->ka_idle_us;
+		s->timer.keepalive_at = ctx->now + ctx->ka_idle_us;
 	if (h.flags & XVI_SF_RST) {
 		stream_fail(s, stream_rst_error(s));
 		return;
@@ -1529,18 +1543,18 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		 * echoing the first copy's would inflate the peer's first RTT
 		 * sample by its retransmission timeout.
 		 */
-		if (h.seq == s->irs && (__s32)(h.tsval - s->ts_recent) > 0)
-			s->ts_recent = h.tsval;
-		s->ack_now = true;
+		if (h.seq == s->rcv.irs && (__s32)(h.tsval - s->rcv.ts_recent) > 0)
+			s->rcv.ts_recent = h.tsval;
+		s->ack.now = true;
 		stream_queue_output(s);
 		return;
 	}
 	if (s->state == XVI_SS_SYN_RCVD) {
-		struct xvi_stream *l = s->listener;
+		struct xvi_stream *l = s->listen.listener;
 
-		if (h.ack != s->iss + 1)
+		if (h.ack != s->snd.iss + 1)
 			return;
-		if (l && l->n_acc >= l->backlog) {
+		if (l && l->listen.n_accept >= l->listen.backlog) {
 			/* Accept queue full: stay half-open, the peer retries. */
 			ctx->stats.accept_overflow++;
 			return;
@@ -1550,10 +1564,10 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 			stream_fail(s, ENOMEM);
 			return;
 		}
-		xvi_srq__reset(&s->rq, s->irs + 1);
+		xvi_srq__reset(&s->rcv.queue, s->rcv.irs + 1);
 		/* The ACK echoes our SYN|ACK: the passive side's first RTT. */
 		stream_handshake_rtt_sample(s, h.tsecr);
-		stream_established(s, s->peer_mss, h.wnd);
+		stream_established(s, s->snd.peer_mss, h.wnd);
 		if (l) {
 			stream_listener_remove(s);
 			stream_listener_add(l, s, XVI_SL_ACCEPTQ);
@@ -1564,7 +1578,7 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	/* RFC 9293 3.10.7.4: a retransmitted FIN in TIME_WAIT is acknowledged
 	 * again (on_data) and restarts the timer: the peer missed our ACK. */
 	if ((h.flags & XVI_SF_FIN) && s->state == XVI_SS_TIME_WAIT)
-		s->close_at = ctx->now + stream_time_wait_us(s);
+		s->timer.close_at = ctx->now + stream_time_wait_us(s);
 	stream_update_state(s);
 }
 
@@ -1581,14 +1595,14 @@ static __u64 dmin(__u64 a, __u64 b)
 
 static __u64 next_deadline(const struct xvi_stream *s)
 {
-	__u64 d = dmin(s->rto_at, s->delack_at);
+	__u64 d = dmin(s->timer.rto_at, s->timer.delack_at);
 
-	d = dmin(d, s->persist_at);
-	d = dmin(d, s->ack_hold_at);
-	d = dmin(d, s->reo_at);
-	d = dmin(d, s->tlp_at);
-	d = dmin(d, s->ka_at);
-	return dmin(d, s->close_at);
+	d = dmin(d, s->timer.persist_at);
+	d = dmin(d, s->timer.ack_hold_at);
+	d = dmin(d, s->timer.reo_at);
+	d = dmin(d, s->timer.tlp_at);
+	d = dmin(d, s->timer.keepalive_at);
+	return dmin(d, s->timer.close_at);
 }
 
 /* Returns false if the connection was freed. */
@@ -1597,8 +1611,8 @@ static bool run_timers(struct xvi_stream *s)
 	struct xvi_stream_ctx *ctx = s->ctx;
 	__u64 now = ctx->now;
 
-	if (s->close_at && s->close_at <= now) {
-		s->close_at = 0;
+	if (s->timer.close_at && s->timer.close_at <= now) {
+		s->timer.close_at = 0;
 		if (s->state == XVI_SS_TIME_WAIT)
 			return stream_fail(s, 0);
 		if (s->orphan) {
@@ -1608,39 +1622,39 @@ static bool run_timers(struct xvi_stream *s)
 			return false;
 		}
 	}
-	if (s->rto_at && s->rto_at <= now && !stream_on_rto(s))
+	if (s->timer.rto_at && s->timer.rto_at <= now && !stream_on_rto(s))
 		return false;
-	if (s->reo_at && s->reo_at <= now)
+	if (s->timer.reo_at && s->timer.reo_at <= now)
 		stream_rack_detect(s);
-	if (s->tlp_at && s->tlp_at <= now)
+	if (s->timer.tlp_at && s->timer.tlp_at <= now)
 		stream_on_tlp(s);
-	if (s->delack_at && s->delack_at <= now) {
-		s->delack_at = 0;
-		s->ack_now = true;
+	if (s->timer.delack_at && s->timer.delack_at <= now) {
+		s->timer.delack_at = 0;
+		s->ack.now = true;
 		stream_queue_output(s);
 	}
-	if (s->ack_hold_at && s->ack_hold_at <= now) {
+	if (s->timer.ack_hold_at && s->timer.ack_hold_at <= now) {
 		/* No reply in time: the ACK goes alone, and this connection's
 		 * ACKs stop waiting until it answers data with data again. */
-		s->ack_hold_at = 0;
-		s->ack_held = false;
-		s->interactive = false;
-		s->ack_now = true;
+		s->timer.ack_hold_at = 0;
+		s->ack.held = false;
+		s->ack.interactive = false;
+		s->ack.now = true;
 		stream_queue_output(s);
 	}
-	if (s->persist_at && s->persist_at <= now) {
-		s->persist_at = now + s->rto_us * 2;
-		stream_xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
+	if (s->timer.persist_at && s->timer.persist_at <= now) {
+		s->timer.persist_at = now + s->rtt.rto_us * 2;
+		stream_xmit(s, XVI_SF_PRB, s->snd.nxt, 0);
 	}
-	if (s->ka_at && s->ka_at <= now && stream_synchronized(s)) {
-		if (s->ka_sent >= ctx->ka_cnt) {
+	if (s->timer.keepalive_at && s->timer.keepalive_at <= now && stream_synchronized(s)) {
+		if (s->timer.keepalive_sent >= ctx->ka_cnt) {
 			/* Dead peer: nothing heard for idle + cnt * intvl. */
 			stream_send_rst(s);
 			return stream_fail(s, ETIMEDOUT);
 		}
-		s->ka_sent++;
-		s->ka_at = now + ctx->ka_intvl_us;
-		stream_xmit(s, XVI_SF_PRB, s->snd_nxt, 0);
+		s->timer.keepalive_sent++;
+		s->timer.keepalive_at = now + ctx->ka_intvl_us;
+		stream_xmit(s, XVI_SF_PRB, s->snd.nxt, 0);
 	}
 	return true;
 }
@@ -1659,10 +1673,10 @@ void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx)
 	bool any = false;
 
 	for (struct xvi_stream *s = ctx->all; s; s = s->next)
-		if (s->ack_held) {
-			s->ack_held = false;
-			s->ack_hold_at = 0;
-			s->ack_now = true;
+		if (s->ack.held) {
+			s->ack.held = false;
+			s->timer.ack_hold_at = 0;
+			s->ack.now = true;
 			stream_queue_output(s);
 			any = true;
 		}
@@ -1691,16 +1705,16 @@ void xvi_sctx__run(struct xvi_stream_ctx *ctx)
 		if (d && d <= ctx->now && !run_timers(s))
 			continue;
 	}
-	while ((s = ctx->dirty)) {
-		ctx->dirty = s->dnext;
-		s->dirty = false;
+	while ((s = ctx->output)) {
+		ctx->output = s->output_next;
+		s->on_output = false;
 		stream_output(s);
-		if (s->dirty)	/* link out of buffers: retry next run */
+		if (s->on_output)	/* link out of buffers: retry next run */
 			break;
 	}
 	ctx->link.tx_flush(ctx->link.priv);
 	d = xvi_sctx__next(ctx);
-	if (ctx->dirty)
+	if (ctx->output)
 		d = dmin(d, ctx->now + 50);
 	if (d != ctx->armed) {
 		ctx->armed = d;
@@ -1849,12 +1863,12 @@ struct xvi_stream *xvi_ss__socket(struct xvi_stream_ctx *ctx, __u32 flags)
 
 int xvi_ss__listen(struct xvi_stream *s, int backlog)
 {
-	if (s->state != XVI_SS_CLOSED || s->rcid)
+	if (s->state != XVI_SS_CLOSED || s->id.peer_cid)
 		return -EINVAL;
 	for (struct xvi_stream *o = s->ctx->all; o; o = o->next)
-		if (o != s && o->state == XVI_SS_LISTEN && o->svc == s->svc)
+		if (o != s && o->state == XVI_SS_LISTEN && o->id.service == s->id.service)
 			return -EADDRINUSE;
-	s->backlog = backlog > 0 ? (__u32)backlog : 64;
+	s->listen.backlog = backlog > 0 ? (__u32)backlog : 64;
 	s->state = XVI_SS_LISTEN;
 	return 0;
 }
@@ -1867,7 +1881,7 @@ struct xvi_stream *xvi_ss__accept(struct xvi_stream *s, union xvi_sockaddr *peer
 		errno = EINVAL;
 		return NULL;
 	}
-	c = s->acc_head;
+	c = s->listen.accept_head;
 	if (!c) {
 		errno = EAGAIN;
 		return NULL;
@@ -1875,7 +1889,7 @@ struct xvi_stream *xvi_ss__accept(struct xvi_stream *s, union xvi_sockaddr *peer
 	stream_listener_remove(c);
 	c->flags = s->flags;
 	if (peer)
-		*peer = c->peer;
+		*peer = c->id.peer;
 	return c;
 }
 
@@ -1885,22 +1899,22 @@ int xvi_ss__connect(struct xvi_stream *s, const union xvi_sockaddr *peer, __u16 
 
 	if (s->state == XVI_SS_SYN_SENT)
 		return -EALREADY;
-	if (s->state != XVI_SS_CLOSED || s->rcid)
+	if (s->state != XVI_SS_CLOSED || s->id.peer_cid)
 		return -EISCONN;
 	if (ctx->nconns >= ctx->max_conns && !sctx_reclaim_time_wait(ctx))
 		return -EAGAIN;
 	sctx_now(ctx);
-	s->peer = *peer;
-	s->svc = svc;
-	s->iss = ctx->link.iss ? ctx->link.iss : sctx_rand32(ctx);
-	if (!s->lcid)
+	s->id.peer = *peer;
+	s->id.service = svc;
+	s->snd.iss = ctx->link.iss ? ctx->link.iss : sctx_rand32(ctx);
+	if (!s->id.local_cid)
 		stream_new_cid(s);
 	if (stream_alloc_buffers(s))
 		return -ENOMEM;
 	stream_set_state(s, XVI_SS_SYN_SENT);
-	s->una_since = ctx->now;
-	stream_xmit(s, XVI_SF_SYN, s->iss, 0);
-	s->rto_at = ctx->now + s->rto_us;
+	s->snd.una_since = ctx->now;
+	stream_xmit(s, XVI_SF_SYN, s->snd.iss, 0);
+	s->timer.rto_at = ctx->now + s->rtt.rto_us;
 	xvi_sctx__run(ctx);
 	return -EINPROGRESS;
 }
@@ -1920,13 +1934,13 @@ ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len)
 		return pending_error(s);
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
 		return -EAGAIN;
-	if (s->state == XVI_SS_LISTEN || (s->state == XVI_SS_CLOSED && !s->rcid))
+	if (s->state == XVI_SS_LISTEN || (s->state == XVI_SS_CLOSED && !s->id.peer_cid))
 		return -ENOTCONN;
-	if (s->fin_queued || !stream_can_send(s))
+	if (s->snd.fin_queued || !stream_can_send(s))
 		return -EPIPE;
 	if (!len)
 		return 0;
-	n = xvi_ssq__push_copy(&s->sq, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
+	n = xvi_ssq__push_copy(&s->snd.queue, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
 	if (!n)
 		return -EAGAIN;
 	sctx_now(s->ctx);
@@ -1950,12 +1964,12 @@ ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t le
 		return pending_error(s);
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
 		return -EAGAIN;
-	if (s->fin_queued || !stream_can_send(s))
+	if (s->snd.fin_queued || !stream_can_send(s))
 		return -EPIPE;
 	/* Keep a completion slot free for every reference in the queue. */
-	if (s->done_h - s->done_t + (s->sq.ih - s->sq.it) >= s->done_cap)
+	if (s->done.head - s->done.tail + (s->snd.queue.ih - s->snd.queue.it) >= s->done.cap)
 		return -EAGAIN;
-	err = xvi_ssq__push_ref(&s->sq, r->addr + off, (__u32)len, region, cookie);
+	err = xvi_ssq__push_ref(&s->snd.queue, r->addr + off, (__u32)len, region, cookie);
 	if (err)
 		return err;
 	r->refs++;
@@ -1969,8 +1983,8 @@ int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max)
 {
 	int n = 0;
 
-	while (n < max && s->done_t != s->done_h)
-		cookies[n++] = s->done[s->done_t++ % s->done_cap];
+	while (n < max && s->done.tail != s->done.head)
+		cookies[n++] = s->done.cookies[s->done.tail++ % s->done.cap];
 	return n;
 }
 
@@ -1978,23 +1992,23 @@ ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
 {
 	__u32 n, before;
 
-	if (!s->segs)
+	if (!s->flight.segs)
 		return s->err ? pending_error(s) : -ENOTCONN;
 	before = stream_rcv_wnd(s);
-	n = xvi_srq__read(&s->rq, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
+	n = xvi_srq__read(&s->rcv.queue, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
 	if (n) {
 		/* Window update once the window opened by a good part. */
 		__u32 w = stream_rcv_wnd(s);
 
-		if (stream_synchronized(s) && !s->eof &&
-		    (before < s->mss || w - before >= s->ctx->rcvbuf / 4) &&
-		    seq_gt(stream_rcv_ack(s) + w, s->adv_right)) {
-			s->ack_now = true;
+		if (stream_synchronized(s) && !s->rcv.eof &&
+		    (before < s->snd.mss || w - before >= s->ctx->rcvbuf / 4) &&
+		    seq_gt(stream_rcv_ack(s) + w, s->ack.wnd_right)) {
+			s->ack.now = true;
 			stream_queue_output(s);
 		}
 	}
 	/* SOVIA: the application turning to receive pushes combined data. */
-	if (s->sq.end != s->snd_nxt && stream_can_send(s)) {
+	if (s->snd.queue.end != s->snd.nxt && stream_can_send(s)) {
 		__u32 f = s->flags;
 
 		s->flags |= XVI_STREAM_NODELAY;
@@ -2002,11 +2016,11 @@ ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
 		stream_output(s);
 		s->flags = f;
 	}
-	if (n || s->dirty)
+	if (n || s->on_output)
 		xvi_sctx__run(s->ctx);
 	if (n)
 		return n;
-	if (s->eof || s->rd_shut)
+	if (s->rcv.eof || s->rcv.shut)
 		return 0;
 	if (s->err)
 		return pending_error(s);
@@ -2022,11 +2036,11 @@ int xvi_ss__shutdown(struct xvi_stream *s, int how)
 	if (!stream_synchronized(s))
 		return s->state == XVI_SS_CLOSED && s->err ? pending_error(s) : -ENOTCONN;
 	if (how != SHUT_WR) {
-		s->rd_shut = true;
-		xvi_srq__read(&s->rq, NULL, ~0u);
+		s->rcv.shut = true;
+		xvi_srq__read(&s->rcv.queue, NULL, ~0u);
 	}
-	if (how != SHUT_RD && !s->fin_queued) {
-		s->fin_queued = true;
+	if (how != SHUT_RD && !s->snd.fin_queued) {
+		s->snd.fin_queued = true;
 		if (s->state == XVI_SS_ESTABLISHED)
 			stream_set_state(s, XVI_SS_FIN_WAIT_1);
 		else if (s->state == XVI_SS_CLOSE_WAIT)
@@ -2046,7 +2060,7 @@ int xvi_ss__abort(struct xvi_stream *s)
 	if (s->state == XVI_SS_LISTEN) {
 		struct xvi_stream *c;
 
-		while ((c = s->half_head) || (c = s->acc_head)) {
+		while ((c = s->listen.half_head) || (c = s->listen.accept_head)) {
 			stream_send_rst(c);
 			stream_free(c);
 		}
@@ -2080,12 +2094,12 @@ int xvi_ss__close(struct xvi_stream *s)
 	default:
 		break;
 	}
-	if (xvi_srq__ready(&s->rq) && !s->rd_shut)
+	if (xvi_srq__ready(&s->rcv.queue) && !s->rcv.shut)
 		return xvi_ss__abort(s);	/* unread data: RST, as TCP */
 	s->orphan = true;
-	s->close_at = ctx->now + ctx->linger_us;
-	if (!s->fin_queued) {
-		s->fin_queued = true;
+	s->timer.close_at = ctx->now + ctx->linger_us;
+	if (!s->snd.fin_queued) {
+		s->snd.fin_queued = true;
 		if (s->state == XVI_SS_ESTABLISHED)
 			stream_set_state(s, XVI_SS_FIN_WAIT_1);
 		else if (s->state == XVI_SS_CLOSE_WAIT)
@@ -2108,15 +2122,15 @@ short xvi_ss__events(const struct xvi_stream *s)
 	short ev = 0;
 
 	if (s->state == XVI_SS_LISTEN)
-		return s->acc_head ? POLLIN : 0;
-	if (s->segs && (xvi_srq__ready(&s->rq) || s->eof || s->rd_shut))
+		return s->listen.accept_head ? POLLIN : 0;
+	if (s->flight.segs && (xvi_srq__ready(&s->rcv.queue) || s->rcv.eof || s->rcv.shut))
 		ev |= POLLIN;
-	if (stream_can_send(s) && !s->fin_queued && xvi_ssq__room(&s->sq) &&
-	    s->sq.ih - s->sq.it < s->sq.items_cap)
+	if (stream_can_send(s) && !s->snd.fin_queued && xvi_ssq__room(&s->snd.queue) &&
+	    s->snd.queue.ih - s->snd.queue.it < s->snd.queue.items_cap)
 		ev |= POLLOUT;
 	if (s->err)
 		ev |= POLLERR | POLLIN | POLLOUT;
-	if (s->state == XVI_SS_CLOSED && s->rcid)
+	if (s->state == XVI_SS_CLOSED && s->id.peer_cid)
 		ev |= POLLHUP;
 	return ev;
 }

@@ -50,16 +50,21 @@ struct xvi_slink {
 
 enum { SEG_SACKED = 1, SEG_LOST = 2, SEG_RETX = 4, SEG_FIN = 8 };
 
+/* One segment in flight: a record of the sender's scoreboard. */
 struct xvi_sseg {
 	__u32 seq;
 	__u16 len;
-	__u8 fl;		/* SEG_* */
-	__u8 ntx;
-	__u64 tx_us;
+	__u8 flags;		/* SEG_* */
+	__u8 tx_count;		/* transmissions so far */
+	__u64 tx_us;		/* the latest transmission */
 };
 
 enum { XVI_SL_HALFOPEN = 1, XVI_SL_ACCEPTQ = 2 };
 
+/*
+ * One connection (or listener).  Fields are grouped by concern; the groups
+ * the per-segment paths use (id, ack, rcv, snd, flight, cc) come first.
+ */
 struct xvi_stream {
 	struct xvi_stream_ctx *ctx;
 	enum xvi_stream_state state;
@@ -67,105 +72,152 @@ struct xvi_stream {
 	int err;			/* pending error, positive errno */
 	bool orphan;			/* closed by the application */
 	bool bound;
-	bool eof;			/* peer's FIN consumed */
-	bool rd_shut;
-	bool fin_queued;		/* we will send FIN after the data */
-	bool fin_sent;
-	bool ack_now;
-	bool dirty;			/* on the output list */
-	bool in_recovery;
-	bool have_fin_in;		/* peer's FIN sequence known */
-	__u8 on_list;			/* XVI_SL_*: where a listener child is */
-	__u16 svc;
-	__u32 lcid, rcid;
-	union xvi_sockaddr peer;
-	struct xvi_stream *hnext;	/* cid hash chain */
+	bool on_output;			/* on the output list */
+	struct xvi_stream *output_next;	/* output list */
+	struct xvi_stream *hash_next;	/* cid hash chain */
 	struct xvi_stream *prev, *next;	/* all connections */
-	struct xvi_stream *dnext;	/* output list */
-	/* listener */
-	struct xvi_stream *listener;	/* of a child not yet accepted */
-	struct xvi_stream *lq_next, *lq_prev;
-	struct xvi_stream *half_head, *half_tail;
-	struct xvi_stream *acc_head, *acc_tail;
-	__u32 n_half, n_acc, backlog;
-	/* receive */
-	struct xvi_srq rq;
-	__u32 irs;
-	__u32 fin_in;			/* peer's FIN sequence */
-	__u32 adv_right;		/* right window edge last advertised */
-	__u32 delayed;			/* segments not yet acknowledged */
-	__u32 ts_recent;
-	__u32 last_ack_sent;		/* RFC 7323 Last.ACK.sent */
-	__u64 delack_at;
-	/*
-	 * ACK piggybacking (PROTOCOL.md section 4): an interactive connection
-	 * (it answered received data with data within the delayed-ACK time)
-	 * holds the ACK a PRB data segment asks for, so the application's
-	 * reply carries it; bounded by ack_hold_at.
-	 */
-	bool interactive;
-	bool ack_held;
-	__u64 ack_hold_at;
-	__u64 data_in_us;		/* last in-order data received */
-	/* send */
-	struct xvi_ssq sq;
-	__u32 iss;
-	__u32 snd_una, snd_nxt;		/* snd_nxt: next new byte */
-	__u32 snd_right;		/* peer window right edge */
-	__u32 peer_mss, mss;
-	__u32 peer_wnd;
-	__u32 dupacks;
-	__u32 recover;
-	/* RACK (RFC 8985): the most recently sent segment known delivered */
-	__u64 rack_xmit_us;
-	__u32 rack_end;
-	__u32 rack_rtt_us;
-	__u32 min_rtt_us;
-	__u32 reo_mult;			/* reordering window in min_rtt/4 units */
-	__u32 reo_clean;		/* recoveries since the last spurious one */
-	/* PRR (RFC 6937) while in recovery */
-	__u32 prr_delivered, prr_out, recover_fs;
+
+	/* Who the connection is between. */
+	struct {
+		__u16 service;
+		__u32 local_cid, peer_cid;
+		union xvi_sockaddr peer;
+	} id;
+
+	/* The ACKs we owe the peer. */
+	struct {
+		bool now;			/* send one on this run */
+		__u32 delayed;			/* segments not yet acknowledged */
+		__u32 wnd_right;		/* right window edge last advertised */
+		__u32 last_sent;		/* RFC 7323 Last.ACK.sent */
+		/*
+		 * ACK piggybacking (PROTOCOL.md section 4): an interactive
+		 * connection (it answered received data with data within the
+		 * delayed-ACK time) holds the ACK a PRB data segment asks for,
+		 * so the application's reply carries it; bounded by
+		 * timer.ack_hold_at.
+		 */
+		bool interactive;
+		bool held;
+		__u64 data_in_us;		/* last in-order data received */
+	} ack;
+
+	/* Receive sequence space and reassembly. */
+	struct {
+		struct xvi_srq queue;
+		__u32 irs;
+		__u32 fin_seq;			/* peer's FIN sequence */
+		bool fin_known;			/* peer's FIN sequence known */
+		bool eof;			/* peer's FIN consumed */
+		bool shut;			/* shut down for reading */
+		__u32 ts_recent;
+	} rcv;
+
+	/* Send sequence space and the send queue. */
+	struct {
+		struct xvi_ssq queue;
+		__u32 iss;
+		__u32 una, nxt;			/* nxt: next new byte */
+		__u32 wnd_right;		/* peer window right edge */
+		__u32 peer_wnd;
+		__u32 mss, peer_mss;
+		bool fin_queued;		/* we will send FIN after the data */
+		bool fin_sent;
+		__u64 una_since;		/* oldest unacked data waiting since */
+	} snd;
+
+	/* Segments in flight: a ring, oldest at tail. */
+	struct {
+		struct xvi_sseg *segs;
+		__u32 cap, head, tail;		/* head (next), tail (oldest) */
+	} flight;
+
+	struct xvi_stream_cc cc;
 	/*
 	 * Congestion window validation (RFC 7661): cwnd grows only while it
 	 * limits the sender.  Per period of one flight (until ack passes
-	 * cwnd_seq): the largest flight sent and whether cwnd held data back,
-	 * this period's and the last one's.
+	 * period_end): the largest flight sent and whether cwnd held data
+	 * back, this period's and the last one's.
 	 */
-	__u32 cwnd_seq;
-	__u32 max_flight, max_flight_prev;
-	bool cwnd_lim, cwnd_lim_prev;
+	struct {
+		__u32 period_end;
+		__u32 max_flight, max_flight_prev;
+		bool limited, limited_prev;
+	} cwnd_use;
+
+	/* RTT estimate and retransmission timeout (RFC 6298). */
+	struct {
+		__u32 srtt_us, rttvar_us, rto_us;
+		__u32 min_us;
+		__u32 backoff;
+		__u32 handshake_tsval;		/* tsval of our latest SYN or SYN|ACK */
+	} rtt;
+
+	/* Loss recovery (SACK, duplicate ACKs), PRR (RFC 6937) while in it. */
+	struct {
+		bool active;
+		__u32 point;			/* RFC 6675 RecoveryPoint: snd.nxt at entry */
+		__u32 dupacks;
+		__u32 prr_delivered, prr_out, recover_fs;
+		bool tlp_out;			/* a tail loss probe is unanswered */
+	} recovery;
+
+	/* RACK (RFC 8985): the most recently sent segment known delivered */
+	struct {
+		__u64 xmit_us;
+		__u32 end;
+		__u32 rtt_us;
+		__u32 reo_wnd_mult;		/* reordering window in min_rtt/4 units */
+		__u32 clean_recoveries;		/* recoveries since the last spurious one */
+	} rack;
+
 	/* Spurious timeout response (Eifel, RFC 4015): the window before
 	 * the first timeout of an episode and the tsval clock at it */
-	bool rto_undo;
-	__u32 undo_cwnd, undo_ssthresh, rto_ts;
-	bool tlp_out;			/* a tail loss probe is unanswered */
-	struct xvi_sseg *segs;		/* in flight, oldest at sh */
-	__u32 segs_cap, sh, st;		/* head (next), tail (oldest) */
-	/* timers */
-	__u64 rto_at;
-	__u64 reo_at;			/* RACK reordering window ends */
-	__u64 tlp_at;			/* tail loss probe due */
-	__u64 persist_at;
-	__u64 una_since;		/* oldest unacked data waiting since */
-	__u64 ka_at;
-	__u32 ka_sent;
-	__u64 close_at;			/* linger or TIME_WAIT end */
-	__u32 syn_tries;
-	__u32 hs_tsval;			/* tsval of our latest SYN or SYN|ACK */
-	/* RTT */
-	__u32 srtt_us, rttvar_us, rto_us;
-	__u32 backoff;
-	struct xvi_stream_cc cc;
+	struct {
+		bool pending;
+		__u32 cwnd, ssthresh, rto_ts;
+	} undo;
+
+	/* Due times in microseconds, 0 when off. */
+	struct {
+		__u64 rto_at;
+		__u64 reo_at;			/* RACK reordering window ends */
+		__u64 tlp_at;			/* tail loss probe due */
+		__u64 persist_at;
+		__u64 delack_at;
+		__u64 ack_hold_at;
+		__u64 keepalive_at;
+		__u64 close_at;			/* linger or TIME_WAIT end */
+		__u32 keepalive_sent;
+		__u32 syn_tries;
+	} timer;
+
+	/* Listener: its queues of children, and a child's place in them. */
+	struct {
+		struct xvi_stream *listener;	/* of a child not yet accepted */
+		struct xvi_stream *next, *prev;
+		__u8 queue;			/* XVI_SL_*: where a listener child is */
+		struct xvi_stream *half_head, *half_tail;
+		struct xvi_stream *accept_head, *accept_tail;
+		__u32 n_half, n_accept, backlog;
+	} listen;
+
 	/* MemNet (memnet.c): a posted receive buffer the engine fills straight
 	 * from in-order segments, and the jobs that wait on this stream */
-	__u8 *post;
-	__u32 post_len, post_done;
-	struct xvi_memnet_job *mn_rxq, *mn_txq;
-	__u32 mn_jobs;
+	struct {
+		__u8 *post;
+		__u32 post_len, post_done;
+		struct xvi_memnet_job *rxq, *txq;
+		__u32 jobs;
+	} memnet;
+
 	/* reference send completions */
-	__u64 *done;
-	__u32 done_cap, done_h, done_t;
-	struct xvi_stream_info st_;	/* counters */
+	struct {
+		__u64 *cookies;
+		__u32 cap, head, tail;
+	} done;
+
+	struct xvi_stream_info stats;	/* counters */
 };
 
 struct xvi_sregion {
@@ -189,7 +241,7 @@ struct xvi_stream_ctx {
 	struct xvi_stream **htab;	/* by local cid */
 	__u32 hmask;
 	struct xvi_stream *all;		/* connections and listeners */
-	struct xvi_stream *dirty;	/* output list */
+	struct xvi_stream *output;	/* output list */
 	__u32 nconns;
 	__u64 armed;			/* deadline given to the link */
 	__u64 now;			/* cached for one run */

@@ -53,18 +53,19 @@ static __u32 get32(const __u8 *p) { return (__u32)p[0] << 24 | p[1] << 16 | p[2]
 
 static void check(const struct xvi_stream_ctx *ctx, const struct xvi_stream *s)
 {
-	if (!s || !s->segs)
+	if (!s || !s->flight.segs)
 		return;
-	if (xvi_srq__ready(&s->rq) > s->rq.size || s->rq.nr > XVI_SRQ_MAX_RANGES)
+	if (xvi_srq__ready(&s->rcv.queue) > s->rcv.queue.size ||
+	    s->rcv.queue.nr > XVI_SRQ_MAX_RANGES)
 		abort();
-	for (__u32 i = 0; i < s->rq.nr; i++)
-		if (!seq_gt(s->rq.r[i].start, s->rq.nxt) ||
-		    !seq_lt(s->rq.r[i].start, s->rq.r[i].end) ||
-		    (i && !seq_gt(s->rq.r[i].start, s->rq.r[i - 1].end)))
+	for (__u32 i = 0; i < s->rcv.queue.nr; i++)
+		if (!seq_gt(s->rcv.queue.r[i].start, s->rcv.queue.nxt) ||
+		    !seq_lt(s->rcv.queue.r[i].start, s->rcv.queue.r[i].end) ||
+		    (i && !seq_gt(s->rcv.queue.r[i].start, s->rcv.queue.r[i - 1].end)))
 			abort();
-	if (seq_gt(s->snd_una, s->snd_nxt) || s->sh - s->st > s->segs_cap)
+	if (seq_gt(s->snd.una, s->snd.nxt) || s->flight.head - s->flight.tail > s->flight.cap)
 		abort();
-	if (xvi_ssq__queued(&s->sq) > s->sq.ring_size + (1u << 30))
+	if (xvi_ssq__queued(&s->snd.queue) > s->snd.queue.ring_size + (1u << 30))
 		abort();
 }
 
@@ -92,7 +93,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 	peer.in.sin_addr.s_addr = htonl(0xc6120001);
 	peer.in.sin_port = htons(4000);
 	l = xvi_ss__socket(ctx, XVI_STREAM_NONBLOCK);
-	l->svc = 9;
+	l->id.service = 9;
 	xvi_ss__listen(l, 4);
 
 	/* Handshake: SYN in, SYN|ACK out, ACK in. */
@@ -153,16 +154,16 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			h.flags = (p[0] & XVI_SF_KNOWN & ~XVI_SF_CRC) | XVI_SF_ACK;
 			if (h.flags & XVI_SF_SYN)
 				h.flags &= ~XVI_SF_SYN;
-			h.dcid = p[1] & 0x80 ? get32(p + 2) : c->lcid;
+			h.dcid = p[1] & 0x80 ? get32(p + 2) : c->id.local_cid;
 			h.scid = 0x1234;
-			h.seq = c->rq.nxt + (__s16)(p[2] << 8 | p[3]) * 8;
-			h.ack = c->snd_una + (__s16)(p[4] << 8 | p[5]) * 8;
+			h.seq = c->rcv.queue.nxt + (__s16)(p[2] << 8 | p[3]) * 8;
+			h.ack = c->snd.una + (__s16)(p[4] << 8 | p[5]) * 8;
 			h.wnd = (__u32)(p[6] << 8 | p[7]) << 4;
 			h.tsval = (__u32)f.now - (p[8] << 8 | p[9]);
 			h.tsecr = (__u32)f.now - (p[10] << 8 | p[11]) * 4;
 			h.nsack = (__u8)nsack;
 			for (__u32 i = 0; i < nsack; i++) {
-				__u32 st = c->snd_una + (p[12 + 3 * i] << 8 | p[13 + 3 * i]) * 4;
+				__u32 st = c->snd.una + (p[12 + 3 * i] << 8 | p[13 + 3 * i]) * 4;
 
 				h.sack[i].start = st;
 				h.sack[i].end = st + 1 + p[14 + 3 * i] * 16u;

@@ -263,7 +263,7 @@ static inline struct xvi_stream *listener(struct sim *s, __u16 svc, int backlog)
 {
 	struct xvi_stream *l = sock(s, 1);
 
-	l->svc = svc;
+	l->id.service = svc;
 	cr_assert_eq(xvi_ss__listen(l, backlog), 0);
 	return l;
 }
@@ -273,7 +273,7 @@ static inline struct xvi_stream *pair(struct sim *s, struct xvi_stream *l, struc
 {
 	struct xvi_stream *c = sock(s, 0);
 
-	cr_assert_eq(xvi_ss__connect(c, &s->n[1].addr, l->svc), -EINPROGRESS);
+	cr_assert_eq(xvi_ss__connect(c, &s->n[1].addr, l->id.service), -EINPROGRESS);
 	*srv = NULL;
 	cr_assert(RUN_UNTIL(s, 30000000, c->state == XVI_SS_ESTABLISHED &&
 			    (*srv || (*srv = xvi_ss__accept(l, NULL)))),

@@ -95,8 +95,8 @@ Test(memnet, async_jobs_byte_exact_under_loss_in_order)
 	xvi_stream__info(f.v, &info);
 	cr_log_info("memnet: %u bytes, %llu placed directly, %llu retrans", REGION,
 		    (unsigned long long)info.bytes_direct,
-		    (unsigned long long)f.c->st_.segs_retrans);
-	cr_expect_gt(f.c->st_.segs_retrans, 0u, "the link lost nothing: test broken");
+		    (unsigned long long)f.c->stats.segs_retrans);
+	cr_expect_gt(f.c->stats.segs_retrans, 0u, "the link lost nothing: test broken");
 	/* most bytes skip the receive ring; reordering sends some through it */
 	cr_expect_gt(info.bytes_direct, (__u64)REGION / 2, "direct: %llu",
 		     (unsigned long long)info.bytes_direct);
@@ -114,7 +114,7 @@ Test(memnet, data_before_the_post_is_copied_from_the_ring)
 
 	mn_setup(&f, 62);
 	cr_assert_eq(xvi_ss__send(f.c, f.tx, 5000), 5000);
-	RUN_UNTIL(&f.s, 100000, xvi_srq__ready(&f.v->rq) == 5000);
+	RUN_UNTIL(&f.s, 100000, xvi_srq__ready(&f.v->rcv.queue) == 5000);
 	r = finish(&f, xvi_stream__async_recv(f.v, f.mr, 0, 5000), 1000000);
 	cr_assert_eq(r, 5000);
 	cr_assert_eq(memcmp(f.rx, f.tx, 5000), 0);

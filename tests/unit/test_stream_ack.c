@@ -79,13 +79,13 @@ Test(stream_ack, bulk_receiver_acks_every_window_quarter)
 	l = listener(&s, 1, 4);
 	c = pair(&s, l, &v);
 	bulk(&s, c, v, 16u << 20);
-	data_segs = c->st_.segs_sent;
-	acks = v->st_.segs_sent;
+	data_segs = c->stats.segs_sent;
+	acks = v->stats.segs_sent;
 	/* t = 32, plus one ACK per PRB (end of each flight the window or
 	 * cwnd ends); with t = 16 it was one ACK per 16 segments or fewer. */
 	cr_expect_leq(acks * 24, data_segs, "%llu ACKs for %llu data segments",
 		      (unsigned long long)acks, (unsigned long long)data_segs);
-	cr_expect_eq(c->st_.segs_retrans, 0u);
+	cr_expect_eq(c->stats.segs_retrans, 0u);
 	sim_fini(&s);
 }
 
@@ -110,7 +110,7 @@ Test(stream_ack, slow_start_doubles_with_stretch_acks)
 	took = bulk(&s, c, v, 4u << 20);
 	cr_expect_leq(took, 14 * rtt, "4 MiB took %llu us = %.1f round trips",
 		      (unsigned long long)took, (double)took / rtt);
-	cr_expect_eq(c->st_.segs_retrans, 0u);
+	cr_expect_eq(c->stats.segs_retrans, 0u);
 	sim_fini(&s);
 }
 

@@ -77,7 +77,7 @@ Test(stream_partial_ack, retransmission_starts_at_the_ack_by_reference)
 	peer.in.sin_addr.s_addr = htonl(0xc6120001);
 	peer.in.sin_port = htons(4000);
 	l = xvi_ss__socket(ctx, XVI_STREAM_NONBLOCK);
-	l->svc = 9;
+	l->id.service = 9;
 	cr_assert_eq(xvi_ss__listen(l, 4), 0);
 
 	h.flags = XVI_SF_SYN;

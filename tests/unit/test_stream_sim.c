@@ -89,15 +89,16 @@ static void run_xfer(const struct xfer_case *k, __u64 seed)
 	cr_assert_eq(rcvd, k->bytes, "%s", k->name);
 	cr_log_info("%s: %u bytes in %.3f virtual s, %llu segs, %llu retrans, %llu timeouts, %llu recoveries, srtt %u us",
 		    k->name, k->bytes, (s.now - 1000000) / 1e6,
-		    (unsigned long long)c->st_.segs_sent, (unsigned long long)c->st_.segs_retrans,
-		    (unsigned long long)c->st_.timeouts, (unsigned long long)c->st_.fast_retrans,
-		    c->srtt_us);
+		    (unsigned long long)c->stats.segs_sent,
+		    (unsigned long long)c->stats.segs_retrans,
+		    (unsigned long long)c->stats.timeouts,
+		    (unsigned long long)c->stats.fast_retrans, c->rtt.srtt_us);
 	cr_expect_eq(v->state, XVI_SS_CLOSE_WAIT);
 	if (k->corrupt)
 		cr_expect_gt(s.n[1].ctx->stats.rx_bad_integrity + s.n[0].ctx->stats.rx_bad_integrity,
 			     0, "%s: corruption never caught", k->name);
 	if (k->loss)
-		cr_expect_gt(c->st_.segs_retrans, 0);
+		cr_expect_gt(c->stats.segs_retrans, 0);
 	/* Orderly close: both ends reach CLOSED and free their state. */
 	cr_assert_eq(xvi_ss__close(v), 0);
 	s.loss = s.dup = s.reorder = s.corrupt = 0;
@@ -161,7 +162,8 @@ Test(stream_sim, fifty_connections_under_30pct_loss, .timeout = 60)
 		int m = 0;
 
 		for (int j = 0; j < 50; j++)
-			m += acc[j]->rcid == c[i]->lcid && acc[j]->lcid == c[i]->rcid;
+			m += acc[j]->id.peer_cid == c[i]->id.local_cid &&
+			     acc[j]->id.local_cid == c[i]->id.peer_cid;
 		cr_expect_eq(m, 1, "client %d matched %d server streams", i, m);
 	}
 	sim_fini(&s);
@@ -366,7 +368,7 @@ Test(stream_sim, time_wait_acks_retransmitted_fins)
 	c = pair(&s, l, &v);
 	cr_assert_eq(xvi_ss__shutdown(c, SHUT_WR), 0);
 	cr_assert(RUN_UNTIL(&s, 1000000, xvi_ss__recv(v, b, sizeof(b)) == 0));
-	d.fin_end = v->snd_nxt + 1;
+	d.fin_end = v->snd.nxt + 1;
 	d.left = 5;
 	cr_assert_eq(xvi_ss__close(v), 0);	/* LAST_ACK in the background */
 	cr_assert(RUN_UNTIL(&s, 1000000, c->state == XVI_SS_TIME_WAIT));
@@ -398,7 +400,7 @@ Test(stream_sim, late_syn_copy_after_accept_is_not_a_new_connection)
 	xvi_sctx__input(s.n[1].ctx, &from, d.syn, d.syn_len, false);
 	xvi_sctx__run(s.n[1].ctx);
 	cr_expect_eq(s.n[1].ctx->nconns, 1u, "server connections: %u", s.n[1].ctx->nconns);
-	cr_expect_eq(l->n_half, 0u);
+	cr_expect_eq(l->listen.n_half, 0u);
 	RUN_UNTIL(&s, 100000, false);
 	cr_expect_eq(s.n[0].ctx->stats.tx_rst + s.n[1].ctx->stats.tx_rst, 0u, "RST sent");
 	cr_expect_eq(c->state, XVI_SS_ESTABLISHED);
@@ -487,12 +489,12 @@ Test(stream_sim, syn_flood_is_bounded)
 		inject_syn(&s, 1, 0xc6120000 + i, i + 1, 3);
 	cr_expect_leq(s.n[1].ctx->nconns, 16u, "half-open connections: %u",
 		      s.n[1].ctx->nconns);
-	cr_expect_eq(l->n_half, 16u);
+	cr_expect_eq(l->listen.n_half, 16u);
 	cr_expect_eq(s.n[1].ctx->stats.syn_evicted, 5000u - 16);
 	/* repeated SYNs of one peer make one half-open connection */
 	for (int i = 0; i < 10; i++)
 		inject_syn(&s, 1, 0xc6130001, 42, 3);
-	cr_expect_leq(l->n_half, 16u);
+	cr_expect_leq(l->listen.n_half, 16u);
 	s.drop_all[1] = false;
 	s.nq = 0;
 	/* the spoofed half-open entries must not hold a real client off */
@@ -519,7 +521,7 @@ Test(stream_sim, accept_queue_bounded)
 		xvi_ss__connect(c[i], &s.n[1].addr, 3);
 	}
 	RUN_UNTIL(&s, 300000, false);
-	cr_expect_eq(l->n_acc, 2u);
+	cr_expect_eq(l->listen.n_accept, 2u);
 	cr_expect_gt(s.n[1].ctx->stats.accept_overflow, 0u);
 	/* accepting drains the queue; the held-back handshakes complete */
 	for (__u64 end = s.now + 20000000; s.now < end && est < 6;) {
@@ -571,7 +573,7 @@ static void trace_run(struct sim *s, struct xvi_stream *a, struct trace *ta,
 	while (s->now < end && (a->state != XVI_SS_CLOSED || b->state != XVI_SS_CLOSED)) {
 		trace_add(ta, a);
 		trace_add(tb, b);
-		if (close_b_on_eof && b->eof && !b->fin_queued)
+		if (close_b_on_eof && b->rcv.eof && !b->snd.fin_queued)
 			xvi_ss__shutdown(b, SHUT_WR);
 		xvi_ss__recv(a, x, sizeof(x));
 		xvi_ss__recv(b, x, sizeof(x));
@@ -717,9 +719,9 @@ static const struct rst_case rst_cases[] = {
 
 static void inject_rst(struct sim *s, struct xvi_stream *x, int node)
 {
-	struct xvi_shdr h = { .flags = XVI_SF_RST | XVI_SF_ACK, .dcid = x->lcid,
-			      .scid = x->rcid ? x->rcid : 1, .seq = x->rq.nxt,
-			      .ack = x->state == XVI_SS_SYN_SENT ? x->iss + 1 : x->snd_nxt };
+	struct xvi_shdr h = { .flags = XVI_SF_RST | XVI_SF_ACK, .dcid = x->id.local_cid,
+			      .scid = x->id.peer_cid ? x->id.peer_cid : 1, .seq = x->rcv.queue.nxt,
+			      .ack = x->state == XVI_SS_SYN_SENT ? x->snd.iss + 1 : x->snd.nxt };
 	__u8 buf[128];
 	__u32 hl = xvi_shdr__encode(&h, buf);
 
@@ -806,15 +808,15 @@ Test(stream_sim, rst_in_syn_rcvd_frees_half_open)
 	c = sock(&s, 0);
 	xvi_ss__connect(c, &s.n[1].addr, 1);
 	s.drop_all[1] = true;	/* SYN|ACK never arrives */
-	RUN_UNTIL(&s, 1000, l->n_half == 1);
-	cr_assert_eq(l->n_half, 1u);
+	RUN_UNTIL(&s, 1000, l->listen.n_half == 1);
+	cr_assert_eq(l->listen.n_half, 1u);
 	{
-		struct xvi_stream *h = l->half_head;
+		struct xvi_stream *h = l->listen.half_head;
 
 		cr_assert_eq(h->state, XVI_SS_SYN_RCVD);
 		inject_rst(&s, h, 1);
 	}
-	cr_expect_eq(l->n_half, 0u);
+	cr_expect_eq(l->listen.n_half, 0u);
 	cr_expect_eq(s.n[1].ctx->nconns, 0u);
 	sim_fini(&s);
 }
@@ -845,7 +847,7 @@ Test(stream_sim, send_by_reference_completes_after_ack)
 	cr_assert_eq(xvi_ss__send_ref(c, region, 100000, 100000, 2), 100000);
 	cr_expect_eq(xvi_ss__reap(c, cookies, 4), 0);
 	cr_expect_eq(s.n[0].ctx->regions[0].refs, 2u);
-	while (rcvd < 200004 && RUN_UNTIL(&s, 10000000, xvi_srq__ready(&v->rq))) {
+	while (rcvd < 200004 && RUN_UNTIL(&s, 10000000, xvi_srq__ready(&v->rcv.queue))) {
 		ssize_t r = xvi_ss__recv(v, got + rcvd, 200004 - rcvd);
 
 		cr_assert(r > 0);
@@ -855,7 +857,7 @@ Test(stream_sim, send_by_reference_completes_after_ack)
 	cr_assert_eq(rcvd, 200004u);
 	cr_assert_eq(memcmp(got, "hdr:", 4), 0);
 	cr_assert_eq(memcmp(got + 4, region_mem, sizeof(region_mem)), 0);
-	RUN_UNTIL(&s, 1000000, c->snd_una == c->snd_nxt);
+	RUN_UNTIL(&s, 1000000, c->snd.una == c->snd.nxt);
 	n += xvi_ss__reap(c, cookies + n, 4 - n);
 	cr_expect_eq(n, 2);
 	cr_expect_eq(cookies[0], 1u);
@@ -897,16 +899,16 @@ static bool drop_filter(struct sim *s, int from, const void *buf, __u32 len)
 static __u64 send_segs(struct sim *s, struct xvi_stream *c, struct xvi_stream *v, int segs,
 		       __u64 limit_us)
 {
-	__u32 total = segs * c->mss;
+	__u32 total = segs * c->snd.mss;
 	__u8 *buf = calloc(1, total);
 	__u64 t0 = s->now;
 
 	cr_assert_eq(xvi_ss__send(c, buf, total), (ssize_t)total);
 	cr_assert(RUN_UNTIL(s, limit_us, (xvi_ss__recv(v, buf, total),
-					 c->snd_una == c->snd_nxt)),
+					 c->snd.una == c->snd.nxt)),
 		  "not acknowledged within %llu us: una %u nxt %u, timeouts %llu",
-		  (unsigned long long)limit_us, c->snd_una, c->snd_nxt,
-		  (unsigned long long)c->st_.timeouts);
+		  (unsigned long long)limit_us, c->snd.una, c->snd.nxt,
+		  (unsigned long long)c->stats.timeouts);
 	free(buf);
 	return s->now - t0;
 }
@@ -923,14 +925,14 @@ Test(stream_sim, tail_loss_repaired_by_probe_not_timeout)
 	c = pair(&s, l, &v);
 	/* warm up the RTT estimate */
 	send_segs(&s, c, v, 4, 1000000);
-	d.seq[0] = c->snd_nxt + 7 * c->mss;	/* the last of 8 */
+	d.seq[0] = c->snd.nxt + 7 * c->snd.mss;	/* the last of 8 */
 	d.left[0] = 1;
 	d.n = 1;
 	s.filter = drop_filter;
 	s.fpriv = &d;
 	took = send_segs(&s, c, v, 8, 1000000);
-	cr_expect_eq(c->st_.timeouts, 0u, "tail loss cost a timeout");
-	cr_expect_geq(c->st_.tlp_probes, 1u);
+	cr_expect_eq(c->stats.timeouts, 0u, "tail loss cost a timeout");
+	cr_expect_geq(c->stats.tlp_probes, 1u);
 	cr_expect_lt(took, (__u64)c->ctx->rto_min_us, "repair took %llu us",
 		     (unsigned long long)took);
 	sim_fini(&s);
@@ -948,14 +950,14 @@ Test(stream_sim, lost_retransmission_found_by_rack)
 	c = pair(&s, l, &v);
 	send_segs(&s, c, v, 4, 1000000);
 	/* the 3rd of 30 segments is lost, and so is its first retransmission */
-	d.seq[0] = c->snd_nxt + 2 * c->mss;
+	d.seq[0] = c->snd.nxt + 2 * c->snd.mss;
 	d.left[0] = 2;
 	d.n = 1;
 	s.filter = drop_filter;
 	s.fpriv = &d;
 	took = send_segs(&s, c, v, 30, 1000000);
-	cr_expect_eq(c->st_.timeouts, 0u, "a lost retransmission waited for the RTO");
-	cr_expect_geq(c->st_.lost_retrans, 1u);
+	cr_expect_eq(c->stats.timeouts, 0u, "a lost retransmission waited for the RTO");
+	cr_expect_geq(c->stats.lost_retrans, 1u);
 	cr_expect_eq(d.ntx, 3, "transmissions of the segment: %d", d.ntx);
 	cr_expect_lt(took, (__u64)c->ctx->rto_min_us, "repair took %llu us",
 		     (unsigned long long)took);
@@ -975,7 +977,7 @@ Test(stream_sim, rto_backs_off_exponentially_and_restarts)
 	c = pair(&s, l, &v);
 	send_segs(&s, c, v, 2, 1000000);
 	/* a black hole for the head segment: every copy is lost for a while */
-	d.seq[0] = c->snd_nxt;
+	d.seq[0] = c->snd.nxt;
 	d.left[0] = 6;
 	d.n = 1;
 	s.filter = drop_filter;
@@ -985,7 +987,7 @@ Test(stream_sim, rto_backs_off_exponentially_and_restarts)
 		cr_log_info("tx %d at +%llu us", i, (unsigned long long)(d.tx_at[i] - d.tx_at[0]));
 	cr_assert_eq(d.ntx, 7, "transmissions: %d", d.ntx);
 	/* the original, one tail probe, then RTOs: 20, 40, 80, ... capped */
-	cr_expect_eq(c->st_.tlp_probes, 1u);
+	cr_expect_eq(c->stats.tlp_probes, 1u);
 	for (int i = 3; i < d.ntx; i++) {
 		__u64 gap = d.tx_at[i] - d.tx_at[i - 1], prev = d.tx_at[i - 1] - d.tx_at[i - 2];
 		__u64 want = prev * 2 > 400000 ? 400000 : prev * 2;
@@ -996,8 +998,8 @@ Test(stream_sim, rto_backs_off_exponentially_and_restarts)
 			  (unsigned long long)want);
 	}
 	/* the ACK clears the backoff: the next RTO is a plain one again */
-	cr_expect_eq(c->backoff, 0u);
-	cr_expect_leq(c->st_.timeouts, 5u);
+	cr_expect_eq(c->rtt.backoff, 0u);
+	cr_expect_leq(c->stats.timeouts, 5u);
 	sim_fini(&s);
 }
 
@@ -1009,10 +1011,12 @@ static void exchange(struct sim *s, struct xvi_stream *c, struct xvi_stream *v, 
 	__u8 buf[256] = { 0 };
 
 	cr_assert_eq(xvi_ss__send(c, buf, len), (ssize_t)len);
-	cr_assert(RUN_UNTIL(s, 100000, xvi_srq__ready(&v->rq) >= len), "request not delivered");
+	cr_assert(RUN_UNTIL(s, 100000, xvi_srq__ready(&v->rcv.queue) >= len),
+		  "request not delivered");
 	cr_assert_eq(xvi_ss__recv(v, buf, sizeof(buf)), (ssize_t)len);
 	cr_assert_eq(xvi_ss__send(v, buf, len), (ssize_t)len);
-	cr_assert(RUN_UNTIL(s, 100000, xvi_srq__ready(&c->rq) >= len), "reply not delivered");
+	cr_assert(RUN_UNTIL(s, 100000, xvi_srq__ready(&c->rcv.queue) >= len),
+		  "reply not delivered");
 	cr_assert_eq(xvi_ss__recv(c, buf, sizeof(buf)), (ssize_t)len);
 }
 
@@ -1031,26 +1035,26 @@ Test(stream_sim, ping_pong_acks_ride_on_replies)
 	v->flags |= XVI_STREAM_NODELAY;
 	for (int i = 0; i < 3; i++)
 		exchange(&s, c, v, 16);
-	c0 = c->st_.segs_sent;
-	v0 = v->st_.segs_sent;
+	c0 = c->stats.segs_sent;
+	v0 = v->stats.segs_sent;
 	for (int i = 0; i < 100; i++)
 		exchange(&s, c, v, 16);
 	/* Each request's ACK rides on its reply and each reply's on the next
 	 * request: one segment each way per exchange (plus at most the last
 	 * reply's ACK, which nothing carried). */
-	cr_expect_leq(c->st_.segs_sent - c0, 101u, "client sent %llu segments for 100 requests",
-		      (unsigned long long)(c->st_.segs_sent - c0));
-	cr_expect_eq(v->st_.segs_sent - v0, 100u, "server sent %llu segments for 100 replies",
-		     (unsigned long long)(v->st_.segs_sent - v0));
+	cr_expect_leq(c->stats.segs_sent - c0, 101u, "client sent %llu segments for 100 requests",
+		      (unsigned long long)(c->stats.segs_sent - c0));
+	cr_expect_eq(v->stats.segs_sent - v0, 100u, "server sent %llu segments for 100 replies",
+		     (unsigned long long)(v->stats.segs_sent - v0));
 	/* A request nobody answers is still acknowledged, within the hold and
 	 * before the client's tail loss probe would fire. */
-	probes0 = c->st_.tlp_probes;
+	probes0 = c->stats.tlp_probes;
 	cr_assert_eq(xvi_ss__send(c, buf, 16), 16);
-	cr_assert(RUN_UNTIL(&s, 100000, xvi_srq__ready(&v->rq) >= 16));
+	cr_assert(RUN_UNTIL(&s, 100000, xvi_srq__ready(&v->rcv.queue) >= 16));
 	cr_assert_eq(xvi_ss__recv(v, buf, sizeof(buf)), 16);
-	cr_assert(RUN_UNTIL(&s, 1000, c->snd_una == c->snd_nxt), "unanswered request not acked");
-	cr_expect_eq(c->st_.tlp_probes, probes0);
-	cr_expect(!v->interactive, "a hold that ended without a reply keeps holding");
+	cr_assert(RUN_UNTIL(&s, 1000, c->snd.una == c->snd.nxt), "unanswered request not acked");
+	cr_expect_eq(c->stats.tlp_probes, probes0);
+	cr_expect(!v->ack.interactive, "a hold that ended without a reply keeps holding");
 	sim_fini(&s);
 }
 
@@ -1078,9 +1082,9 @@ Test(stream_sim, cwnd_does_not_grow_when_the_peer_window_limits)
 	/* RFC 7661: slow start may reach twice the largest flight, which the
 	 * peer's window (32 segments) bounds; it used to grow by every byte
 	 * acknowledged, to megabytes. */
-	cr_expect_leq(c->cc.cwnd, 2 * 32 * c->mss + 2 * c->mss, "cwnd %u after 8 MiB",
+	cr_expect_leq(c->cc.cwnd, 2 * 32 * c->snd.mss + 2 * c->snd.mss, "cwnd %u after 8 MiB",
 		      c->cc.cwnd);
-	cr_expect_eq(c->st_.segs_retrans, 0u);
+	cr_expect_eq(c->stats.segs_retrans, 0u);
 	sim_fini(&s);
 	free(buf);
 }
@@ -1120,19 +1124,19 @@ Test(stream_sim, spurious_timeout_is_undone)
 	/* 12 segments in flight; every ACK comes 12 ms late, after the RTO
 	 * (at least 5 ms): the receiver was only slow, nothing was lost. */
 	cr_assert_eq(xvi_ss__send(c, buf, sizeof(buf)), (ssize_t)sizeof(buf));
-	cr_assert(RUN_UNTIL(&s, 20000, c->st_.timeouts >= 1), "no timeout");
+	cr_assert(RUN_UNTIL(&s, 20000, c->stats.timeouts >= 1), "no timeout");
 	/* The receiver's ACKs keep their order: the late ones come first. */
-	cr_assert(RUN_UNTIL(&s, 100000, c->snd_una == c->snd_nxt));
+	cr_assert(RUN_UNTIL(&s, 100000, c->snd.una == c->snd.nxt));
 	d.on = false;
-	cr_expect_eq(c->st_.timeouts, 1u);
-	cr_expect_geq(c->st_.spurious_retrans, 1u);
+	cr_expect_eq(c->stats.timeouts, 1u);
+	cr_expect_geq(c->stats.spurious_retrans, 1u);
 	/* Eifel response: the window before the timeout is back (it was one
 	 * segment after it), and RACK did not take the late originals for lost. */
 	cr_expect_geq(c->cc.cwnd, cwnd0, "cwnd %u, was %u before the timeout", c->cc.cwnd,
 		      cwnd0);
-	cr_expect_eq(c->st_.fast_retrans, 0u);
-	cr_expect_leq(c->st_.segs_retrans, 2u, "retransmissions: %llu",
-		      (unsigned long long)c->st_.segs_retrans);
-	cr_expect_eq(xvi_srq__ready(&v->rq), sizeof(buf));
+	cr_expect_eq(c->stats.fast_retrans, 0u);
+	cr_expect_leq(c->stats.segs_retrans, 2u, "retransmissions: %llu",
+		      (unsigned long long)c->stats.segs_retrans);
+	cr_expect_eq(xvi_srq__ready(&v->rcv.queue), sizeof(buf));
 	sim_fini(&s);
 }
