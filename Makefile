@@ -150,7 +150,7 @@ FUZZ_CC     ?= $(CLANG)
 FUZZ_TIME   ?= 600
 FUZZ_CFLAGS := -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined \
 	-std=gnu11 -D_GNU_SOURCE $(WARN) -Iinclude -Ilibxvi -Itools/xdp-vid -I$(B)/include
-FUZZ_LIB    := libxvi/stream/engine.c libxvi/stream/buf.c libxvi/stream/wire.c libxvi/stream/cc.c \
+FUZZ_LIB    := $(filter-out libxvi/stream/api.c,$(wildcard libxvi/stream/*.c)) \
 	libxvi/pkt/frame.c libxvi/pkt/csum.c libxvi/common/log.c tools/xdp-vid/request.c
 
 $(B)/fuzz/%: tests/fuzz/%.c $(FUZZ_LIB) $(LIB_HDRS) tools/xdp-vid/xvid.h | $(B)/fuzz

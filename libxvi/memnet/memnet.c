@@ -5,7 +5,7 @@
  * (completion = the peer's cumulative ACK passed the last byte, reported
  * through the stream's reap queue with the job as cookie) and one posted
  * receive buffer per stream that the engine fills straight from in-order
- * segments (stream/engine.c, on_data).  Progress is made inside these calls,
+ * segments (stream/input.c, on_data).  Progress is made inside these calls,
  * like every other stream call: no thread.
  */
 #include <errno.h>
