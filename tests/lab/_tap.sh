@@ -34,6 +34,11 @@ XVICAT=$T_BIN/xvi-cat
 # shellcheck disable=SC2034
 XVIPERF=$T_BIN/xvi-perf
 PY=${PYTHON:-python3}
+# The Python programs the suites run (tests/lab/helpers/*.py: each says in
+# its docstring what it does and how to call it).
+T_HELPERS=$T_ROOT/tests/lab/helpers
+# No __pycache__ in the tree from importing inet_csum.py.
+export PYTHONDONTWRITEBYTECODE=1
 T_SUITE=$(basename "$0" .sh)
 
 # shellcheck source=netns-lab/lib.sh
@@ -130,25 +135,11 @@ t_need() {
 	done
 }
 
-# Pass the whole input through so callers can show it.
-t_is_json() { "$PY" -c 'import json,sys; json.load(open(sys.argv[1]))' "$1" 2>/dev/null; }
+# Is file $1 valid JSON?
+t_is_json() { "$PY" -m json.tool "$1" >/dev/null 2>&1; }
 
 # Print the values of every key named $2 anywhere in JSON file $1, one a line.
-t_json_values() {
-	"$PY" - "$1" "$2" <<-'EOF'
-	import json, sys
-	def walk(o, key):
-	    if isinstance(o, dict):
-	        for k, v in o.items():
-	            if k == key and not isinstance(v, (dict, list)):
-	                print(v)
-	            walk(v, key)
-	    elif isinstance(o, list):
-	        for v in o:
-	            walk(v, key)
-	walk(json.load(open(sys.argv[1])), sys.argv[2])
-	EOF
-}
+t_json_values() { "$PY" "$T_HELPERS/json_values.py" "$1" "$2"; }
 
 # Kernel XDP program on a node's xv0 ("mode:id" or "none").
 t_xdp_of() { _lab_xdp_of "$(_lab_ns "$T_LAB" "$1")"; }
@@ -159,16 +150,14 @@ t_prog_map_ids() {
 	local x
 	x=$(t_xdp_of "$1")
 	[ "$x" != none ] || return 0
-	bpftool -j prog show id "${x#*:}" 2>/dev/null | "$PY" -c \
-		'import json,sys; print(*json.load(sys.stdin).get("map_ids", []), sep="\n")'
+	bpftool -j prog show id "${x#*:}" 2>/dev/null | "$PY" "$T_HELPERS/bpftool_json.py" map-ids
 }
 
 # Names of the maps with the given IDs, one a line.
 t_map_names() {
 	local id
 	for id; do
-		bpftool -j map show id "$id" 2>/dev/null | "$PY" -c \
-			'import json,sys; print(json.load(sys.stdin).get("name", ""))'
+		bpftool -j map show id "$id" 2>/dev/null | "$PY" "$T_HELPERS/bpftool_json.py" map-name
 	done
 }
 
@@ -191,49 +180,12 @@ t_ids_gone() {
 
 # ping that works with or without iputils: 3 echo requests, 1 s each,
 # success if any reply comes back.
-T_PING_PY='
-import os, select, socket, struct, sys, time
-dst = sys.argv[1]
-v6 = ":" in dst
-if v6:
-    s = socket.socket(socket.AF_INET6, socket.SOCK_RAW, socket.IPPROTO_ICMPV6)
-    req, rep = 128, 129
-else:
-    s = socket.socket(socket.AF_INET, socket.SOCK_RAW, socket.IPPROTO_ICMP)
-    req, rep = 8, 0
-ident = os.getpid() & 0xffff
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    t = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    t = (t >> 16) + (t & 0xffff)
-    t += t >> 16
-    return ~t & 0xffff
-for seq in range(3):
-    body = b"xvi-ping"
-    hdr = struct.pack("!BBHHH", req, 0, 0, ident, seq)
-    if not v6:  # the kernel fills the ICMPv6 checksum, not the ICMPv4 one
-        hdr = struct.pack("!BBHHH", req, 0, csum(hdr + body), ident, seq)
-    s.sendto(hdr + body, (dst, 0))
-    end = time.time() + 1
-    while time.time() < end:
-        r, _, _ = select.select([s], [], [], max(0, end - time.time()))
-        if not r:
-            break
-        d = s.recv(2048)
-        if not v6:
-            d = d[(d[0] & 15) * 4:]
-        if len(d) >= 8 and d[0] == rep and struct.unpack("!H", d[4:6])[0] == ident:
-            print("reply from", dst, "seq", seq)
-            sys.exit(0)
-sys.exit(1)
-'
 t_ping() {
 	local node=$1 dst=$2
 	if command -v ping >/dev/null; then
 		t_x -T 10 "$node" ping -n -c 3 -i 0.2 -W 1 "$dst" >&2
 	else
-		t_x -T 10 "$node" "$PY" -c "$T_PING_PY" "$dst" >&2
+		t_x -T 10 "$node" "$PY" "$T_HELPERS/icmp_ping.py" "$dst" >&2
 	fi
 }
 
@@ -285,18 +237,8 @@ t_xdpvi() {
 t_wait_endpoint_port() {
 	local node=$1 port=$2 i
 	for i in $(seq "$T_WAIT_TENTHS"); do
-		if t_xdpvi "$node" status --json >"$T_TMP/st.json" 2>/dev/null &&
-			"$PY" - "$T_TMP/st.json" "$port" <<-'EOF'
-			import json, sys
-			port = ":" + sys.argv[2]
-			live = [e for i in json.load(open(sys.argv[1]))["interfaces"]
-			        for e in i.get("endpoints", [])
-			        if e["tag"].endswith(port) and e.get("bind") != "pending"]
-			sys.exit(0 if live else 1)
-			EOF
-		then
-			return 0
-		fi
+		t_xdpvi "$node" status --json >"$T_TMP/st.json" 2>/dev/null &&
+			"$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/st.json" live "$port" && return 0
 		sleep 0.1
 	done
 	return 1

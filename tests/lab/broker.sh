@@ -174,7 +174,7 @@ t_setup() {
 	t_need "$XDPVI" "$XVID" "$T_B/tests/epctl" || return 1
 	chmod 0755 "$T_TMP"
 	mkdir -p "$RUN" "$BIN" "$T_TMP/w" && chmod 0755 "$RUN" "$BIN" && chmod 0777 "$T_TMP/w"
-	cp "$T_B/tests/epctl" "$T_ROOT/tests/lab/xvid_proto.py" "$BIN/" && chmod 0755 "$BIN"/* ||
+	cp "$T_B/tests/epctl" "$T_HELPERS/xvid_proto.py" "$BIN/" && chmod 0755 "$BIN"/* ||
 		return 1
 	t_lab_up bk || return 1
 	lab_at_exit "_stop_vid"

@@ -56,35 +56,15 @@ case_ping6() {
 }
 
 # 4 MiB of random bytes a -> b over TCP; the receiver's SHA-256 must match.
-T_TCP_RECV='
-import hashlib, socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("198.18.0.2", 5201)); s.listen(1); s.settimeout(10)
-open(sys.argv[1], "w").write("ready\n")
-c, _ = s.accept(); c.settimeout(10)
-h, n = hashlib.sha256(), 0
-while True:
-    d = c.recv(65536)
-    if not d:
-        break
-    h.update(d); n += len(d)
-print(n, h.hexdigest())
-'
-T_TCP_SEND='
-import hashlib, os, socket
-data = os.urandom(4 << 20)
-s = socket.create_connection(("198.18.0.2", 5201), timeout=10)
-s.sendall(data); s.close()
-print(len(data), hashlib.sha256(data).hexdigest())
-'
 case_tcp() {
 	rm -f "$T_TMP/tcp.ready"
-	t_x -T 20 b "$PY" -c "$T_TCP_RECV" "$T_TMP/tcp.ready" >"$T_TMP/tcp.recv" 2>&1 &
+	t_x -T 20 b "$PY" "$T_HELPERS/tcp_recv.py" 198.18.0.2 5201 "$T_TMP/tcp.ready" \
+		>"$T_TMP/tcp.recv" 2>&1 &
 	local rpid=$!
 	t_wait_file "$T_TMP/tcp.ready" || { wait $rpid; fail "TCP receiver did not start"; return 1; }
 	local sent got
-	sent=$(t_x -T 20 a "$PY" -c "$T_TCP_SEND" 2>&1) || {
+	sent=$(t_x -T 20 a "$PY" "$T_HELPERS/tcp_send.py" 198.18.0.2 5201 --bytes $((4 << 20)) \
+		2>&1) || {
 		wait $rpid
 		fail "TCP send a -> b failed: $sent" || return
 		return 1

@@ -64,11 +64,6 @@ case_kill9_gone() {
 	fail "status --json still lists pid $PID after kill -9"
 }
 
-T_SEND1='
-import socket, sys
-socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(sys.argv[1].encode() + b"\n",
-                                                        ("198.18.0.2", int(sys.argv[2])))
-'
 case_reopen() {
 	local tok
 	_listen second || return 1
@@ -76,7 +71,7 @@ case_reopen() {
 	t_wait_endpoint_port b "$PORT" ||
 		fail "port $PORT never reopened after kill -9: $(head -c 200 "$T_TMP/cat-second.err")" ||
 		return
-	t_x -T 30 a "$PY" -c "$T_SEND1" "$tok" "$PORT"
+	t_x -T 30 a "$PY" "$T_HELPERS/udp_send.py" 198.18.0.2 "$PORT" --message "$tok"
 	# xvi-cat exits after its one datagram (-c 1).
 	for _ in $(seq "$T_WAIT_TENTHS"); do
 		kill -0 "$PID" 2>/dev/null || break

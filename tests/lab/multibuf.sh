@@ -25,41 +25,6 @@ t_setup() {
 	t_attach a && t_attach b
 }
 
-# Kernel sender: argv = dst port payload-file sizes; the file's bytes cut
-# into datagrams of the comma-separated sizes, 50 ms apart.
-T_MB_SEND='
-import socket, sys, time
-dst, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-sizes = [int(x) for x in sys.argv[4].split(",")]
-fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
-s = socket.socket(fam, socket.SOCK_DGRAM)
-data, off = open(path, "rb").read(), 0
-for n in sizes:
-    s.sendto(data[off:off + n], (dst, port))
-    off += n
-    time.sleep(0.05)
-'
-
-# Kernel receiver: argv = bind-addr port count ready-file out-file; payloads
-# appended to out-file, one "<length> <source>" line per datagram on stdout;
-# stops after count datagrams or 60 s of silence (a bound for broken runs).
-T_MB_RECV='
-import socket, sys
-addr, port, count, ready, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4], sys.argv[5]
-fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
-s = socket.socket(fam, socket.SOCK_DGRAM)
-s.bind((addr, port)); s.settimeout(60)
-open(ready, "w").write("ready\n")
-f = open(out, "wb")
-for _ in range(count):
-    try:
-        d, src = s.recvfrom(65535)
-    except socket.timeout:
-        break
-    f.write(d); f.flush()
-    print(len(d), src[0], flush=True)
-'
-
 # Random payload bytes for the given sizes, and the expected length lines.
 _payload() {
 	local file=$1 sizes=$2 n total=0
@@ -82,7 +47,8 @@ _kernel_to_mb() {
 	local pid=$!
 	t_wait_endpoint_port b "$port" || { kill $pid 2>/dev/null; wait $pid
 		fail "receiver on b:$port never came up: $(tail -c 300 "$out.err")"; return 1; }
-	t_x -T 30 a "$PY" -c "$T_MB_SEND" "$lip" "$port" "$in" "$sizes" ||
+	t_x -T 30 a "$PY" "$T_HELPERS/udp_send.py" "$lip" "$port" --file "$in" --sizes "$sizes" \
+		--gap 0.05 ||
 		{ kill $pid 2>/dev/null; wait $pid; fail "kernel sender on node a failed"; return 1; }
 	wait $pid && rc=0 || rc=$?
 	[ $rc -eq 0 ] || { fail "mbtool recv exited $rc: $(tail -c 300 "$out.err")"; return 1; }
@@ -101,8 +67,8 @@ _mb_to_kernel() {
 	count=$(tr ',' '\n' <<<"$sizes" | wc -l)
 	_payload "$in" "$sizes"
 	rm -f "$ready"
-	t_x -T 90 "$peer" "$PY" -c "$T_MB_RECV" "$pip" "$port" "$count" "$ready" "$out" \
-		>"$out.lens" 2>&1 &
+	t_x -T 90 "$peer" "$PY" "$T_HELPERS/udp_recv.py" "$pip" "$port" --count "$count" \
+		--ready "$ready" --payloads "$out" --format '{len} {src}' >"$out.lens" 2>&1 &
 	local pid=$!
 	t_wait_file "$ready" || { wait $pid; fail "kernel receiver did not start"; return 1; }
 	# shellcheck disable=SC2086

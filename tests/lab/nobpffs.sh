@@ -94,13 +94,10 @@ _root_mounts() {
 # Kernel sender on a: 20 datagrams "xvi-nobpffs <i>" to PORT, 50 ms apart;
 # the receiver is up before it starts (status lists it), so no sleep is a
 # guess about speed.
-T_SEND='
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for i in range(20):
-    s.sendto(b"xvi-nobpffs %d\n" % i, ("198.18.0.2", int(sys.argv[1])))
-    time.sleep(0.05)
-'
+_send20() {
+	_nx a "$PY" "$T_HELPERS/udp_send.py" 198.18.0.2 "$PORT" --message 'xvi-nobpffs {i}' \
+		--count 20 --gap 0.05
+}
 
 case_root_bpffs_untouched() {
 	# The machine's own state: this suite runs with none of the lab's
@@ -134,7 +131,7 @@ case_endpoint() {
 		2>"$T_TMP/ep.err"
 	_wait_listed || { _kill_bg ep; fail "endpoint never listed: $(tail -2 "$T_TMP/ep.err")"
 		return; }
-	_nx a "$PY" -c "$T_SEND" "$PORT" || { _kill_bg ep; fail "kernel sender on a failed"
+	_send20 || { _kill_bg ep; fail "kernel sender on a failed"
 		return; }
 	# xvi-cat exits after its 20 datagrams; a lost one ends it by its
 	# silence bound, and the count below says so.
@@ -236,7 +233,7 @@ case_pins_without_sys_admin() {
 	_wait_listed || { _kill_bg cap
 		fail "endpoint without CAP_SYS_ADMIN never listed: $(tail -2 "$T_TMP/cap.err")"
 		return; }
-	_nx a "$PY" -c "$T_SEND" "$PORT" || { _kill_bg cap; fail "kernel sender on a failed"
+	_send20 || { _kill_bg cap; fail "kernel sender on a failed"
 		return; }
 	_wait_bg cap
 	_kill_bg cap

@@ -24,6 +24,7 @@ XVID=$T_BIN/xdp-vid
 RUN=$T_TMP/run			# XVI_RUN_DIR of daemon and clients
 BIN=$T_TMP/bin			# binaries nobody can run
 HELPER=$BIN/xvi-spoof
+UHELPERS=$BIN/helpers		# tests/lab/helpers, where the plain uids can read them
 VIDPID=
 BEFORE=
 # Plain uids with no capabilities, unique to this run: a segment counts
@@ -36,6 +37,8 @@ NOBODY=(setpriv --reuid=$UID1 --regid=65534 --clear-groups --inh-caps=-all)
 USER2=(setpriv --reuid=$UID2 --regid=65534 --clear-groups --inh-caps=-all)
 USER3=(setpriv --reuid=$UID3 --regid=65534 --clear-groups --inh-caps=-all)
 DENYGID=60100			# "deny gid:" in the suite's policy
+# python for the plain uids (a python under /root is not theirs to run)
+UPY=/usr/bin/python3
 
 # The spoofing client: opens an endpoint with libxvi (unprivileged: through
 # the broker) and posts whole frames with XVI_TX_FRAME.
@@ -174,10 +177,7 @@ _counts() {
 
 # Programs at TC hooks in node b (the guards), one id a line.
 _tc_prog_ids() {
-	t_x b bpftool -j net show 2>/dev/null | "$PY" -c 'import json, sys
-for ns in json.load(sys.stdin):
-    for t in ns.get("tc", []):
-        print(t.get("id", t.get("prog_id", "")))'
+	t_x b bpftool -j net show 2>/dev/null | "$PY" "$T_HELPERS/bpftool_json.py" tc-prog-ids
 }
 
 _note_ids() {
@@ -185,9 +185,8 @@ _note_ids() {
 	for id in $(t_x b ip -d -o link show | grep -E '^[0-9]+: xv[hc]' |
 		grep -oE 'prog/xdp id [0-9]+' | awk '{print $3}') $(_tc_prog_ids); do
 		echo "$id" >>"$T_TMP/prog.ids"
-		bpftool -j prog show id "$id" 2>/dev/null | "$PY" -c \
-			'import json,sys; print(*json.load(sys.stdin).get("map_ids", []), sep="\n")' \
-			>>"$T_TMP/map.ids" 2>/dev/null
+		bpftool -j prog show id "$id" 2>/dev/null |
+			"$PY" "$T_HELPERS/bpftool_json.py" map-ids >>"$T_TMP/map.ids" 2>/dev/null
 	done
 }
 
@@ -201,9 +200,10 @@ t_setup() {
 	command -v cc >/dev/null || { fail "no C compiler for the spoofing helper"; return 1; }
 	chmod 0755 "$T_TMP"
 	mkdir -p "$RUN" "$BIN" && chmod 0755 "$RUN" "$BIN"
-	# nobody needs to read and run the binaries: copy them out of the tree
-	cp "$XVICAT" "$T_BIN/xvi-perf" "$T_ROOT/tests/lab/xvid_proto.py" "$BIN/" &&
-		chmod 0755 "$BIN"/* || return 1
+	# nobody needs to read and run the binaries and helpers: copy them out
+	# of the tree
+	cp "$XVICAT" "$T_BIN/xvi-perf" "$BIN/" && cp -r "$T_HELPERS" "$UHELPERS" &&
+		chmod 0755 "$BIN"/* && chmod -R a+rX "$UHELPERS" || return 1
 	printf '%s' "$HELPER_SRC" >"$T_TMP/spoof.c"
 	cc -O1 -I"$T_ROOT/include" -o "$HELPER" "$T_TMP/spoof.c" "$T_B/lib/libxvi.a" \
 		-lxdp -lbpf -lmnl -lelf -lz -lpthread -lm 2>"$T_TMP/cc.err" ||
@@ -235,30 +235,12 @@ t_setup() {
 # As the plain uid $UID1 on node b.
 _nb() { t_x -T "${TMO:-60}" b env XVI_RUN_DIR="$RUN" "${NOBODY[@]}" "$@"; }
 
-# Kernel receiver on a: argv = port idle [ready]: prints "<line> <source
-# port>" per datagram, stops after idle seconds of silence; writes the ready
-# file once bound.
-T_RECV='
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.bind(("198.18.0.1", int(sys.argv[1])))
-s.settimeout(float(sys.argv[2]))
-if len(sys.argv) > 3:
-    open(sys.argv[3], "w").write("ready\n")
-try:
-    while True:
-        d, a = s.recvfrom(4096)
-        print(d.decode(errors="replace").strip(), a[1], flush=True)
-except socket.timeout:
-    pass
-'
-T_SEND='
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for i in range(int(sys.argv[3])):
-    s.sendto(sys.argv[2].encode() + b"\n", ("198.18.0.2", int(sys.argv[1])))
-    time.sleep(0.2)
-'
+# Kernel sender on a: _send PORT TOKEN COUNT sends COUNT datagrams "TOKEN\n"
+# to 198.18.0.2:PORT, 0.2 s apart.
+_send() {
+	t_x -T 30 a "$PY" "$T_HELPERS/udp_send.py" 198.18.0.2 "$1" --message "$2" --count "$3" \
+		--gap 0.2
+}
 
 # _listen PORT TAG COUNT SETPRIV...: start an unprivileged listener that
 # exits after COUNT datagrams (0: when killed, or after 30 s of silence);
@@ -284,13 +266,16 @@ case_unpriv_rx_tx() {
 		fail "status does not show a protected endpoint" || return
 	t_json_values "$T_TMP/st.json" uid | grep -qx "$UID1" || fail "status lacks owner uid $UID1" || return
 	_note_ids
-	t_x -T 30 a "$PY" -c "$T_SEND" 7200 "$tok" 3
+	_send 7200 "$tok" 3
 	wait_pid_gone "$LPID" "$T_WAIT_TENTHS"
 	grep -q "$tok" "$T_TMP/l-rx.out" ||
 		fail "unprivileged listener got nothing: $(head -c 300 "$T_TMP/l-rx.err")" || return
 	# TX: unprivileged sender -> kernel socket on node a
 	rm -f "$T_TMP/k.ready"
-	t_x -T 30 a "$PY" -c "$T_RECV" 9100 4 "$T_TMP/k.ready" >"$T_TMP/k.out" &
+	# Kernel receiver on a: "<line> <source port>" per datagram, until 4 s
+	# of silence.
+	t_x -T 30 a "$PY" "$T_HELPERS/udp_recv.py" 198.18.0.1 9100 --idle 4 --ready "$T_TMP/k.ready" \
+		--format '{text} {sport}' >"$T_TMP/k.out" &
 	local rpid=$!
 	t_wait_file "$T_TMP/k.ready" || { wait "$rpid"; fail "kernel receiver on a did not start"
 		return; }
@@ -308,15 +293,7 @@ case_unpriv_rx_tx() {
 # rx_dropped: "NAME ACCEPTS RX_DROPPED".
 _host_end() {
 	t_xdpvi b status --json >"$T_TMP/he.json" 2>/dev/null
-	"$PY" - "$T_TMP/he.json" "$1" <<-'EOF'
-	import json, sys
-	port = sys.argv[2]
-	for i in json.load(open(sys.argv[1]))["interfaces"]:
-	    for e in i["endpoints"]:
-	        if e["tag"].endswith(":" + port) and e.get("host_end"):
-	            print(e["host_end"]["ifname"], e["host_end"]["accepts_redirect"],
-	                  i["device"]["rx_dropped"])
-	EOF
+	"$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/he.json" host-end "$1"
 }
 
 # A frame the datapath redirects and a device refuses is counted and shown:
@@ -332,7 +309,7 @@ case_refused_counted() {
 		fail "status: host end '$host' accepts '$acc' for the live endpoint on 7210"; return; }
 	t_x b ip link set dev "xvc${host#xvh}" xdp off ||
 		{ kill "$LPID" 2>/dev/null; fail "cannot remove xvi_client from xvc${host#xvh}"; return; }
-	t_x -T 30 a "$PY" -c "$T_SEND" 7210 "$tok" 3
+	_send 7210 "$tok" 3
 	read -r host acc after <<<"$(_host_end 7210)"
 	kill "$LPID" 2>/dev/null
 	wait_pid_gone "$LPID" "$T_WAIT_TENTHS"
@@ -369,8 +346,8 @@ case_two_clients() {
 	p1=$LPID
 	_listen 7302 c2 2 "${USER2[@]}" || fail "client 2 did not come up: $(cat "$T_TMP/l-c2.err")" || return
 	p2=$LPID
-	t_x -T 30 a "$PY" -c "$T_SEND" 7301 "$t1" 2
-	t_x -T 30 a "$PY" -c "$T_SEND" 7302 "$t2" 2
+	_send 7301 "$t1" 2
+	_send 7302 "$t2" 2
 	wait_pid_gone "$p1" "$T_WAIT_TENTHS"
 	wait_pid_gone "$p2" "$T_WAIT_TENTHS"
 	grep -q "$t1" "$T_TMP/l-c1.out" || fail "client 1 missed its traffic" || return
@@ -379,17 +356,8 @@ case_two_clients() {
 	! grep -q "$t1" "$T_TMP/l-c2.out" || fail "client 2 saw client 1's traffic" || return
 }
 
-# Highest guard counter $1 of any protected endpoint in the status samples.
 # The counter $1 of the guard of the protected endpoint in status JSON $2.
-_guard() {
-	"$PY" - "$1" "$2" <<-'EOF'
-	import json, sys
-	for i in json.load(open(sys.argv[2]))["interfaces"]:
-	    for e in i["endpoints"]:
-	        if e.get("guard"):
-	            print(e["guard"][sys.argv[1]])
-	EOF
-}
+_guard() { "$PY" "$T_HELPERS/xvi_status.py" "$2" guard "$1"; }
 
 # _spoof MODE COUNTER LPORT DPORT: send spoofed frames while capturing on a.
 # Sets SEEN (spoofed frames seen on node a) and GUARD (the guard's COUNTER
@@ -403,7 +371,8 @@ _spoof() {
 	t_wait_grep "$T_TMP/cap-$mode.err" "listening on" ||
 		{ t_stop "$cpid"; fail "tcpdump on a did not start"; return 1; }
 	rm -f "$T_TMP/k-$mode.ready"
-	t_x -T 60 a "$PY" -c "$T_RECV" "$dport" 3 "$T_TMP/k-$mode.ready" >"$T_TMP/k-$mode.out" &
+	t_x -T 60 a "$PY" "$T_HELPERS/udp_recv.py" 198.18.0.1 "$dport" --idle 3 \
+		--ready "$T_TMP/k-$mode.ready" --format '{text} {sport}' >"$T_TMP/k-$mode.out" &
 	local rpid=$!
 	t_wait_file "$T_TMP/k-$mode.ready" ||
 		{ t_stop "$cpid"; fail "kernel receiver on a did not start"; return 1; }
@@ -488,39 +457,10 @@ case_kill9() {
 	[ "$rc" = 0 ] || fail "port 7400 did not reopen: ${out//$'\n'/ }"
 }
 
-T_GARBAGE='
-import glob, os, socket, struct, sys
-path = glob.glob(sys.argv[1] + "/*.sock")[0]
-REQ, RESP = 112, 304
-def talk(data):
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(3)
-    s.connect(path)
-    if data is not None:
-        s.send(data)
-    try:
-        r = s.recv(4096)
-    except socket.timeout:
-        r = b"timeout"
-    s.close()
-    return r
-def err(r):
-    return struct.unpack_from("<i", r, 12)[0] if len(r) == RESP else None
-res = []
-res.append(("short", err(talk(b"\x01" * 10))))
-res.append(("long", err(talk(os.urandom(1000)))))
-res.append(("random", err(talk(os.urandom(REQ)))))
-hdr = struct.pack("<IHHI", 0x78766962, 1, 1, REQ)
-res.append(("truncated_open", err(talk(hdr + b"\0" * 20))))
-res.append(("bad_op", err(talk(struct.pack("<IHHI", 0x78766962, 1, 99, REQ) + b"\0" * (REQ - 12)))))
-res.append(("reserved", err(talk(hdr + b"\0" * (REQ - 13) + b"\x01"))))
-for n, e in res:
-    print(n, e)
-'
-
 case_garbage() {
 	local out
-	out=$(_nb /usr/bin/python3 -c "$T_GARBAGE" "$RUN" 2>&1) || fail "garbage client: ${out//$'\n'/ }" || return
+	out=$(_nb "$UPY" "$UHELPERS/broker_requests.py" "$RUN" garbage 2>&1) ||
+		fail "garbage client: ${out//$'\n'/ }" || return
 	t_log "garbage replies: ${out//$'\n'/, }"
 	# EBADMSG (-74) for bad sizes/headers, EOPNOTSUPP (-95) for the op,
 	# EINVAL (-22) for the truncated open's zero fields
@@ -533,63 +473,29 @@ case_garbage() {
 
 # ---- broker hardening -------------------------------------------------------
 
-# python for the plain uids (a python under /root is not theirs to run)
-UPY=/usr/bin/python3
-
-# python3 on node b: bind UDP ADDR PORT, print "bound" or "errno N", hold SEC.
-T_BIND='
-import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-try:
-    s.bind((sys.argv[1], int(sys.argv[2])))
-except OSError as e:
-    print("errno", e.errno, flush=True)
-    sys.exit(0)
-print("bound", flush=True)
-time.sleep(float(sys.argv[3]))
-'
-
-# The broker protocol by hand (user/broker.h), for requests libxvi never sends.
-T_PROTO='
-import sys, time
-from xvid_proto import *
-what = sys.argv[2]
-if what == "resolve":
-    s = conn()
-    print("open", talk(s, open_req(int(sys.argv[3]))))
-    print("offlink", talk(s, resolve_req("198.19.9.9")))
-    t0 = time.monotonic()
-    print("first", talk(s, resolve_req("198.18.0.100")))
-    print("repoll", talk(s, resolve_req("198.18.0.100")))
-    print("burst", *[talk(s, resolve_req("198.18.0.%d" % (101 + i))) for i in range(40)])
-    print("secs %.3f" % (time.monotonic() - t0))
-    s.close()
-elif what == "opens":
-    errs = []
-    t0 = time.monotonic()
-    for i in range(30):
-        s = conn()
-        errs.append(talk(s, open_req(int(sys.argv[3]))))
-        s.close()
-    print("opens", *errs)
-    print("secs %.3f" % (time.monotonic() - t0))
-elif what == "conns":
-    socks, held, refused = hold_conns(int(sys.argv[3]), int(sys.argv[6]), 30)
-    print("held", held, "refused", refused, flush=True)
-    open(sys.argv[4], "w").write("ready\n")
-    time.sleep(float(sys.argv[5]))
-'
-
-# As uid $UID3 on node b: the protocol script.
+# As uid $UID3 on node b: the broker protocol by hand (xvid_proto.py), for
+# requests libxvi never sends.
 _proto() {
-	t_x -T 30 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${USER3[@]}" "$UPY" -c "$T_PROTO" \
+	t_x -T 30 b env XVI_RUN_DIR="$RUN" "${USER3[@]}" "$UPY" "$UHELPERS/broker_requests.py" \
 		"$RUN" "$@"
+}
+
+# As uid $UID2 on node b: _user2_bind ADDR PORT SEC binds a kernel UDP
+# socket, prints "bound" or "errno N", and holds the port SEC seconds.
+_user2_bind() {
+	t_x -T $((${3%.*} + 10)) b "${USER2[@]}" "$UPY" "$UHELPERS/udp_bind.py" "$1" "$2" --hold "$3"
+}
+
+# _bucket_allows N SECS: N is within what the daemon's token bucket (20,
+# then 5 a second) can have granted in SECS seconds, plus one.
+_bucket_allows() {
+	awk -v n="$1" -v s="$2" 'BEGIN { g = int(5 * s); if (g < 5 * s) g++; exit !(n <= 20 + g + 1) }'
 }
 
 case_port_kernel_held() {
 	local out rc bpid
 	# a kernel socket of another uid holds 0.0.0.0:7710
-	t_x -T 15 b "${USER2[@]}" "$UPY" -c "$T_BIND" 0.0.0.0 7710 6 >"$T_TMP/bind1.out" 2>&1 &
+	_user2_bind 0.0.0.0 7710 6 >"$T_TMP/bind1.out" 2>&1 &
 	bpid=$!
 	t_wait_file "$T_TMP/bind1.out" && grep -q bound "$T_TMP/bind1.out" ||
 		fail "the kernel socket did not bind: $(cat "$T_TMP/bind1.out")" || return
@@ -603,14 +509,14 @@ case_port_kernel_held() {
 	# and the other way round: an open endpoint's port refuses kernel binds
 	_listen 7711 resv "" "${NOBODY[@]}" || fail "listener did not come up: $(cat "$T_TMP/l-resv.err")" || return
 	for a in 0.0.0.0 198.18.0.2; do
-		out=$(t_x -T 10 b "${USER2[@]}" "$UPY" -c "$T_BIND" "$a" 7711 0)
+		out=$(_user2_bind "$a" 7711 0)
 		[ "$out" = "errno 98" ] || { kill "$LPID"; fail "kernel bind $a:7711 while the endpoint is open: $out"; return; }
 	done
 	kill "$LPID"
 	wait_pid_gone "$LPID" "$T_WAIT_TENTHS"
 	# released with the endpoint (the daemon's 200 ms tick; bounded wait)
 	for _ in $(seq "$T_WAIT_TENTHS"); do
-		out=$(t_x -T 10 b "${USER2[@]}" "$UPY" -c "$T_BIND" 198.18.0.2 7711 0)
+		out=$(_user2_bind 198.18.0.2 7711 0)
 		[ "$out" = bound ] && break
 		sleep 0.1
 	done
@@ -631,12 +537,10 @@ case_resolve_limit() {
 	# client: never more than 20 + 5 per second, "first" included.
 	busy=$(awk '$1 == "burst" {for (i = 2; i <= NF; i++) if ($i == -16) n++} END {print n + 0}' <<<"$out")
 	secs=$(awk '$1 == "secs" {print $2}' <<<"$out")
-	"$PY" -c 'import math, sys
-busy, secs = int(sys.argv[1]), float(sys.argv[2])
-sys.exit(0 if 40 - busy + 1 <= 20 + math.ceil(5 * secs) + 1 else 1)' "$busy" "${secs:-0}" ||
+	_bucket_allows $((40 - busy + 1)) "${secs:-0}" ||
 		fail "$((40 - busy)) of 40 RESOLVEs served in ${secs}s: more than the bucket holds" ||
 		return
-	[ "$busy" -ge 1 ] || [ "$("$PY" -c "print(int(20 + 5 * ${secs:-0} + 1 >= 41))")" = 1 ] ||
+	[ "$busy" -ge 1 ] || awk -v s="${secs:-0}" 'BEGIN { exit !(20 + 5 * s + 1 >= 41) }' ||
 		fail "no RESOLVE refused in ${secs}s" || return
 	[ "$(awk '$1 == "first" {print $2}' <<<"$out")" = -11 ] ||
 		fail "the first RESOLVE was not served" || return
@@ -661,7 +565,7 @@ case_open_rate() {
 	# are charged nothing, so the port must be an allowed one.  How many
 	# the bucket holds depends on how long the OPENs took, measured by the
 	# client: never more than 20 + 5 per second.
-	t_x -T 40 b "${USER2[@]}" "$UPY" -c "$T_BIND" 0.0.0.0 7760 30 >"$T_TMP/bind-or.out" 2>&1 &
+	_user2_bind 0.0.0.0 7760 30 >"$T_TMP/bind-or.out" 2>&1 &
 	bpid=$!
 	t_wait_file "$T_TMP/bind-or.out" && grep -q bound "$T_TMP/bind-or.out" ||
 		{ kill "$bpid"; fail "the kernel socket did not bind: $(cat "$T_TMP/bind-or.out")"
@@ -674,9 +578,7 @@ case_open_rate() {
 	limited=$(awk '$1 == "opens" {for (i = 2; i <= NF; i++) if ($i == -11) n++} END {print n + 0}' \
 		<<<"$out")
 	secs=$(awk '$1 == "secs" {print $2}' <<<"$out")
-	"$PY" -c 'import math, sys
-limited, secs = int(sys.argv[1]), float(sys.argv[2])
-sys.exit(0 if 30 - limited <= 20 + math.ceil(5 * secs) + 1 else 1)' "$limited" "${secs:-0}" ||
+	_bucket_allows $((30 - limited)) "${secs:-0}" ||
 		fail "$((30 - limited)) of 30 OPENs decided in ${secs}s: more than the bucket holds" ||
 		return
 	[ "$(awk '$1 == "opens" {print $2}' <<<"$out")" = -98 ] ||
@@ -688,9 +590,8 @@ case_conn_limit() {
 	# the ready file is written as uid $UID1
 	mkdir -p "$T_TMP/flood" && chmod 0777 "$T_TMP/flood"
 	# uid $UID1 tries to take every connection slot the daemon has
-	t_x -T 60 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${NOBODY[@]}" "$UPY" -c "$T_PROTO" \
-		"$RUN" conns 340 \
-		"$T_TMP/flood/ready" 3 16 >"$T_TMP/conns.out" 2>&1 &
+	t_x -T 60 b env XVI_RUN_DIR="$RUN" "${NOBODY[@]}" "$UPY" "$UHELPERS/broker_requests.py" \
+		"$RUN" conns 340 "$T_TMP/flood/ready" 3 16 >"$T_TMP/conns.out" 2>&1 &
 	ppid=$!
 	t_wait_file "$T_TMP/flood/ready" ||
 		{ kill "$ppid"; fail "connection flood did not finish: $(cat "$T_TMP/conns.out")"; return; }
@@ -752,7 +653,7 @@ case_reattach() {
 	err=$(t_xdpvi b attach "$LAB_IFACE" 2>&1) || fail "attach: $err" || return
 	_listen 7740 re 3 "${NOBODY[@]}" || fail "listener did not come up: $(cat "$T_TMP/l-re.err")" || return
 	_note_ids
-	t_x -T 30 a "$PY" -c "$T_SEND" 7740 "$tok" 3
+	_send 7740 "$tok" 3
 	wait_pid_gone "$LPID" "$T_WAIT_TENTHS"
 	grep -q "$tok" "$T_TMP/l-re.out" ||
 		fail "endpoint opened after detach+attach got nothing (stale maps?)" || return

@@ -46,76 +46,30 @@ _impair() {
 	err=$(lab_impair --name "$T_LAB" "$1" 2>&1) || { fail "lab_impair '$1': $err"; return 1; }
 }
 
-# Kernel sender on a: argv = dst port count gap_us [seconds]; datagram i is
-# "seq <i> <dots>\n", 64 bytes.  With seconds > 0: send as fast as possible
-# for that long (count ignored), 1400-byte datagrams.
-T_SEND='
-import socket, sys, time
-dst, port, n, gap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]) / 1e6
-secs = float(sys.argv[5]) if len(sys.argv) > 5 else 0
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-if secs:
-    pad, end, i = b"x" * 1380, time.monotonic() + secs, 0
-    while time.monotonic() < end:
-        try:
-            s.sendto(b"seq %d " % i + pad, (dst, port)); i += 1
-        except OSError:
-            pass
-    print(i)
-    sys.exit(0)
-for i in range(n):
-    s.sendto((b"seq %d " % i).ljust(63, b".") + b"\n", (dst, port))
-    if gap:
-        time.sleep(gap)
-'
+# Kernel sender on a: _send_seq SECS PORT COUNT GAP sends COUNT datagrams
+# "seq <i> ...\n" of 64 bytes to 198.18.0.2:PORT, GAP seconds apart, in at
+# most SECS seconds.
+_send_seq() {
+	t_x -T "$1" a "$PY" "$T_HELPERS/udp_send.py" 198.18.0.2 "$2" --message 'seq {i} ' \
+		--fill-to 64 --count "$3" --gap "$4"
+}
 
-# Kernel receiver: argv = bind port ready idle max [last]; one line per
-# datagram: "<seconds since start> <seq>"; stops after `idle` s of silence
-# once something arrived, after `max` s, or right after sequence number
-# `last`.
-T_RECV='
-import socket, sys, time
-addr, port, ready, idle, mx = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4]), float(sys.argv[5])
-last = sys.argv[6].encode() if len(sys.argv) > 6 else None
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
-s.bind((addr, port))
-t0 = time.monotonic(); got = False
-open(ready, "w").write("ready\n")
-while time.monotonic() - t0 < mx:
-    s.settimeout(idle if got else max(0.01, mx - (time.monotonic() - t0)))
-    try:
-        d = s.recv(65535)
-    except socket.timeout:
-        break
-    got = True
-    f = d.split()
-    print("%.4f %s %d" % (time.monotonic() - t0, f[1].decode() if len(f) > 1 else "?", len(d)),
-          flush=True)
-    if last is not None and len(f) > 1 and f[1] == last:
-        break
-'
-
-# _recv_start PORT IDLE MAX [LAST]: kernel receiver on b in the background;
-# sets RPID.
+# _recv_start PORT IDLE MAX [LAST]: kernel receiver on b in the background,
+# one line "<seconds since start> <seq> <length>" per datagram in
+# $T_TMP/recv-PORT.out; it stops after IDLE s of silence once something
+# arrived, after MAX s, or right after sequence number LAST.  Sets RPID.
 _recv_start() {
 	local ready=$T_TMP/recv-$1.ready
 	rm -f "$ready" "$T_TMP/recv-$1.out"
-	t_x -T $(($3 + 5)) b "$PY" -c "$T_RECV" 198.18.0.2 "$1" "$ready" "$2" "$3" ${4:+"$4"} \
-		>"$T_TMP/recv-$1.out" 2>"$T_TMP/recv-$1.err" &
+	t_x -T $(($3 + 5)) b "$PY" "$T_HELPERS/udp_recv.py" 198.18.0.2 "$1" --ready "$ready" \
+		--idle "$2" --max "$3" ${4:+--last "$4"} --rcvbuf $((4 << 20)) \
+		--format '{time:.4f} {seq} {len}' >"$T_TMP/recv-$1.out" 2>"$T_TMP/recv-$1.err" &
 	RPID=$!
 	t_wait_file "$ready" || { fail "kernel receiver on b did not start"; return 1; }
 }
 
-# |d - n p| <= 4 sigma, sigma = sqrt(n p (1 - p)): a false alarm once in
-# ~16000 runs; the bound follows n instead of a fixed fudge.
-_binomial_ok() {
-	"$PY" -c 'import math, sys
-d, n, p = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
-s = math.sqrt(n * p * (1 - p))
-print("dropped %d of %d, expected %.1f +- %.1f (4 sigma)" % (d, n, n * p, 4 * s))
-sys.exit(0 if abs(d - n * p) <= 4 * s else 1)' "$@"
-}
+# _binomial_ok D N P: D of N within 4 sigma of N P.
+_binomial_ok() { "$PY" "$T_HELPERS/binomial_bound.py" "$@"; }
 
 # ---- cases -----------------------------------------------------------------
 
@@ -180,16 +134,14 @@ case_udp_xvi() {
 	pid=$!
 	t_wait_endpoint_port b 7100 || { kill $pid; wait $pid; fail "listener never came up"
 		return 1; }
-	t_x a "$PY" -c 'import socket, sys, time
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-for l in open(sys.argv[1], "rb").read().splitlines(keepends=True):
-    s.sendto(l, ("198.18.0.2", 7100)); time.sleep(0.05)' "$in" ||
+	t_x a "$PY" "$T_HELPERS/udp_send.py" 198.18.0.2 7100 --lines "$in" --gap 0.05 ||
 		{ wait $pid; fail "kernel sender failed"; return 1; }
 	wait $pid && rc=0 || rc=$?
 	cmp -s "$in" "$out" || fail "kernel -> xvi via m: got '$(head -c 100 "$out")'" \
 		"(xvi-cat exit $rc: $(head -c 200 "$out.err"))" || return
 	# Back: AF_XDP TX on b lands on m's xvb (GRO off there: this checks it).
-	t_x -T 8 a "$PY" -c "$T_RECV" 198.18.0.1 7102 "$T_TMP/r2.ready" 2 6 >"$T_TMP/r2.out" &
+	t_x -T 8 a "$PY" "$T_HELPERS/udp_recv.py" 198.18.0.1 7102 --ready "$T_TMP/r2.ready" --idle 2 \
+		--max 6 --rcvbuf $((4 << 20)) --format '{time:.4f} {seq} {len}' >"$T_TMP/r2.out" &
 	pid=$!
 	t_wait_file "$T_TMP/r2.ready" || { wait $pid; fail "receiver on a did not start"; return 1; }
 	printf 'back-1 x\nback-2 y\n' | t_x b "$XVICAT" -u --iface "$LAB_IFACE" 198.18.0.1 7102 \
@@ -205,25 +157,11 @@ case_raw_frame() {
 	local tok
 	tok=$(od -An -N6 -tx1 /dev/urandom | tr -d ' \n')
 	_impair none || return
-	t_x -T 8 b "$PY" -c 'import socket, sys, time
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(0x88B5))
-s.bind(("xv0", 0)); s.settimeout(4)
-open(sys.argv[2], "w").write("ready\n")
-end = time.time() + 4
-while time.time() < end:
-    d = s.recv(2048)
-    if sys.argv[1].encode() in d:
-        print("got"); sys.exit(0)
-sys.exit(1)' "$tok" "$T_TMP/raw.ready" >"$T_TMP/raw.out" 2>&1 &
+	t_x -T 8 b "$PY" "$T_HELPERS/raw_frame_wait.py" "$LAB_IFACE" "$tok" "$T_TMP/raw.ready" \
+		--seconds 4 >"$T_TMP/raw.out" 2>&1 &
 	local pid=$!
 	t_wait_file "$T_TMP/raw.ready" || { wait $pid; fail "raw receiver did not start"; return 1; }
-	t_x a "$PY" -c 'import socket, sys
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind(("xv0", 0))
-dst = bytes.fromhex(sys.argv[1].replace(":", ""))
-src = s.getsockname()[4]
-for _ in range(3):
-    s.send(dst + src + b"\x88\xb5" + sys.argv[2].encode().ljust(46, b"."))' "$(_mac b)" "$tok" ||
+	t_x a "$PY" "$T_HELPERS/raw_frame_send.py" "$LAB_IFACE" "$(_mac b)" "$tok" --count 3 ||
 		{ wait $pid; fail "raw sender failed"; return 1; }
 	wait $pid || fail "0x88B5 frame from a never reached b through m: $(<"$T_TMP/raw.out")"
 }
@@ -235,7 +173,7 @@ _loss_run() {
 	local tag=$1
 	_impair 'ab:loss=30%,seed=1' || return
 	_recv_start 7200 1.5 20 || return
-	t_x -T 20 a "$PY" -c "$T_SEND" 198.18.0.2 7200 $N_LOSS 200 ||
+	_send_seq 20 7200 $N_LOSS 0.0002 ||
 		{ wait "$RPID"; fail "sender failed"; return 1; }
 	wait "$RPID"
 	lab_relay_stop --name "$T_LAB"
@@ -286,7 +224,7 @@ case_dup() {
 	_static_neigh || return
 	_impair 'ab:dup=20%,seed=3' || return
 	_recv_start 7300 1.5 15 || return
-	t_x -T 15 a "$PY" -c "$T_SEND" 198.18.0.2 7300 $n 300 || { wait "$RPID"; fail "sender"; return 1; }
+	_send_seq 15 7300 $n 0.0003 || { wait "$RPID"; fail "sender"; return 1; }
 	wait "$RPID"
 	_rs_fetch || fail "no relay counters" || return
 	got=$(wc -l <"$T_TMP/recv-7300.out")
@@ -303,14 +241,10 @@ case_dup() {
 # Frames the datapath took for the endpoint on port $1 (stats JSON $2):
 # delivered plus dropped for a bad checksum.
 _seen() {
-	"$PY" -c 'import json, sys
-n = 0
-for i in json.load(open(sys.argv[1]))["interfaces"]:
-    for e in i.get("endpoints", []):
-        if e["tag"].endswith(":" + sys.argv[2]):
-            c = e["counters"]
-            n = c["rx_frames"] + c["drop_bad_l4_csum"] + c["drop_bad_ip_csum"]
-print(n)' "$2" "$1" 2>/dev/null || echo 0
+	local n
+	n=$("$PY" "$T_HELPERS/xvi_status.py" "$2" counters "$1" rx_frames drop_bad_l4_csum \
+		drop_bad_ip_csum 2>/dev/null | tail -1)
+	echo "${n:-0}"
 }
 
 # corrupt: corrupted UDP frames to an xvi endpoint are dropped by the
@@ -324,7 +258,7 @@ case_corrupt() {
 	pid=$!
 	t_wait_endpoint_port b 7400 || { kill $pid; wait $pid; fail "listener never came up"
 		return 1; }
-	t_x -T 30 a "$PY" -c "$T_SEND" 198.18.0.2 7400 $n 500 || { kill $pid; wait $pid; fail "sender"
+	_send_seq 30 7400 $n 0.0005 || { kill $pid; wait $pid; fail "sender"
 		return 1; }
 	# Every frame reaches b (corruption drops nothing): wait until the
 	# datapath has delivered or dropped all n, then read its counters while
@@ -338,12 +272,8 @@ case_corrupt() {
 	wait $pid
 	_rs_fetch || fail "no relay counters" || return
 	corr=$(_rs ab.corrupted) rx=$(_rs ab.rx_frames)
-	bad=$("$PY" -c 'import json, sys
-for i in json.load(open(sys.argv[1]))["interfaces"]:
-    for e in i.get("endpoints", []):
-        if e["tag"].endswith(":7400"):
-            print(e["counters"]["drop_bad_l4_csum"] + e["counters"]["drop_bad_ip_csum"])' \
-		"$T_TMP/cor.json")
+	bad=$("$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/cor.json" counters 7400 drop_bad_l4_csum \
+		drop_bad_ip_csum)
 	got=$(grep -c '^seq [0-9]* \.*$' "$out")
 	t_log "corrupt=20%: $n sent, relay rx $rx corrupted $corr, datapath bad csum ${bad:-?}," \
 		"delivered intact $got, delivered lines $(wc -l <"$out")"
@@ -368,19 +298,13 @@ case_blackhole() {
 	_impair 'ab:blackhole=2s/60s@5f,seed=5' || return
 	# Done at the last datagram; 10 s of silence is a broken run.
 	_recv_start 7500 10 40 99 || return
-	t_x -T 40 a "$PY" -c "$T_SEND" 198.18.0.2 7500 100 50000 || { wait "$RPID"; fail "sender"
+	_send_seq 40 7500 100 0.05 || { wait "$RPID"; fail "sender"
 		return 1; }
 	wait "$RPID"
 	_rs_fetch || fail "no relay counters" || return
 	# The longest run of missing sequence numbers, the sequence numbers
 	# around it, and how long the receiver waited across it.
-	gap=$("$PY" -c 'import sys
-rows = [l.split() for l in open(sys.argv[1])]
-rows = sorted((int(r[1]), float(r[0])) for r in rows if r[1].isdigit())
-best = (0, -1, -1, 0.0)
-for (a, ta), (b, tb) in zip(rows, rows[1:]):
-    best = max(best, (b - a - 1, a, b, tb - ta))
-print(len(rows), best[0], best[1], best[2], "%.2f" % best[3])' "$T_TMP/recv-7500.out")
+	gap=$("$PY" "$T_HELPERS/udp_recv_stats.py" longest-gap "$T_TMP/recv-7500.out")
 	drops=$(_rs ab.drop_blackhole)
 	t_log "blackhole: received/longest gap/before/after/seconds = $gap, drop_blackhole $drops"
 	read -r got miss before after secs <<<"$gap"
@@ -394,7 +318,7 @@ print(len(rows), best[0], best[1], best[2], "%.2f" % best[3])' "$T_TMP/recv-7500
 	[ "$after" -lt 99 ] || fail "traffic did not resume after the window" || return
 	# The window is 2 s of the relay's clock: the receiver waited at least
 	# most of it (scheduling can only shorten the gap it sees a little).
-	"$PY" -c 'import sys; sys.exit(0 if float(sys.argv[1]) >= 1.5 else 1)' "$secs" ||
+	awk -v s="$secs" 'BEGIN { exit !(s >= 1.5) }' ||
 		fail "the receiver waited only ${secs}s across a 2 s blackhole" || return
 	[ "$got" -eq $((100 - miss)) ] || fail "$got received: loss outside the window"
 }
@@ -406,15 +330,11 @@ case_rate() {
 	_static_neigh || return
 	_impair 'ab:rate=20mbit,seed=6' || return
 	_recv_start 7600 1 10 || return
-	sent=$(t_x -T 10 a "$PY" -c "$T_SEND" 198.18.0.2 7600 0 0 2) ||
+	sent=$(t_x -T 10 a "$PY" "$T_HELPERS/udp_blast.py" 198.18.0.2 7600 2) ||
 		{ wait "$RPID"; fail "sender failed"; return 1; }
 	wait "$RPID"
 	_rs_fetch || fail "no relay counters" || return
-	rate=$("$PY" -c 'import sys
-r = [l.split() for l in open(sys.argv[1])]
-t = float(r[-1][0]) - float(r[0][0]) if len(r) > 1 else 0
-b = sum(int(x[2]) + 42 for x in r[1:])
-print(int(b * 8 / t) if t > 0 else 0, len(r))' "$T_TMP/recv-7600.out")
+	rate=$("$PY" "$T_HELPERS/udp_recv_stats.py" rate "$T_TMP/recv-7600.out")
 	t_log "rate=20mbit: a sent $sent datagrams in 2 s, b received ${rate#* } at" \
 		"$((${rate% *} / 1000)) kbit/s (Ethernet bytes), queue drops $(_rs ab.drop_queue)"
 	[ "${rate% *}" -gt 0 ] || fail "nothing arrived" || return

@@ -19,32 +19,10 @@ t_setup() {
 	t_attach b
 }
 
-# Kernel socket that holds ADDR PORT: binds, writes READY, then holds the
-# port while the file READY exists (at most SEC seconds), or exits 98 at
-# once if the port is taken.
-T_HOLD='
-import os, socket, sys, time
-addr, port, ready, sec = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
-fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
-s = socket.socket(fam, socket.SOCK_DGRAM)
-if fam == socket.AF_INET6:
-    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
-try:
-    s.bind((addr, port))
-except OSError as e:
-    print("bind", addr, port, e, file=sys.stderr)
-    sys.exit(98 if e.errno == 98 else 1)
-open(ready, "w").write("ready\n")
-end = time.monotonic() + sec
-while os.path.exists(ready) and time.monotonic() < end:
-    time.sleep(0.05)
-'
-
 # Try a kernel bind() of ADDR PORT: exit 0 bound, 98 EADDRINUSE, 1 other.
 _kbind() {
 	local node=$1 addr=$2 port=$3
-	rm -f "$T_TMP/kb.ready"
-	t_x -T 10 "$node" "$PY" -c "$T_HOLD" "$addr" "$port" "$T_TMP/kb.ready" 0 2>>"$T_TMP/kb.err"
+	t_x -T 10 "$node" "$PY" "$T_HELPERS/udp_bind.py" "$addr" "$port" >/dev/null 2>>"$T_TMP/kb.err"
 }
 
 # Start a kernel holder of ADDR PORT on node b until _unhold (at most SEC
@@ -52,7 +30,8 @@ _kbind() {
 _hold() {
 	local addr=$1 port=$2 sec=$3
 	rm -f "$T_TMP/hold.ready"
-	t_x -T $((sec + 10)) b "$PY" -c "$T_HOLD" "$addr" "$port" "$T_TMP/hold.ready" "$sec" &
+	t_x -T $((sec + 10)) b "$PY" "$T_HELPERS/udp_bind.py" "$addr" "$port" \
+		--ready "$T_TMP/hold.ready" --hold "$sec" >/dev/null &
 	HOLD_PID=$!
 	t_wait_file "$T_TMP/hold.ready" || { wait $HOLD_PID; fail "kernel holder did not bind $addr:$port"; return 1; }
 }
@@ -81,11 +60,7 @@ _listen() {
 # One datagram from node a ends a listener started by _listen.
 _poke() {
 	local addr=$1 port=$2
-	t_x -T 10 a "$PY" -c '
-import socket, sys
-a, p = sys.argv[1], int(sys.argv[2])
-s = socket.socket(socket.AF_INET6 if ":" in a else socket.AF_INET, socket.SOCK_DGRAM)
-s.sendto(b"xvi-reserve\n", (a, p))' "$addr" "$port"
+	t_x -T 10 a "$PY" "$T_HELPERS/udp_send.py" "$addr" "$port" --message xvi-reserve
 }
 
 # Open must fail while a kernel socket holds the port, and work after.

@@ -66,12 +66,7 @@ _bg() {
 # Endpoints `xdp-vi status --json` lists on node b: "port pid queue mode" lines.
 _endpoints() {
 	t_xdpvi b status --json >"$T_TMP/st.json" 2>/dev/null || return 1
-	"$PY" - "$T_TMP/st.json" <<-'EOF'
-	import json, sys
-	for i in json.load(open(sys.argv[1]))["interfaces"]:
-	    for e in i.get("endpoints") or []:
-	        print(e["tag"].rsplit(":", 1)[1], e["pid"], e["queue"], e["mode"])
-	EOF
+	"$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/st.json" endpoints
 }
 
 # Wait (bounded, ~5 s) until _endpoints prints exactly the lines of $1.
@@ -85,57 +80,13 @@ _wait_endpoints() {
 	fail "xdp-vi status lists [${got//$'\n'/, }], expected [${want//$'\n'/, }]"
 }
 
-# Kernel client on node a: argv = dst first-port nports count window jumbo.
-# One connected socket per port; rounds of `window` datagrams per port
-# ("port=P seq=S " + filler), then every reply must come back within 5 s,
-# exactly "R" + the datagram, from (dst, P).  Prints "ok N" or the error.
-T_CLIENT='
-import select, socket, sys, time
-dst, p0, n, count, win, jumbo = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), sys.argv[6] == "1"
-fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
-def payload(p, s):
-    head = ("port=%d seq=%d " % (p, s)).encode()
-    size = 2000 + (s * 997 + p * 13) % 6000 if jumbo else 30 + (s * 37 + p) % 1000
-    return head + bytes((p + s + j) % 251 for j in range(size - len(head)))
-socks = {}
-for p in range(p0, p0 + n):
-    s = socket.socket(fam, socket.SOCK_DGRAM)
-    s.connect((dst, p))
-    socks[s.fileno()] = (s, p)
-total = 0
-for base in range(0, count, win):
-    pending = {}
-    for fd, (s, p) in socks.items():
-        for q in range(base, min(base + win, count)):
-            d = payload(p, q)
-            s.send(d)
-            pending[(p, q)] = d
-    end = time.time() + 5
-    while pending and time.time() < end:
-        r, _, _ = select.select([s for s, _ in socks.values()], [], [], max(0, end - time.time()))
-        for s in r:
-            p = socks[s.fileno()][1]
-            try:
-                d = s.recv(65535)
-            except ConnectionRefusedError:
-                print("port %d refused (ICMP unreachable)" % p); sys.exit(1)
-            try:
-                q = int(d[1:].split(b" ")[1].split(b"=")[1])
-            except (IndexError, ValueError):
-                print("port %d: malformed reply %r" % (p, d[:40])); sys.exit(1)
-            want = pending.pop((p, q), None)
-            if want is None or d != b"R" + want:
-                print("port %d seq %d: unexpected or wrong reply %r" % (p, q, d[:40])); sys.exit(1)
-            total += 1
-    if pending:
-        print("%d replies missing, e.g. port %d seq %d" % ((len(pending),) + min(pending))); sys.exit(1)
-print("ok", total)
-'
-
-# _client PORT0 NPORTS COUNT WINDOW JUMBO: run T_CLIENT on node a.
+# _client PORT0 NPORTS COUNT WINDOW JUMBO: kernel sockets on node a send
+# "port=P seq=S ..." datagrams to NPORTS ports from PORT0 on, in rounds of
+# WINDOW per port, COUNT per port in all (jumbo sizes if JUMBO is 1); each
+# endpoint must answer every one with "R" + the datagram.
 _client() {
 	local out
-	out=$(t_x -T 120 a "$PY" -c "$T_CLIENT" 198.18.0.2 "$@" 2>&1)
+	out=$(t_x -T 120 a "$PY" "$T_HELPERS/udp_echo_client.py" 198.18.0.2 "$@" 2>&1)
 	t_log "client $*: $out"
 	[ "${out%% *}" = ok ] || fail "kernel client: $out"
 }
@@ -156,7 +107,7 @@ case_kernel_facts() {
 	_bg "$T_TMP/facts.pid" "$T_TMP/facts.out" b 30 "$XSKSHARE" -i "$LAB_IFACE" -p 7190 -r "$r"
 	local w=$BG_WRAP
 	t_wait_file "$r" 100 || { wait "$w"; fail "xskshare never got to its receive fact: $(tail -3 "$T_TMP/facts.out")"; return 1; }
-	t_x -T 10 a "$PY" -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(b"facts", ("198.18.0.2", 7190))'
+	t_x -T 10 a "$PY" "$T_HELPERS/udp_send.py" 198.18.0.2 7190 --message facts --no-newline
 	wait "$w" && rc=0 || rc=$?
 	out=$(cat "$T_TMP/facts.out")
 	t_log "${out//$'\n'/ | }"

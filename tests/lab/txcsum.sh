@@ -28,130 +28,30 @@ t_setup() {
 	t_attach b
 }
 
-# The RFC 1071 sum both programs below check or build checksums with.
-T_PY_FOLD='
-import struct
-def fold(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return s
-'
-
-# Kernel receiver on node a: argv = bind-addr port count ready-file.  A UDP
-# socket plus an AF_PACKET tap on xv0 that checks the UDP checksum of every
-# incoming frame for the port.  Prints "DGRAM <hex>" per datagram,
-# "FRAME ok|bad|zero <csum>" per captured frame, then "CSUMERR <n>": the
-# growth of the kernel's UDP checksum error counter.  Exits after count
-# datagrams or 60 s of silence (a bound for broken runs only).
-T_RECV="$T_PY_FOLD"'
-import select, socket, struct, sys
-addr, port, count, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-v6 = ":" in addr
-def csum_errors():
-    if v6:
-        for l in open("/proc/net/snmp6"):
-            k, v = l.split()
-            if k == "Udp6InCsumErrors":
-                return int(v)
-    else:
-        rows = [l.split() for l in open("/proc/net/snmp") if l.startswith("Udp:")]
-        return int(rows[1][rows[0].index("InCsumErrors")])
-    return 0
-def check(f):
-    et = struct.unpack("!H", f[12:14])[0]
-    if et == 0x0800 and not v6:
-        ip = f[14:]
-        ihl = (ip[0] & 15) * 4
-        if ip[9] != 17:
-            return None
-        tot = struct.unpack("!H", ip[2:4])[0]
-        udp = ip[ihl:tot]
-        ph = ip[12:20] + struct.pack("!BBH", 0, 17, len(udp))
-    elif et == 0x86DD and v6:
-        ip = f[14:]
-        if ip[6] != 17:
-            return None
-        plen = struct.unpack("!H", ip[4:6])[0]
-        udp = ip[40:40 + plen]
-        ph = ip[8:40] + struct.pack("!I", len(udp)) + b"\0\0\0\x11"
-    else:
-        return None
-    if len(udp) < 8 or struct.unpack("!H", udp[2:4])[0] != port:
-        return None
-    c = struct.unpack("!H", udp[6:8])[0]
-    if c == 0:
-        return "zero 0"
-    return ("ok " if fold(ph + udp) == 0xffff else "bad ") + "%04x" % c
-fam = socket.AF_INET6 if v6 else socket.AF_INET
-u = socket.socket(fam, socket.SOCK_DGRAM)
-u.bind((addr, port))
-p = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-p.bind(("xv0", 0))
-base = csum_errors()
-open(ready, "w").write("ready\n")
-got = 0
-while got < count:
-    r, _, _ = select.select([u, p], [], [], 60)
-    if not r:
-        break
-    if p in r:
-        f, a = p.recvfrom(65535)
-        if a[2] != socket.PACKET_OUTGOING:
-            res = check(f)
-            if res:
-                print("FRAME", res, flush=True)
-    if u in r:
-        d, src = u.recvfrom(65535)
-        print("DGRAM", d.hex(), flush=True)
-        got += 1
-p.setblocking(False)
-try:
-    while True:
-        f, a = p.recvfrom(65535)
-        if a[2] != socket.PACKET_OUTGOING:
-            res = check(f)
-            if res:
-                print("FRAME", res, flush=True)
-except BlockingIOError:
-    pass
-print("CSUMERR", csum_errors() - base, flush=True)
-'
-
-# Raw sender on node b: argv = dst-mac port good|bad payload.  One IPv4 UDP
-# datagram 198.18.0.2 -> 198.18.0.1 built by hand, its UDP checksum right or
-# deliberately wrong, sent with AF_PACKET (no kernel checksum help).
-T_RAW_SEND="$T_PY_FOLD"'
-import socket, struct, sys
-mac, port, kind, payload = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4].encode()
-src, dst = socket.inet_aton("198.18.0.2"), socket.inet_aton("198.18.0.1")
-ulen = 8 + len(payload)
-udp = struct.pack("!HHHH", 40001, port, ulen, 0) + payload
-c = ~fold(src + dst + struct.pack("!BBH", 0, 17, ulen) + udp) & 0xffff or 0xffff
-if kind == "bad":
-    c = c ^ 0x0101
-udp = udp[:6] + struct.pack("!H", c) + udp[8:]
-ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 1, 0x4000, 64, 17, 0, src, dst)
-ip = ip[:10] + struct.pack("!H", ~fold(ip) & 0xffff) + ip[12:]
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
-s.bind(("xv0", 0))
-me = open("/sys/class/net/xv0/address").read().strip()
-eth = bytes.fromhex(mac.replace(":", "")) + bytes.fromhex(me.replace(":", "")) + b"\x08\x00"
-s.send(eth + ip + udp)
-'
+# One IPv4 UDP datagram 198.18.0.2 -> 198.18.0.1 from node b, built by hand
+# with its UDP checksum right (good) or deliberately wrong (bad), sent with
+# AF_PACKET (no kernel checksum help): _raw_send DST_MAC PORT good|bad PAYLOAD.
+_raw_send() {
+	local bad=
+	[ "$3" = bad ] && bad=--bad-checksum
+	t_x b "$PY" "$T_HELPERS/udp4_frame.py" --send "$LAB_IFACE" --dst-mac "$1" \
+		--src 198.18.0.2 --dst 198.18.0.1 --sport 40001 --dport "$2" --df ${bad:+"$bad"} \
+		--payload "$4"
+}
 
 # Node $1's kernel count of UDP datagrams dropped for a bad checksum (IPv4).
 _udp_csum_errors() {
 	t_x "$1" awk '/^Udp:/ { n++; if (n == 1) for (i = 1; i <= NF; i++) { if ($i == "InCsumErrors") c = i } else print $c }' /proc/net/snmp
 }
 
-# Start the receiver on node a: $1 addr, $2 port, $3 count, $4 output.
+# Start the receiver on node a: $1 addr, $2 port, $3 count, $4 output.  It
+# prints the datagrams, the checksum of every frame it captured and checked
+# (again, independently), and the growth of node a's checksum error count.
 _recv_start() {
 	local ready=$4.ready
 	rm -f "$ready"
-	t_x -T 90 a "$PY" -c "$T_RECV" "$1" "$2" "$3" "$ready" >"$4" 2>&1 &
+	t_x -T 90 a "$PY" "$T_HELPERS/udp_csum_recv.py" "$1" "$2" "$3" "$ready" --iface "$LAB_IFACE" \
+		>"$4" 2>&1 &
 	T_RPID=$!
 	t_wait_file "$ready" ||
 		{ wait $T_RPID; fail "receiver on node a did not start"; return 1; }
@@ -170,20 +70,7 @@ _payloads() {
 }
 
 # Payloads in $1 (one datagram a line) against the receiver's output $2.
-_check_payloads() {
-	"$PY" - "$1" "$2" <<-'EOF'
-	import sys
-	want = open(sys.argv[1], "rb").read().splitlines()
-	got = [bytes.fromhex(l.split()[1]) for l in open(sys.argv[2]) if l.startswith("DGRAM ")]
-	if len(got) != len(want):
-	    print("kernel socket got %d datagrams, expected %d" % (len(got), len(want)))
-	    sys.exit(1)
-	for i, (w, g) in enumerate(zip(want, got)):
-	    if g not in (w, w + b"\n"):
-	        print("datagram %d payload %r, expected %r" % (i, g[:40], w[:40]))
-	        sys.exit(1)
-	EOF
-}
+_check_payloads() { "$PY" "$T_HELPERS/compare_datagrams.py" "$1" "$2" --tag DGRAM; }
 
 # "TX checksums: N requested through TX metadata, M computed in software"
 _counters() {
@@ -223,7 +110,7 @@ case_control_bad() {
 	_recv_start 198.18.0.1 7201 1 "$out" || return 1
 	local base i
 	base=$(_udp_csum_errors a)
-	t_x b "$PY" -c "$T_RAW_SEND" "$mac" 7201 bad "corrupted" ||
+	_raw_send "$mac" 7201 bad "corrupted" ||
 		{ kill $T_RPID 2>/dev/null; wait $T_RPID; fail "raw sender failed"; return 1; }
 	# The good datagram goes once node a's kernel has counted the bad one:
 	# the receiver stops at its first datagram.
@@ -231,7 +118,7 @@ case_control_bad() {
 		[ "$(_udp_csum_errors a)" -gt "$base" ] && break
 		sleep 0.1
 	done
-	t_x b "$PY" -c "$T_RAW_SEND" "$mac" 7201 good "intact" ||
+	_raw_send "$mac" 7201 good "intact" ||
 		{ kill $T_RPID 2>/dev/null; wait $T_RPID; fail "raw sender failed"; return 1; }
 	wait $T_RPID
 	n=$(grep -c '^DGRAM ' "$out")

@@ -14,36 +14,6 @@ t_setup() {
 	t_attach b
 }
 
-# Kernel sender: argv = dst port file; one datagram per line of the file
-# (newline included), 50 ms apart.
-T_UDP_SEND='
-import socket, sys, time
-dst, port, path = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-fam = socket.AF_INET6 if ":" in dst else socket.AF_INET
-s = socket.socket(fam, socket.SOCK_DGRAM)
-for line in open(path, "rb").read().splitlines(keepends=True):
-    s.sendto(line, (dst, port))
-    time.sleep(0.05)
-'
-
-# Kernel receiver: argv = bind-addr port count ready-file; writes one line
-# per datagram: "<source address> <hex payload>"; exits after count
-# datagrams or 60 s of silence (a bound for broken runs only).
-T_UDP_RECV='
-import socket, sys
-addr, port, count, ready = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
-fam = socket.AF_INET6 if ":" in addr else socket.AF_INET
-s = socket.socket(fam, socket.SOCK_DGRAM)
-s.bind((addr, port)); s.settimeout(60)
-open(ready, "w").write("ready\n")
-for _ in range(count):
-    try:
-        d, src = s.recvfrom(65535)
-    except socket.timeout:
-        break
-    print(src[0], d.hex(), flush=True)
-'
-
 # Three datagrams: short, with spaces, and ~1000 bytes; random so that no
 # stale output can match.
 _payloads() {
@@ -68,7 +38,7 @@ _kernel_to_xvi() {
 	# Send only once the endpoint is published.
 	t_wait_endpoint_port b "$port" || { kill $pid 2>/dev/null; wait $pid
 		fail "listener on b:$port never came up: $(head -c 200 "$out.err")"; return 1; }
-	t_x -T 30 a "$PY" -c "$T_UDP_SEND" "$local_ip" "$port" "$in" ||
+	t_x -T 30 a "$PY" "$T_HELPERS/udp_send.py" "$local_ip" "$port" --lines "$in" --gap 0.05 ||
 		{ kill $pid 2>/dev/null; wait $pid; fail "kernel sender on node a failed"; return 1; }
 	wait $pid && rc=0 || rc=$?
 	if ! cmp -s "$in" "$out"; then
@@ -85,7 +55,8 @@ _xvi_to_kernel() {
 	local ready=$T_TMP/x2k-$2.ready rc err
 	_payloads "$in"
 	rm -f "$ready"
-	t_x -T 90 a "$PY" -c "$T_UDP_RECV" "$peer_ip" "$port" 3 "$ready" >"$out" 2>&1 &
+	t_x -T 90 a "$PY" "$T_HELPERS/udp_recv.py" "$peer_ip" "$port" --count 3 --ready "$ready" \
+		--format '{src} {hex}' >"$out" 2>&1 &
 	local pid=$!
 	t_wait_file "$ready" || { wait $pid; fail "kernel receiver on node a did not start"; return 1; }
 	err=$(t_x -T 10 b "$XVICAT" -u --iface "$LAB_IFACE" "$peer_ip" "$port" <"$in" 2>&1) &&
@@ -94,23 +65,8 @@ _xvi_to_kernel() {
 	[ $rc -eq 0 ] || fail "xvi-cat send exited $rc: $err" || return
 	# Each stdin line is one datagram; the line's newline may or may not be
 	# part of the payload, nothing else may differ.
-	"$PY" - "$in" "$out" "$src_ip" <<-'EOF' || fail "$(tail -1 "$out.check")"
-	import sys
-	want = open(sys.argv[1], "rb").read().splitlines()
-	got = [l.split() for l in open(sys.argv[2]).read().splitlines()]
-	rep = open(sys.argv[2] + ".check", "w")
-	if len(got) != len(want):
-	    rep.write("kernel socket got %d datagrams, expected %d\n" % (len(got), len(want)))
-	    sys.exit(1)
-	for i, (w, g) in enumerate(zip(want, got)):
-	    if len(g) != 2 or g[0] != sys.argv[3]:
-	        rep.write("datagram %d from %r, expected source %s\n" % (i, g, sys.argv[3]))
-	        sys.exit(1)
-	    p = bytes.fromhex(g[1])
-	    if p not in (w, w + b"\n"):
-	        rep.write("datagram %d payload %r, expected %r\n" % (i, p[:60], w[:60]))
-	        sys.exit(1)
-	EOF
+	err=$("$PY" "$T_HELPERS/compare_datagrams.py" "$in" "$out" --source "$src_ip") ||
+		fail "$err"
 }
 
 case_udp4_in() { _kernel_to_xvi 198.18.0.2 7000; }

@@ -1,14 +1,29 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-"""The xdp-vid broker protocol by hand (user/broker.h), for the lab suites'
-clients that send what libxvi never would.  path() is the broker's socket in
-the run directory given as the script's first argument."""
+"""The xdp-vid broker protocol by hand (libxvi/broker/broker.h), the one
+copy of its wire format in the lab, for clients that send what libxvi never
+would (broker_requests.py, the lab suites' protocol scripts).  path() is the
+broker's socket in the run directory given as the script's first argument.
+
+    req(op, ...)        a request of REQ bytes
+    open_req(port, ip)  OPEN of udp IP:PORT on xv0, 2048-byte frames
+    resolve_req(ip)     RESOLVE of an IPv4 next hop
+    conn([timeout])     a connection to the broker (TIMEOUT s by default)
+    error_of(reply)     a reply's error field, None if it is not a reply
+    answer(s)           (error, message) of the next reply on s
+    ask(s, data)        send a request, then answer(s)
+    talk(s, data)       ask(s, data)'s error only
+    hold_conns(n, limit, tmo)  n connections, once the broker has refused
+                        what it will
+"""
 import glob
 import os
 import socket
 import struct
 import sys
+import time
 
-REQ, RESP, MAGIC = 112, 304, 0x78766962
+REQ, RESP, MAGIC = 112, 304, 0x78766962   # request and reply sizes, "xvib"
+OP_OPEN, OP_RESOLVE = 1, 3
 TIMEOUT = 5
 
 
@@ -24,18 +39,23 @@ def req(op, frame_size=0, num_frames=0, family=0, addr=b"", tag=b"", ifname=b"")
 
 def open_req(port, ip="198.18.0.2"):
     tag = struct.pack("!BBHI16s", 1, 0, port, 0, socket.inet_aton(ip))
-    return req(1, 2048, 1024, tag=tag, ifname=b"xv0")
+    return req(OP_OPEN, 2048, 1024, tag=tag, ifname=b"xv0")
 
 
 def resolve_req(ip):
-    return req(3, family=socket.AF_INET, addr=socket.inet_aton(ip))
+    return req(OP_RESOLVE, family=socket.AF_INET, addr=socket.inet_aton(ip))
 
 
-def conn():
+def conn(timeout=None):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    s.settimeout(TIMEOUT)
+    # TIMEOUT read now: a script may change it after importing this module
+    s.settimeout(timeout or TIMEOUT)
     s.connect(path())
     return s
+
+
+def error_of(reply):
+    return struct.unpack_from("<i", reply, 12)[0] if len(reply) == RESP else None
 
 
 def answer(s):
@@ -46,7 +66,7 @@ def answer(s):
             os.close(struct.unpack("i", d[:4])[0])
     if len(msg) != RESP:
         return None, ""
-    return struct.unpack_from("<i", msg, 12)[0], msg[48:].split(b"\0")[0].decode()
+    return error_of(msg), msg[48:].split(b"\0")[0].decode()
 
 
 def ask(s, data):
@@ -65,7 +85,6 @@ def hold_conns(n, limit, tmo):
     """Open @n connections; once the daemon has answered (refused) all it
     will, which leaves at most @limit waiting, or after @tmo seconds:
     (sockets, how many wait, how many were refused)."""
-    import time
     socks, refused = [], 0
     for i in range(n):
         try:

@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Build one Ethernet/IPv4/UDP frame by hand, checksums computed here (no
+kernel help), and send it on an interface or write it to a file.
+
+usage: udp4_frame.py --src IP --dst IP --dport N --dst-mac MAC
+                     [--sport N] [--src-mac MAC] [--df] [--bad-checksum]
+                     (--payload TEXT | --zeros N)
+                     (--send IFACE | --out FILE)
+
+--send IFACE sends it with AF_PACKET (the source MAC, unless given, is
+IFACE's); --out FILE writes it, e.g. for BPF_PROG_RUN.  --bad-checksum
+makes the UDP checksum deliberately wrong; --df sets Don't Fragment.
+"""
+
+import argparse
+import socket
+import struct
+import sys
+
+from inet_csum import checksum, pseudo_header4, udp_checksum
+
+
+def udp4_frame(dst_mac, src_mac, src, dst, sport, dport, payload, df=False,
+               bad_checksum=False):
+    """The frame's bytes; MACs and addresses packed."""
+    ulen = 8 + len(payload)
+    udp = struct.pack("!HHHH", sport, dport, ulen, 0) + payload
+    c = udp_checksum(pseudo_header4(src, dst, 17, ulen) + udp)
+    if bad_checksum:
+        c ^= 0x0101
+    udp = udp[:6] + struct.pack("!H", c) + udp[8:]
+    ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + ulen, 1, 0x4000 if df else 0, 64, 17, 0,
+                     src, dst)
+    ip = ip[:10] + struct.pack("!H", checksum(ip)) + ip[12:]
+    return dst_mac + src_mac + b"\x08\x00" + ip + udp
+
+
+def mac(text):
+    return bytes.fromhex(text.replace(":", ""))
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--src", required=True, type=socket.inet_aton, metavar="IP")
+    ap.add_argument("--dst", required=True, type=socket.inet_aton, metavar="IP")
+    ap.add_argument("--sport", type=int, default=40000)
+    ap.add_argument("--dport", type=int, required=True)
+    ap.add_argument("--dst-mac", required=True, type=mac, metavar="MAC")
+    ap.add_argument("--src-mac", type=mac, metavar="MAC")
+    ap.add_argument("--df", action="store_true")
+    ap.add_argument("--bad-checksum", action="store_true")
+    body = ap.add_mutually_exclusive_group(required=True)
+    body.add_argument("--payload", type=str.encode, metavar="TEXT")
+    body.add_argument("--zeros", type=int, metavar="N")
+    to = ap.add_mutually_exclusive_group(required=True)
+    to.add_argument("--send", metavar="IFACE")
+    to.add_argument("--out", metavar="FILE")
+    a = ap.parse_args()
+    src_mac = a.src_mac
+    if src_mac is None:
+        if not a.send:
+            ap.error("--out needs --src-mac")
+        with open("/sys/class/net/%s/address" % a.send) as f:
+            src_mac = mac(f.read().strip())
+    payload = a.payload if a.payload is not None else bytes(a.zeros)
+    frame = udp4_frame(a.dst_mac, src_mac, a.src, a.dst, a.sport, a.dport, payload, a.df,
+                       a.bad_checksum)
+    if a.out:
+        with open(a.out, "wb") as f:
+            f.write(frame)
+    else:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+        s.bind((a.send, 0))
+        s.send(frame)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
