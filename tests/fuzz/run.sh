@@ -9,14 +9,16 @@
 #                                600) each, corpus kept in $B/fuzz/corpus-NAME,
 #                                crashes in $B/fuzz/crash-NAME-*
 #   tests/fuzz/run.sh -l         list the targets
-# One line per target: "ok NAME" or "not ok NAME - reason" (the lab suites'
-# format); exit 1 if any failed.  Execution counts go to stderr.
+# Results in TAP (tests/lib/tap.sh, the lab suites' format too), one per
+# target; exit 1 if any failed.  Execution counts go to stderr.
 set -u -o pipefail
 
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-build}
 case $B in /*) BDIR=$B ;; *) BDIR=$ROOT/$B ;; esac
 FDIR=$BDIR/fuzz
+# shellcheck source=tests/lib/tap.sh
+. "$ROOT/tests/lib/tap.sh"
 long=0
 case ${1:-} in
 --long) long=1 ;;
@@ -27,13 +29,18 @@ case ${1:-} in
 	exit 0 ;;
 esac
 
-failed=0
+srcs=()
 for src in "$ROOT"/tests/fuzz/*.c; do
-	[ -e "$src" ] || continue
+	[ -e "$src" ] && srcs+=("$src")
+done
+tap_plan ${#srcs[@]}
+failed=0 n=0
+for src in "${srcs[@]}"; do
+	n=$((n + 1))
 	name=$(basename "$src" .c)
 	bin=$FDIR/$name
 	if [ ! -x "$bin" ]; then
-		echo "not ok $name - $bin missing: build it (make B=$B)"
+		tap_result $n "$name" fail "$bin missing: build it (make B=$B)"
 		failed=1
 		continue
 	fi
@@ -55,13 +62,13 @@ for src in "$ROOT"/tests/fuzz/*.c; do
 	if timeout -k 5 "$tmo" "$bin" "${args[@]}" >"$log" 2>&1; then
 		runs=$(sed -nE 's/^Done ([0-9]+) runs in ([0-9]+) second.*/\1 runs in \2 s/p' "$log")
 		echo "# fuzz $name: ${runs:-?}" >&2
-		echo "ok $name"
+		tap_result $n "$name" ok
 	else
 		rc=$?
 		why=$(grep -m1 -E 'ERROR: |SUMMARY: |runtime error' "$log" | cut -c1-160)
 		echo "# fuzz $name failed (exit $rc); last lines:" >&2
 		tail -n 30 "$log" | sed 's/^/# /' >&2
-		echo "not ok $name - exit $rc${why:+: $why}"
+		tap_result $n "$name" fail "exit $rc${why:+: $why}"
 		failed=1
 	fi
 	rm -f "$log"

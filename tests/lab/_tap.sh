@@ -15,8 +15,12 @@
 #
 # A case function returns 0 (ok), 1 (not ok, reason from `fail MSG`) or 77
 # (skip, reason from `skip MSG`; only for a kernel feature that is truly
-# absent).  stdout carries exactly one line per case for tests/run:
-#   ok NAME | not ok NAME - reason | skip NAME - reason
+# absent).  stdout is TAP (tests/lib/tap.sh), read by tests/run:
+#   1..N
+#   ok 1 - NAME
+#   not ok 2 - NAME
+#   # reason
+#   ok 3 - NAME # SKIP reason
 # Everything else (diagnostics) goes to stderr.
 #
 # Environment: B (build dir, default build), XVI_TEST_LAB_PREFIX (lab name
@@ -43,6 +47,8 @@ T_SUITE=$(basename "$0" .sh)
 
 # shellcheck source=netns-lab/lib.sh
 . "$T_ROOT/netns-lab/lib.sh"
+# shellcheck source=tests/lib/tap.sh
+. "$T_ROOT/tests/lib/tap.sh"
 
 T_TMP=$(mktemp -d "/tmp/xvi-lab-$T_SUITE.XXXXXX")
 lab_at_exit "rm -rf '$T_TMP'"
@@ -263,19 +269,18 @@ t_attach() {
 		fail "xdp-vi attach $LAB_IFACE on node $1 failed: ${err//$'\n'/ }"
 }
 
-_t_line() { printf '%s\n' "${*//$'\n'/ }"; }
-
 t_main() {
-	local i name fn rc failed=0 setup_err=
+	local i n=0 name fn rc failed=0 setup_err=
 	if [ "${1:-}" = -l ]; then
 		for ((i = 0; i < ${#CASES[@]}; i += 3)); do
 			printf '%s\t%s\n' "${CASES[i]}" "${CASES[i + 2]}"
 		done
 		return 0
 	fi
+	tap_plan $((${#CASES[@]} / 3))
 	if [ "$(id -u)" -ne 0 ]; then
 		for ((i = 0; i < ${#CASES[@]}; i += 3)); do
-			_t_line "not ok ${CASES[i]} - must run as root (namespaces, XDP)"
+			tap_result $((++n)) "${CASES[i]}" fail "must run as root (namespaces, XDP)"
 		done
 		return 1
 	fi
@@ -286,8 +291,9 @@ t_main() {
 	for ((i = 0; i < ${#CASES[@]}; i += 3)); do
 		name=${CASES[i]}
 		fn=${CASES[i + 1]}
+		n=$((n + 1))
 		if [ -n "$setup_err" ] && [ "${CASES_NEED_SETUP:-1}" = 1 ]; then
-			_t_line "not ok $name - $setup_err"
+			tap_result "$n" "$name" fail "$setup_err"
 			failed=1
 			continue
 		fi
@@ -295,9 +301,9 @@ t_main() {
 		t_log "case $name: ${CASES[i + 2]}"
 		"$fn" && rc=0 || rc=$?
 		case $rc in
-		0) _t_line "ok $name" ;;
-		77) _t_line "skip $name - ${T_REASON:-skipped}" ;;
-		*) _t_line "not ok $name - ${T_REASON:-exit status $rc}"; failed=1 ;;
+		0) tap_result "$n" "$name" ok ;;
+		77) tap_result "$n" "$name" skip "${T_REASON:-skipped}" ;;
+		*) tap_result "$n" "$name" fail "${T_REASON:-exit status $rc}"; failed=1 ;;
 		esac
 	done
 	return $failed
