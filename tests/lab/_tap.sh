@@ -277,13 +277,11 @@ t_main() {
 		done
 		return 0
 	fi
-	tap_plan $((${#CASES[@]} / 3))
 	if [ "$(id -u)" -ne 0 ]; then
-		for ((i = 0; i < ${#CASES[@]}; i += 3)); do
-			tap_result $((++n)) "${CASES[i]}" fail "must run as root (namespaces, XDP)"
-		done
-		return 1
+		tap_plan 0 "needs root (network namespaces, XDP)"
+		return 0
 	fi
+	tap_plan $((${#CASES[@]} / 3))
 	if declare -F t_setup >/dev/null; then
 		T_REASON=
 		t_setup || setup_err="setup failed: ${T_REASON:-see stderr}"
