@@ -9,6 +9,7 @@
 #                                600) each, corpus kept in $B/fuzz/corpus-NAME,
 #                                crashes in $B/fuzz/crash-NAME-*
 #   tests/fuzz/run.sh -l         list the targets
+#   tests/fuzz/run.sh [--long] NAME...   only these targets
 # Results in TAP (tests/lib/tap.sh, the lab suites' format too), one per
 # target; exit 1 if any failed.  Execution counts go to stderr.
 set -u -o pipefail
@@ -21,7 +22,7 @@ FDIR=$BDIR/fuzz
 . "$ROOT/tests/lib/tap.sh"
 long=0
 case ${1:-} in
---long) long=1 ;;
+--long) long=1; shift ;;
 -l)
 	for f in "$ROOT"/tests/fuzz/*.c; do
 		[ -e "$f" ] && printf '%s\tlibFuzzer target %s\n' "$(basename "$f" .c)" "${f#"$ROOT"/}"
@@ -30,9 +31,17 @@ case ${1:-} in
 esac
 
 srcs=()
-for src in "$ROOT"/tests/fuzz/*.c; do
-	[ -e "$src" ] && srcs+=("$src")
-done
+if [ $# -gt 0 ]; then
+	for name; do
+		[ -e "$ROOT/tests/fuzz/$name.c" ] ||
+			{ echo "fuzz/run.sh: no target '$name' (see -l)" >&2; exit 2; }
+		srcs+=("$ROOT/tests/fuzz/$name.c")
+	done
+else
+	for src in "$ROOT"/tests/fuzz/*.c; do
+		[ -e "$src" ] && srcs+=("$src")
+	done
+fi
 tap_plan ${#srcs[@]}
 failed=0 n=0
 for src in "${srcs[@]}"; do

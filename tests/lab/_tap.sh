@@ -13,6 +13,11 @@
 #   )
 #   t_main "$@"
 #
+# NAME.sh runs every case in table order, NAME.sh CASE... only those (after
+# t_setup, which always runs), NAME.sh -l lists the cases.  Some suites'
+# cases build on the ones before them (their header says so): run alone,
+# such a case fails as it would after its predecessor failed.
+#
 # A case function returns 0 (ok), 1 (not ok, reason from `fail MSG`) or 77
 # (skip, reason from `skip MSG`; only for a kernel feature that is truly
 # absent).  stdout is TAP (tests/lib/tap.sh), read by tests/run:
@@ -269,24 +274,44 @@ t_attach() {
 		fail "xdp-vi attach $LAB_IFACE on node $1 failed: ${err//$'\n'/ }"
 }
 
+# The index in CASES of the row of case $1.
+_t_case_row() {
+	local i
+	for ((i = 0; i < ${#CASES[@]}; i += 3)); do
+		[ "${CASES[i]}" = "$1" ] && { echo "$i"; return 0; }
+	done
+	return 1
+}
+
 t_main() {
-	local i n=0 name fn rc failed=0 setup_err=
+	local i n=0 name fn rc failed=0 setup_err='' rows=() names=()
 	if [ "${1:-}" = -l ]; then
 		for ((i = 0; i < ${#CASES[@]}; i += 3)); do
 			printf '%s\t%s\n' "${CASES[i]}" "${CASES[i + 2]}"
 		done
 		return 0
 	fi
+	if [ $# -eq 0 ]; then
+		for ((i = 0; i < ${#CASES[@]}; i += 3)); do rows+=("$i"); done
+	fi
+	for name; do
+		i=$(_t_case_row "$name") || {
+			for ((i = 0; i < ${#CASES[@]}; i += 3)); do names+=("${CASES[i]}"); done
+			echo "$T_SUITE: no case '$name'; the cases are: ${names[*]}" >&2
+			return 2
+		}
+		rows+=("$i")
+	done
 	if [ "$(id -u)" -ne 0 ]; then
 		tap_plan 0 "needs root (network namespaces, XDP)"
 		return 0
 	fi
-	tap_plan $((${#CASES[@]} / 3))
+	tap_plan ${#rows[@]}
 	if declare -F t_setup >/dev/null; then
 		T_REASON=
 		t_setup || setup_err="setup failed: ${T_REASON:-see stderr}"
 	fi
-	for ((i = 0; i < ${#CASES[@]}; i += 3)); do
+	for i in "${rows[@]}"; do
 		name=${CASES[i]}
 		fn=${CASES[i + 1]}
 		n=$((n + 1))
