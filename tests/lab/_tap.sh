@@ -14,9 +14,12 @@
 #   t_main "$@"
 #
 # NAME.sh runs every case in table order, NAME.sh CASE... only those (after
-# t_setup, which always runs), NAME.sh -l lists the cases.  Some suites'
-# cases build on the ones before them (their header says so): run alone,
-# such a case fails as it would after its predecessor failed.
+# t_setup, which always runs), NAME.sh -l lists the cases, NAME.sh -l
+# CASE... the ones NAME.sh CASE... runs.  Some suites' cases build on the
+# ones before them (their header says so): run alone, such a case fails as
+# it would after its predecessor failed.  A case that checks what every
+# case must leave behind is named in CASES_ALWAYS: it runs, after the
+# chosen ones, whichever cases are chosen.
 #
 # A case function returns 0 (ok), 1 (not ok, reason from `fail MSG`) or 77
 # (skip, reason from `skip MSG`; only for a kernel feature that is truly
@@ -49,6 +52,9 @@ T_HELPERS=$T_ROOT/tests/lab/helpers
 # No __pycache__ in the tree from importing inet_csum.py.
 export PYTHONDONTWRITEBYTECODE=1
 T_SUITE=$(basename "$0" .sh)
+# Cases run whichever cases are chosen (see above); a suite sets it after
+# sourcing this file.
+CASES_ALWAYS=()
 
 # shellcheck source=netns-lab/lib.sh
 . "$T_ROOT/netns-lab/lib.sh"
@@ -284,15 +290,12 @@ _t_case_row() {
 }
 
 t_main() {
-	local i n=0 name fn rc failed=0 setup_err='' rows=() names=()
-	if [ "${1:-}" = -l ]; then
-		for ((i = 0; i < ${#CASES[@]}; i += 3)); do
-			printf '%s\t%s\n' "${CASES[i]}" "${CASES[i + 2]}"
-		done
-		return 0
-	fi
+	local i n=0 name fn rc failed=0 setup_err='' rows=() names=() list=0
+	[ "${1:-}" = -l ] && { list=1; shift; }
 	if [ $# -eq 0 ]; then
 		for ((i = 0; i < ${#CASES[@]}; i += 3)); do rows+=("$i"); done
+	else
+		set -- "$@" "${CASES_ALWAYS[@]}"
 	fi
 	for name; do
 		i=$(_t_case_row "$name") || {
@@ -300,8 +303,15 @@ t_main() {
 			echo "$T_SUITE: no case '$name'; the cases are: ${names[*]}" >&2
 			return 2
 		}
-		rows+=("$i")
+		# an always-run case also chosen by name runs once, where named
+		[[ " ${rows[*]} " == *" $i "* ]] || rows+=("$i")
 	done
+	if [ $list = 1 ]; then
+		for i in "${rows[@]}"; do
+			printf '%s\t%s\n' "${CASES[i]}" "${CASES[i + 2]}"
+		done
+		return 0
+	fi
 	if [ "$(id -u)" -ne 0 ]; then
 		tap_plan 0 "needs root (network namespaces, XDP)"
 		return 0
