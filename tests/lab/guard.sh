@@ -27,6 +27,7 @@ XVID=$T_B/bin/xdp-vid
 MBTOOL=$T_B/tests/mbtool
 RUN=$T_TMP/run			# XVI_RUN_DIR of daemon and clients
 BIN=$T_TMP/bin			# the binaries, where the plain uids may run them
+UHELPERS=$BIN/helpers		# tests/lab/helpers, where the plain uids can read them
 MTU=9000
 VIDPID=
 VIDJOB=
@@ -42,8 +43,8 @@ UPY=/usr/bin/python3
 _counts() {
 	echo "veths $(t_x b ip -o link show type veth | wc -l)"
 	echo "xdp $(t_x b ip -o link show | grep -c 'prog/xdp')"
-	echo "tc $(t_x b bpftool -j net show 2>/dev/null | "$PY" -c 'import json, sys
-print(sum(len(ns.get("tc", [])) for ns in json.load(sys.stdin)))')"
+	echo "tc $(t_x b bpftool -j net show 2>/dev/null | "$PY" "$T_HELPERS/bpftool_json.py" \
+		tc-prog-ids | wc -l)"
 }
 
 # xdp-vid removes its endpoints and exits on SIGTERM; t_x bounds the wait.
@@ -58,7 +59,8 @@ t_setup() {
 	t_need "$XDPVI" "$XVICAT" "$XVID" "$MBTOOL" || return 1
 	chmod 0755 "$T_TMP"
 	mkdir -p "$RUN" "$BIN" && chmod 0755 "$RUN" "$BIN"
-	cp "$XVICAT" "$MBTOOL" "$BIN/" && chmod 0755 "$BIN"/* || return 1
+	cp "$XVICAT" "$MBTOOL" "$BIN/" && cp -r "$T_HELPERS" "$UHELPERS" &&
+		chmod 0755 "$BIN"/* && chmod -R a+rX "$UHELPERS" || return 1
 	t_lab_up gd || return 1
 	lab_at_exit "_stop_vid"
 	t_x a ip link set "$LAB_IFACE" mtu $MTU && t_x b ip link set "$LAB_IFACE" mtu $MTU ||
@@ -86,16 +88,14 @@ t_setup() {
 # _ep PORT KEY: from `xdp-vi status --json`, for the endpoint on PORT:
 # KEY is "host", "mtu" (of the host end) or a guard counter.
 _ep() {
+	local name
+	case $2 in
+	host) name=host_end.ifname ;;
+	mtu) name=host_end.mtu ;;
+	*) name=guard.$2 ;;
+	esac
 	t_xdpvi b status --json >"$T_TMP/ep.json" 2>/dev/null
-	"$PY" - "$T_TMP/ep.json" "$1" "$2" <<-'EOF'
-	import json, sys
-	port, key = ":" + sys.argv[2], sys.argv[3]
-	for i in json.load(open(sys.argv[1]))["interfaces"]:
-	    for e in i["endpoints"]:
-	        if e["tag"].endswith(port) and e.get("host_end"):
-	            h = e["host_end"]
-	            print({"host": h["ifname"], "mtu": h["mtu"]}.get(key, e["guard"].get(key)))
-	EOF
+	"$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/ep.json" field "$1" "$name"
 }
 
 # _wait_count PORT COUNTER N: until the endpoint's COUNTER is at least N.
@@ -127,23 +127,9 @@ _listen() {
 
 # A kernel socket on node a sends "TOKEN" to 198.18.0.2:PORT (or DST:PORT).
 _send_from_a() {
-	t_x -T 20 a "$PY" -c 'import socket, sys
-socket.socket(socket.AF_INET, socket.SOCK_DGRAM).sendto(sys.argv[1].encode(), (sys.argv[3], int(sys.argv[2])))' \
-		"$1" "$2" "${3:-198.18.0.2}"
+	t_x -T 20 a "$PY" "$T_HELPERS/udp_send.py" "${3:-198.18.0.2}" "$2" --message "$1" \
+		--no-newline
 }
-
-# The reproduced injection, as the second uid: an ordinary UDP socket bound
-# to the host end, broadcast allowed, no checksum, to 255.255.255.255:PORT.
-T_INJECT='
-import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, sys.argv[1].encode())
-s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
-s.setsockopt(socket.SOL_SOCKET, 11, 1)	# SO_NO_CHECK
-for i in range(3):
-    s.sendto(sys.argv[3].encode(), ("255.255.255.255", int(sys.argv[2])))
-print("sent", flush=True)
-'
 
 # _inject PORT COUNTER: inject 3 datagrams into the endpoint on PORT, wait
 # until COUNTER counted them, then send the endpoint a datagram from node a:
@@ -152,7 +138,11 @@ _inject() {
 	local port=$1 counter=$2 host tok="INJECT-$RANDOM" ok="LEGIT-$RANDOM" out
 	host=$(_ep "$port" host)
 	[ -n "$host" ] || { fail "no host end for the endpoint on $port"; return 1; }
-	out=$(t_x -T 20 b "${AS_ATTACKER[@]}" "$UPY" -c "$T_INJECT" "$host" "$port" "$tok" 2>&1) ||
+	# the reproduced injection, as the second uid: an ordinary UDP socket
+	# bound to the host end, broadcast allowed, no checksum
+	out=$(t_x -T 20 b "${AS_ATTACKER[@]}" "$UPY" "$UHELPERS/udp_send.py" 255.255.255.255 \
+		"$port" --message "$tok" --no-newline --count 3 --device "$host" --broadcast \
+		--no-checksum 2>&1) ||
 		{ fail "uid $ATTACKER could not send on $host: ${out//$'\n'/ }"; return 1; }
 	_wait_count "$port" "$counter" 3 || { kill "$LPID" 2>/dev/null
 		fail "the injected datagrams were not counted in $counter"; return 1; }
@@ -193,55 +183,38 @@ case_inject_past_egress() {
 	_inject 7811 drop_client_meta
 }
 
-# python3: hex frames for the guard cases, one a line: 3 of MODE, then a
-# plain one ("FENCE-TOKEN") that the guard lets out behind them.
-# argv: mode smac dmac token sport dport [frame bytes]
-T_FRAMES='
-import socket, struct, sys
-mode, smac, dmac, tok, sport, dport = sys.argv[1:7]
-size = int(sys.argv[7]) if len(sys.argv) > 7 else 0
-def csum(b):
-    if len(b) % 2:
-        b += b"\0"
-    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
-    while s >> 16:
-        s = (s & 0xffff) + (s >> 16)
-    return ~s & 0xffff
-def mac(m):
-    return bytes(int(x, 16) for x in m.split(":"))
-def frame(mode, tok, size):
-    dst, dm, dp, tos, opts = "198.18.0.1", dmac, int(dport), 0, b""
-    if mode == "bcast":
-        dst, dm = "255.255.255.255", "ff:ff:ff:ff:ff:ff"
-    elif mode == "mcast":
-        dst, dm = "239.255.255.250", "01:00:5e:7f:ff:fa"
-    elif mode == "options":
-        opts = b"\x01\x01\x01\x00"	# NOP NOP NOP EOL
-    elif mode == "dscp":
-        tos = 48 << 2			# CS6
-    elif mode == "ctlport":
-        dp = 1985			# HSRP
-    hlen = 20 + len(opts)
-    payload = tok.encode()
-    if size:
-        payload += b"." * (size - 14 - hlen - 8 - len(payload))
-    ulen = 8 + len(payload)
-    sa, da = socket.inet_aton("198.18.0.2"), socket.inet_aton(dst)
-    udp = struct.pack("!HHHH", int(sport), dp, ulen, 0) + payload
-    c = csum(sa + da + struct.pack("!BBH", 0, 17, ulen) + udp) or 0xffff
-    udp = udp[:6] + struct.pack("!H", c) + udp[8:]
-    ip = struct.pack("!BBHHHBBH4s4s", 0x40 | hlen // 4, tos, hlen + ulen, 1, 0x4000, 64, 17,
-                     0, sa, da) + opts
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    return mac(dm) + mac(smac) + b"\x08\x00" + ip + udp
-for _ in range(3):
-    print(frame(mode, tok, size).hex())
-print(frame("ok", "FENCE-" + tok, 0).hex())
-print()
-'
+# _frames MODE TOKEN PORT [FRAME_BYTES]: what the owner posts for a guard
+# case, hex frames one a line for mbtool's frames command: 3 of MODE from
+# 198.18.0.2:PORT, a plain one ("FENCE-TOKEN") that the guard lets out
+# behind them, and the empty line on which mbtool waits for the sends.
+_frames() {
+	local mode=$1 tok=$2 port=$3 dst=198.18.0.1 dmac=$MAC_A dport=9400 more=() f
+	case $mode in
+	bcast) dst=255.255.255.255 dmac=ff:ff:ff:ff:ff:ff ;;
+	mcast) dst=239.255.255.250 dmac=01:00:5e:7f:ff:fa ;;
+	options) more=(--ip-options 01010100) ;;	# NOP NOP NOP EOL
+	dscp) more=(--tos $((48 << 2))) ;;		# CS6
+	ctlport) dport=1985 ;;				# HSRP
+	esac
+	[ -n "${4:-}" ] && more+=(--fill-to "$4")
+	f=$(_frame "$port" --dst "$dst" --dst-mac "$dmac" --dport "$dport" --payload "$tok" \
+		"${more[@]}") || return
+	printf '%s\n' "$f" "$f" "$f"
+	_frame "$port" --dst 198.18.0.1 --dst-mac "$MAC_A" --dport 9400 --payload "FENCE-$tok"
+	echo
+}
+
+# _frame PORT ARGS...: in hex, a frame the owner's endpoint on
+# 198.18.0.2:PORT may post to node a (udp4_frame.py ARGS say the rest).
+_frame() {
+	local port=$1
+	shift
+	"$PY" "$T_HELPERS/udp4_frame.py" --src 198.18.0.2 --sport "$port" --src-mac "$MAC_B" --df \
+		--hex "$@"
+}
 
 # _attack MODE COUNTER PORT [FRAME_BYTES]: the owner opens 198.18.0.2:PORT
-# and posts T_FRAMES's frames (XVI_TX_FRAME) to node a, captured there.  The
+# and posts _frames's frames (XVI_TX_FRAME) to node a, captured there.  The
 # guard's COUNTER must count all 3 of MODE and node a must see none of them
 # (MODE "max": all 3) but the fence behind them, which shows that anything
 # the guard let out would have arrived.
@@ -263,7 +236,7 @@ _attack() {
 		2>"$T_TMP/mb-$mode.err" &
 	local mpid=$!
 	exec 8>"$hold"
-	"$PY" -c "$T_FRAMES" "$mode" "$MAC_B" "$MAC_A" "$tok" "$port" 9400 ${4:+"$4"} >&8
+	_frames "$mode" "$tok" "$port" ${4:+"$4"} >&8
 	_wait_count "$port" "$counter" 3 && counted=1
 	for _ in $(seq "$T_WAIT_TENTHS"); do
 		grep -q "FENCE-$tok" "$T_TMP/cap-$mode" && break

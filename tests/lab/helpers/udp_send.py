@@ -13,13 +13,18 @@ usage:
       stands for the datagram's number (0, 1, ...); --fill-to pads each
       with '.' before its newline to BYTES bytes
 
---gap SEC pauses after every datagram (default: none).
+--gap SEC pauses after every datagram (default: none).  --device IFACE
+binds the socket to an interface (SO_BINDTODEVICE), --broadcast allows a
+broadcast destination (SO_BROADCAST), --no-checksum sends IPv4 datagrams
+without a UDP checksum (SO_NO_CHECK).
 """
 
 import argparse
 import socket
 import sys
 import time
+
+SO_NO_CHECK = 11    # <asm-generic/socket.h>; Python's socket module lacks it
 
 
 def datagrams(a):
@@ -56,11 +61,20 @@ def main():
     ap.add_argument("--fill-to", type=int, metavar="BYTES")
     ap.add_argument("--no-newline", action="store_true")
     ap.add_argument("--gap", type=float, default=0, metavar="SEC")
+    ap.add_argument("--device", metavar="IFACE")
+    ap.add_argument("--broadcast", action="store_true")
+    ap.add_argument("--no-checksum", action="store_true")
     a = ap.parse_args()
     if (a.file is None) != (a.sizes is None):
         ap.error("--file and --sizes go together")
     fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_DGRAM)
+    if a.device:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_BINDTODEVICE, a.device.encode())
+    if a.broadcast:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_BROADCAST, 1)
+    if a.no_checksum:
+        s.setsockopt(socket.SOL_SOCKET, SO_NO_CHECK, 1)
     for d in datagrams(a):
         s.sendto(d, (a.dst, a.port))
         if a.gap:

@@ -9,6 +9,7 @@ usage: xvi_status.py FILE live PORT
        xvi_status.py FILE host-end PORT
        xvi_status.py FILE guard COUNTER
        xvi_status.py FILE counters PORT NAME...
+       xvi_status.py FILE field PORT NAME...
 
   live      exit 0 if an endpoint on PORT is published (its bind is not
             "pending"), so traffic sent now reaches it; else exit 1
@@ -19,6 +20,9 @@ usage: xvi_status.py FILE live PORT
   guard     the guard counter COUNTER of every protected endpoint
   counters  the sum of the endpoint counters NAME... of every endpoint on
             PORT, one line each
+  field     for every endpoint on PORT, a line of its values NAME..., each
+            a key of the endpoint or a dotted path into it
+            ("host_end.mtu", "guard.drop_guard_ip"); "-" where there is none
 """
 
 import argparse
@@ -64,6 +68,17 @@ def counters(status, port, *names):
         print(sum(e["counters"][n] for n in names))
 
 
+def field(status, port, *names):
+    for _, e in on_port(status, port):
+        values = []
+        for name in names:
+            v = e
+            for k in name.split("."):
+                v = v.get(k) if isinstance(v, dict) else None
+            values.append("-" if v is None else v)
+        print(*values)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -84,6 +99,10 @@ def main():
     q.add_argument("port")
     q.add_argument("names", nargs="+", metavar="NAME")
     q.set_defaults(answer=lambda st, a: counters(st, a.port, *a.names))
+    q = queries.add_parser("field")
+    q.add_argument("port")
+    q.add_argument("names", nargs="+", metavar="NAME")
+    q.set_defaults(answer=lambda st, a: field(st, a.port, *a.names))
     a = ap.parse_args()
     with open(a.file) as f:
         status = json.load(f)
