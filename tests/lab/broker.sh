@@ -26,7 +26,11 @@ XVID=$T_BIN/xdp-vid
 RUN=$T_TMP/run			# XVI_RUN_DIR of daemon and clients
 BIN=$T_TMP/bin			# binaries the plain uids can run
 EPCTL=$BIN/epctl
+UHELPERS=$BIN/helpers		# tests/lab/helpers, where the plain uids can read them
 UPY=/usr/bin/python3		# a python the plain uids may run
+# The broker protocol by hand: "${REQUESTS[@]}" WHAT ARGS... (socket
+# operations bounded by 10 s).
+REQUESTS=("$UPY" "$UHELPERS/broker_requests.py" --timeout 10 "$RUN")
 VIDPID=
 BEFORE=
 # Plain uids and groups unique to this run (see protected.sh on why).
@@ -38,100 +42,12 @@ ASA=(setpriv --reuid=$UIDA --regid=65534 --clear-groups --inh-caps=-all)
 ASB=(setpriv --reuid=$UIDB --regid=65534 --clear-groups --inh-caps=-all)
 MEMBER=(setpriv --reuid=$UIDB --regid=65534 --groups=$GRANT --inh-caps=-all)
 
-# The broker protocol by hand (user/broker.h).
-T_PROTO='
-import ctypes, os, socket, sys, time
-import xvid_proto
-from xvid_proto import *
-xvid_proto.TIMEOUT = 10
-def one_open(port):
-    try:
-        s = conn()
-        e, m = ask(s, open_req(port))
-        s.close()
-    except OSError as x:
-        e, m = "oserror", str(x)
-    print("open", e, m, flush=True)
-what = sys.argv[2]
-if what == "open":
-    for p in sys.argv[3:]:
-        one_open(int(p))
-elif what == "userns":
-    # A user namespace of our own, mapped by root as newuidmap would map
-    # /etc/subuid ranges; then uid 1 in it, a subordinate uid outside.
-    pidf, go = sys.argv[3], sys.argv[4]
-    if ctypes.CDLL(None, use_errno=True).unshare(0x10000000):
-        print("unshare failed errno", ctypes.get_errno())
-        sys.exit(1)
-    open(pidf, "w").write("%d\n" % os.getpid())
-    for i in range(300):
-        if os.path.exists(go):
-            break
-        time.sleep(0.1)
-    os.setgroups([])
-    os.setresgid(1, 1, 1)
-    os.setresuid(1, 1, 1)
-    for p in sys.argv[5:]:
-        one_open(int(p))
-elif what == "opens":
-    errs = []
-    for i in range(int(sys.argv[4])):
-        s = conn()
-        errs.append(talk(s, open_req(int(sys.argv[3]))))
-        s.close()
-    print("opens", *errs)
-elif what == "conns":
-    socks, held, refused = hold_conns(int(sys.argv[3]), int(sys.argv[4]), 20)
-    print("held", held, "refused", refused, flush=True)
-    open(sys.argv[5], "w").write("ready\n")
-    time.sleep(float(sys.argv[6]))
-elif what == "openmany":
-    # N OPENs at once, never READY: each pending set-up holds fds
-    n, port, hold = int(sys.argv[3]), int(sys.argv[4]), sys.argv[5]
-    socks = [conn() for i in range(n)]
-    for i, s in enumerate(socks):
-        s.send(open_req(port + i))
-    res = []
-    for s in socks:
-        try:
-            res.append(answer(s))
-        except OSError as x:
-            res.append(("oserror", str(x)))
-    print("results", *[e for e, m in res])
-    print("why", *[m for e, m in res if e], sep=" | ", flush=True)
-    open(hold, "w").write("ready\n")
-    for i in range(300):
-        if not os.path.exists(hold):
-            break
-        time.sleep(0.1)
-elif what == "flood":
-    s = conn()
-    e = talk(s, open_req(int(sys.argv[4])))
-    n, t0 = 0, time.monotonic()
-    while time.monotonic() - t0 < float(sys.argv[3]):
-        talk(s, resolve_req("198.18.0.1"))
-        n += 1
-    print("open", e, "replies", n, "secs %.3f" % (time.monotonic() - t0), flush=True)
-elif what == "garbage":
-    n, t0 = 0, time.monotonic()
-    while time.monotonic() - t0 < float(sys.argv[3]):
-        try:
-            s = conn()
-            s.send(os.urandom(REQ))
-            s.recv(RESP)
-            s.close()
-            n += 1
-        except OSError:
-            pass
-    print("garbage", n, flush=True)
-'
-
-# As uid $UIDA (or another setpriv prefix) on node b: the protocol script.
+# As uid $UIDA (or, with -u ARRAY, another setpriv prefix) on node b: the
+# broker protocol by hand.
 _proto() {
 	local -n _as=ASA
 	[ "$1" = -u ] && { local -n _as=$2; shift 2; }
-	t_x -T 60 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${_as[@]}" "$UPY" -c "$T_PROTO" \
-		"$RUN" "$@"
+	t_x -T 60 b env XVI_RUN_DIR="$RUN" "${_as[@]}" "${REQUESTS[@]}" "$@"
 }
 
 # What this suite can leave in node b: veths and XDP attachments.
@@ -174,8 +90,8 @@ t_setup() {
 	t_need "$XDPVI" "$XVID" "$T_B/tests/epctl" || return 1
 	chmod 0755 "$T_TMP"
 	mkdir -p "$RUN" "$BIN" "$T_TMP/w" && chmod 0755 "$RUN" "$BIN" && chmod 0777 "$T_TMP/w"
-	cp "$T_B/tests/epctl" "$T_HELPERS/xvid_proto.py" "$BIN/" && chmod 0755 "$BIN"/* ||
-		return 1
+	cp "$T_B/tests/epctl" "$BIN/" && cp -r "$T_HELPERS" "$UHELPERS" && chmod 0755 "$BIN"/* &&
+		chmod -R a+rX "$UHELPERS" || return 1
 	t_lab_up bk || return 1
 	lab_at_exit "_stop_vid"
 	t_attach b || return 1
@@ -235,18 +151,11 @@ _ep_close() {
 }
 
 # The endpoint on PORT from `xdp-vi status --json` on b: "HOST_END DROP_IP
-# PASS", nothing if it is not listed.
+# PASS" ("-" for what it lacks), nothing if it is not listed.
 _ep_status() {
 	t_xdpvi b status --json >"$T_TMP/st.json" 2>/dev/null
-	"$PY" - "$T_TMP/st.json" "$1" <<-'EOF'
-	import json, sys
-	for i in json.load(open(sys.argv[1]))["interfaces"]:
-	    for e in i.get("endpoints", []):
-	        if e["tag"].endswith(":" + sys.argv[2]):
-	            g = e.get("guard") or {}
-	            print((e.get("host_end") or {}).get("ifname", "-"),
-	                  g.get("drop_guard_ip", 0), g.get("tx_guard_pass", 0))
-	EOF
+	"$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/st.json" field "$1" host_end.ifname \
+		guard.drop_guard_ip guard.tx_guard_pass
 }
 
 # Wait (bounded) until the endpoint on PORT is live (or, with -g, gone).
@@ -272,8 +181,8 @@ case_other_netns() {
 	local out
 	# uid $UIDA in a network namespace of its own (and the user namespace
 	# an unprivileged unshare needs) connects to the broker's socket file
-	out=$(t_x -T 30 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${ASA[@]}" unshare -r -n "$UPY" \
-		-c "$T_PROTO" "$RUN" open 7800 2>&1) || fail "client: ${out//$'\n'/ }" || return
+	out=$(t_x -T 30 b env XVI_RUN_DIR="$RUN" "${ASA[@]}" unshare -r -n "${REQUESTS[@]}" \
+		open 7800 2>&1) || fail "client: ${out//$'\n'/ }" || return
 	t_log "other netns: $out"
 	[ "$(_field open "$out")" = -1 ] || fail "OPEN from another network namespace: $out" ||
 		return
@@ -285,19 +194,14 @@ case_other_netns() {
 }
 
 # A map file takes one write() of all its lines.
-_write1() {
-	"$PY" -c 'import os, sys
-fd = os.open(sys.argv[1], os.O_WRONLY)
-os.write(fd, sys.argv[2].encode() + b"\n")' "$1" "$2"
-}
+_write1() { "$PY" "$T_HELPERS/write_once.py" "$1" "$2"; }
 
 case_userns_owner() {
 	local out upid
 	rm -f "$T_TMP/w/userns.pid" "$T_TMP/w/userns.go"
 	# policy: "deny uid:$UIDA udp 7830-7839"; the attacker runs as a
 	# subordinate uid of $UIDA, which no rule names
-	t_x -T 60 b env XVI_RUN_DIR="$RUN" PYTHONPATH="$BIN" "${ASA[@]}" "$UPY" -c "$T_PROTO" "$RUN" userns \
-		"$T_TMP/w/userns.pid" "$T_TMP/w/userns.go" 7830 7840 >"$T_TMP/userns.out" 2>&1 &
+	_proto userns "$T_TMP/w/userns.pid" "$T_TMP/w/userns.go" 7830 7840 >"$T_TMP/userns.out" 2>&1 &
 	upid=$!
 	t_wait_file "$T_TMP/w/userns.pid" || { kill "$upid"; fail "no user namespace: $(cat \
 		"$T_TMP/userns.out")"; return; }
@@ -323,7 +227,7 @@ case_denied_uncharged() {
 	local out
 	# 30 OPENs that the policy denies (deny uid:$UIDB udp 7850-7859): each
 	# is refused by the rule, none by the rate limit (4 s worth of 5/s)
-	out=$(_proto -u ASB opens 7850 30) || fail "client: $out" || return
+	out=$(_proto -u ASB opens 7850 --count 30) || fail "client: $out" || return
 	t_log "$out"
 	awk '$1 == "opens" {for (i = 2; i <= NF; i++) if ($i != -1) bad = 1; if (NF != 31) bad = 1}
 	     END {exit bad}' <<<"$out" || fail "denied OPENs were charged: $out" || return
@@ -336,7 +240,7 @@ case_msg_flood() {
 	local out fpid gpid t0 n secs
 	_proto flood 2 7890 >"$T_TMP/flood.out" 2>&1 &
 	fpid=$!
-	_proto garbage 2 >"$T_TMP/garbage.out" 2>&1 &
+	_proto garbage-flood 2 >"$T_TMP/garbage.out" 2>&1 &
 	gpid=$!
 	# another uid is served meanwhile
 	t0=$(date +%s%N)
@@ -352,9 +256,8 @@ case_msg_flood() {
 	[ -n "$n" ] || fail "flood client: $out" || return
 	# a connection gets 40 messages at once, then 20 a second (the OPEN
 	# was one), measured by the client
-	"$PY" -c 'import math, sys
-n, secs = int(sys.argv[1]), float(sys.argv[2])
-sys.exit(0 if n + 1 <= 40 + math.ceil(20 * secs) + 2 else 1)' "$n" "$secs" ||
+	awk -v n="$n" -v s="$secs" 'BEGIN { g = int(20 * s); if (g < 20 * s) g++
+		exit !(n + 1 <= 40 + g + 2) }' ||
 		fail "$n RESOLVEs answered in ${secs}s: not rate limited" || return
 	kill -0 "$VIDPID" 2>/dev/null || fail "xdp-vid died"
 }
@@ -401,13 +304,7 @@ case_addr_follow() {
 
 # _local_has MAPID A.B.C.D: is the address a key of the local address table?
 _local_has() {
-	bpftool -j map dump id "$1" 2>/dev/null | "$PY" -c '
-import json, sys
-want = bytes(int(x) for x in sys.argv[1].split("."))
-for e in json.load(sys.stdin):
-    if want in bytes(int(b, 16) for b in e["key"]):
-        sys.exit(0)
-sys.exit(1)' "$2"
+	bpftool -j map dump id "$1" 2>/dev/null | "$PY" "$T_HELPERS/bpftool_json.py" key-has-ip4 "$2"
 }
 
 # _wait_local MAPID A.B.C.D yes|no: until the table has (or lacks) the address.
@@ -493,7 +390,7 @@ case_default_group() {
 	[[ $out == *"not in group $GRANT"*"usermod"* ]] || fail "the refusal does not say how to get access: $out" ||
 		return
 	# refused at connect: none of its connections takes an entry
-	out=$(_proto conns 20 0 "$T_TMP/w/conns.ready" 0)
+	out=$(_proto conns 20 "$T_TMP/w/conns.ready" 0 0 --wait 20)
 	[ "$(_field held "$out")" = 0 ] || fail "a refused uid holds connections: $out" || return
 	out=$(_proto -u MEMBER open 7811)
 	[ "$(_field open "$out")" = 0 ] || fail "a member of group $GRANT: $out"
@@ -529,9 +426,9 @@ case_fd_exhaustion() {
 	t_log "one set-up needs $need fds over the daemon's $base"
 	# connections waiting for their OPEN take the daemon's last fds; the
 	# ones it cannot accept stay queued: it must rest, not spin on them
-	_proto conns 16 16 "$T_TMP/w/fa.ready" 3 >"$T_TMP/fa.out" 2>&1 &
+	_proto conns 16 "$T_TMP/w/fa.ready" 3 16 --wait 20 >"$T_TMP/fa.out" 2>&1 &
 	apid=$!
-	_proto -u ASB conns 16 16 "$T_TMP/w/fb.ready" 3 >"$T_TMP/fb.out" 2>&1 &
+	_proto -u ASB conns 16 "$T_TMP/w/fb.ready" 3 16 --wait 20 >"$T_TMP/fb.out" 2>&1 &
 	bpid=$!
 	t_wait_file "$T_TMP/w/fa.ready" && t_wait_file "$T_TMP/w/fb.ready" ||
 		{ kill "$apid" "$bpid"; fail "connection floods did not start"; return; }

@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 """The xdp-vid broker protocol by hand (libxvi/broker/broker.h), the one
 copy of its wire format in the lab, for clients that send what libxvi never
-would (broker_requests.py, the lab suites' protocol scripts).  path() is the
-broker's socket in the run directory given as the script's first argument.
+would (broker_requests.py).  Set RUN_DIR, the run directory that holds the
+broker's socket, before connecting; TIMEOUT bounds every socket operation.
 
     req(op, ...)        a request of REQ bytes
     open_req(port, ip)  OPEN of udp IP:PORT on xv0, 2048-byte frames
@@ -19,16 +19,16 @@ import glob
 import os
 import socket
 import struct
-import sys
 import time
 
 REQ, RESP, MAGIC = 112, 304, 0x78766962   # request and reply sizes, "xvib"
 OP_OPEN, OP_RESOLVE = 1, 3
+RUN_DIR = "."
 TIMEOUT = 5
 
 
 def path():
-    return glob.glob(sys.argv[1] + "/*.sock")[0]
+    return glob.glob(RUN_DIR + "/*.sock")[0]
 
 
 def req(op, frame_size=0, num_frames=0, family=0, addr=b"", tag=b"", ifname=b""):
@@ -48,7 +48,7 @@ def resolve_req(ip):
 
 def conn(timeout=None):
     s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-    # TIMEOUT read now: a script may change it after importing this module
+    # TIMEOUT read now: a program sets it after importing this module
     s.settimeout(timeout or TIMEOUT)
     s.connect(path())
     return s
