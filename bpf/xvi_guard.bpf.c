@@ -5,7 +5,7 @@
  * Attached by xdp-vid at TC ingress of the host end of the endpoint's veth
  * pair.  Every frame the client posts on its AF_XDP socket (bound to the
  * client end) arrives here as an skb; AF_XDP TX has no egress hook of its
- * own (docs/KERNEL.md), so this is the only place where "send in nobody
+ * own (docs/KERNEL.md, fact 3), so this is the only place where "send in nobody
  * else's name" can be enforced.  A frame leaves through the interface's
  * egress (bpf_redirect) only if it carries the endpoint's identity:
  *   - source MAC = the interface's MAC;
@@ -343,7 +343,7 @@ int xvi_guard(struct __sk_buff *skb)
  * xvi_host_egress: TC egress of the host end.  Nothing the host's own
  * stack sends may enter the pair: the datapath's frames for the endpoint
  * arrive through the DEVMAP redirect (ndo_xdp_xmit), which never passes
- * TC egress (docs/KERNEL.md), so every skb here is someone else's, such as
+ * TC egress (docs/KERNEL.md, fact 24), so every skb here is someone else's, such as
  * a local socket with SO_BINDTODEVICE on the host end.  Dropped, counted.
  */
 SEC("tc")

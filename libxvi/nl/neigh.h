@@ -24,7 +24,7 @@ struct xvi_iface {
 	/*
 	 * The kernel's drop counters (IFLA_STATS64).  tx_dropped counts what
 	 * the device refused to send, frames redirected into it by XDP
-	 * included (a veth adds its peer's refusals, docs/KERNEL.md fact 7).
+	 * included (a veth adds its peer's refusals, docs/KERNEL.md, fact 7).
 	 */
 	__u64 tx_dropped;
 	__u64 rx_dropped;

@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # reserve.sh: a direct UDP endpoint owns its (address, port) in the kernel's
-# port space too (user/reserve.c), and a wildcard and an exact endpoint on
+# port space too (libxvi/ctl/reserve.c), and a wildcard and an exact endpoint on
 # one port cannot belong to two processes (ctl claim), as with kernel bind():
 #   - a kernel socket holds the port first: the endpoint open fails with
 #     EADDRINUSE and says so;

@@ -505,7 +505,7 @@ static int veth_set_mtu(const struct xvid_ep *e, __u32 mtu, char *why, size_t le
  * XDP_PACKET_HEADROOM (256) in one segment frame.  Never more than the
  * interface's MTU, nor than the kernel lets the host end carry into a
  * single-buffer XDP program on the client end (what one page holds,
- * docs/KERNEL.md fact 25): called with xvi_client attached, when the
+ * docs/KERNEL.md, fact 25): called with xvi_client attached, when the
  * kernel reports that bound as the host end's max_mtu.  Returns the MTU
  * set.
  */

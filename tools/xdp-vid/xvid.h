@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * xdp-vid: the endpoint broker for unprivileged processes (issue #3).
+ * xdp-vid: the endpoint broker for unprivileged processes.
  * See docs/DESIGN.md section 8, docs/SECURITY.md and xdp-vid(8).
  */
 #ifndef XVID_H
