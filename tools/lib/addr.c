@@ -86,19 +86,6 @@ __u16 xt_port(const union xvi_sockaddr *a)
 	return ntohs(a->sa.sa_family == AF_INET6 ? a->in6.sin6_port : a->in.sin_port);
 }
 
-bool xt_addr_equal(const union xvi_sockaddr *a, const union xvi_sockaddr *b)
-{
-	if (a->sa.sa_family != b->sa.sa_family)
-		return false;
-	if (a->sa.sa_family == AF_INET)
-		return a->in.sin_port == b->in.sin_port &&
-		       a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
-	if (a->sa.sa_family == AF_INET6)
-		return a->in6.sin6_port == b->in6.sin6_port &&
-		       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, sizeof(a->in6.sin6_addr));
-	return false;
-}
-
 const char *xt_addr_str(const union xvi_sockaddr *a, char *buf, size_t len)
 {
 	char ip[INET6_ADDRSTRLEN];

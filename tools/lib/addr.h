@@ -28,7 +28,6 @@ const char *xt_parse_ifname(const char *name, int *ifindex);
 void xt_any_addr(int family, __u16 port, union xvi_sockaddr *out);
 socklen_t xt_addrlen(const union xvi_sockaddr *a);
 __u16 xt_port(const union xvi_sockaddr *a);
-bool xt_addr_equal(const union xvi_sockaddr *a, const union xvi_sockaddr *b);
 /* "198.18.0.1:7000" or "[2001:2::1]:7000" */
 const char *xt_addr_str(const union xvi_sockaddr *a, char *buf, size_t len);
 /* A port in the dynamic range 49152..65535, from the pid: no two tools that

@@ -7,6 +7,7 @@
  * one receive batch, then one send batch.
  */
 #include "perf.h"
+#include "common/sockaddr.h"
 
 #define MAX_PEERS 64
 
@@ -56,14 +57,14 @@ static struct peer *peer_get(struct server *s, const union xvi_sockaddr *a,
 	 * Without this every message scanned all earlier peers, and a server
 	 * that had seen many runs got slower with each one.
 	 */
-	if (s->last && s->last->used && xt_addr_equal(&s->last->addr, a)) {
+	if (s->last && s->last->used && xvi_sockaddr_eq(&s->last->addr, a)) {
 		s->last->last_ns = now;
 		return s->last;
 	}
 	for (i = 0; i < MAX_PEERS; i++) {
 		struct peer *p = &s->peers[i];
 
-		if (p->used && xt_addr_equal(&p->addr, a)) {
+		if (p->used && xvi_sockaddr_eq(&p->addr, a)) {
 			p->last_ns = now;
 			s->last = p;
 			return p;
