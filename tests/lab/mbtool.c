@@ -31,6 +31,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include "xvi.h"
+#include "common/util.h"
 
 #define MAX_DGRAM	65536
 #define BATCH		32
@@ -43,10 +44,7 @@ struct args {
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return xvi_now_us() / 1e6;
 }
 
 static int to_sa(const char *a, int port, union xvi_sockaddr *sa, socklen_t *len)

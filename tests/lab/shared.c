@@ -46,6 +46,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include "xvi.h"
+#include "common/util.h"
 
 #define MAX_EPS		64
 #define MAX_THREADS	16
@@ -89,10 +90,7 @@ static int print_fn(enum xvi_print_level level, const char *fmt, va_list ap)
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return xvi_now_us() / 1e6;
 }
 
 static void write_file(const char *name, const char *text)
