@@ -86,17 +86,6 @@ t_lab_up() {
 	lab_up --name "$T_LAB" || fail "lab_up $T_LAB failed"
 }
 
-# t_stop PID: end a command started as `t_x ... &` and wait for it.  $! is
-# the shell that runs t_x; the command is its child (timeout), which passes
-# the signal on.  Killing only $! would leave the command running, holding
-# every fd the test shell had open, until its timeout.
-t_stop() {
-	pkill -TERM -P "$1" 2>/dev/null
-	kill "$1" 2>/dev/null
-	wait "$1" 2>/dev/null
-	return 0
-}
-
 # Run on a node of this suite's lab, bounded (default 20 s).
 t_x() {
 	local tmo=20
@@ -228,15 +217,24 @@ t_wait_grep() {
 	return 1
 }
 
-# Stop process $1: SIGTERM, up to 3 s to exit, then SIGKILL.
+# Stop process $1 and its children: SIGTERM, up to 3 s to exit, then
+# SIGKILL; then reap it.  For `t_x ... &`, $! is the shell that runs t_x and
+# the command is its child (timeout, which passes the signal on): killing
+# only $! would leave the command running until its timeout, holding every
+# fd the test shell had open (an endpoint's fifo would never see EOF).
+# Children first: once their parent is gone, pkill -P cannot find them.
 t_stop() {
 	[ -n "$1" ] || return 0
+	pkill -TERM -P "$1" 2>/dev/null
 	kill -TERM "$1" 2>/dev/null
 	for _ in $(seq 30); do
 		kill -0 "$1" 2>/dev/null || break
 		sleep 0.1
 	done
+	pkill -KILL -P "$1" 2>/dev/null
 	kill -9 "$1" 2>/dev/null
+	wait "$1" 2>/dev/null
+	return 0
 }
 
 # xdp-vi on a node, bounded.
