@@ -203,14 +203,14 @@ case_userns_owner() {
 	# subordinate uid of $UIDA, which no rule names
 	_proto userns "$T_TMP/w/userns.pid" "$T_TMP/w/userns.go" 7830 7840 >"$T_TMP/userns.out" 2>&1 &
 	upid=$!
-	t_wait_file "$T_TMP/w/userns.pid" || { kill "$upid"; fail "no user namespace: $(cat \
+	t_wait_file "$T_TMP/w/userns.pid" || { t_stop "$upid"; fail "no user namespace: $(cat \
 		"$T_TMP/userns.out")"; return; }
 	# what newuidmap/newgidmap write for /etc/subuid "$UIDA:$SUBUID:16"
 	local p
 	p=$(<"$T_TMP/w/userns.pid")
 	_write1 "/proc/$p/uid_map" "0 $UIDA 1"$'\n'"1 $SUBUID 16" &&
 		_write1 "/proc/$p/gid_map" "0 65534 1"$'\n'"1 $SUBUID 16" ||
-		{ kill "$upid"; fail "cannot map the user namespace"; return; }
+		{ t_stop "$upid"; fail "cannot map the user namespace"; return; }
 	touch "$T_TMP/w/userns.go"
 	wait "$upid"
 	out=$(cat "$T_TMP/userns.out")
@@ -431,7 +431,7 @@ case_fd_exhaustion() {
 	_proto -u ASB conns 16 "$T_TMP/w/fb.ready" 3 16 --wait 20 >"$T_TMP/fb.out" 2>&1 &
 	bpid=$!
 	t_wait_file "$T_TMP/w/fa.ready" && t_wait_file "$T_TMP/w/fb.ready" ||
-		{ kill "$apid" "$bpid"; fail "connection floods did not start"; return; }
+		{ t_stop "$apid"; t_stop "$bpid"; fail "connection floods did not start"; return; }
 	c0=$(awk '{print $14 + $15}' "/proc/$VIDPID/stat")
 	t0=$(date +%s%N)
 	wait "$apid" "$bpid"
@@ -445,7 +445,7 @@ case_fd_exhaustion() {
 	# set-ups that run out of fds half way leave no veth pair behind
 	_proto openmany 2 7870 "$T_TMP/w/om.hold" >"$T_TMP/om.out" 2>&1 &
 	apid=$!
-	t_wait_file "$T_TMP/w/om.hold" || { kill "$apid"; fail "openmany: $(cat "$T_TMP/om.out")"
+	t_wait_file "$T_TMP/w/om.hold" || { t_stop "$apid"; fail "openmany: $(cat "$T_TMP/om.out")"
 		return; }
 	t_log "$(cat "$T_TMP/om.out")"
 	rm -f "$T_TMP/w/om.hold"

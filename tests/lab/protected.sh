@@ -374,7 +374,7 @@ case_port_kernel_held() {
 	t_wait_file "$T_TMP/bind1.out" && grep -q bound "$T_TMP/bind1.out" ||
 		fail "the kernel socket did not bind: $(cat "$T_TMP/bind1.out")" || return
 	out=$(_nb "$HELPER" "$LAB_IFACE" open 198.18.0.2 7710 0 0 0 0 2>&1) && rc=0 || rc=$?
-	kill "$bpid" 2>/dev/null
+	t_stop "$bpid"
 	wait "$bpid" 2>/dev/null
 	[ "$rc" != 0 ] && [[ $out == *"errno=98"* ]] ||
 		fail "protected open of a port a kernel socket holds: exit $rc: ${out//$'\n'/ }" ||
@@ -442,10 +442,10 @@ case_open_rate() {
 	_user2_bind 0.0.0.0 7760 30 >"$T_TMP/bind-or.out" 2>&1 &
 	bpid=$!
 	t_wait_file "$T_TMP/bind-or.out" && grep -q bound "$T_TMP/bind-or.out" ||
-		{ kill "$bpid"; fail "the kernel socket did not bind: $(cat "$T_TMP/bind-or.out")"
+		{ t_stop "$bpid"; fail "the kernel socket did not bind: $(cat "$T_TMP/bind-or.out")"
 		return; }
 	out=$(_proto opens 7760 2>&1) && rc=0 || rc=$?
-	kill "$bpid" 2>/dev/null
+	t_stop "$bpid"
 	wait "$bpid" 2>/dev/null
 	[ "$rc" = 0 ] || fail "protocol client: ${out//$'\n'/ }" || return
 	t_log "${out//$'\n'/; }"
@@ -468,7 +468,7 @@ case_conn_limit() {
 		"$RUN" conns 340 "$T_TMP/flood/ready" 3 16 >"$T_TMP/conns.out" 2>&1 &
 	ppid=$!
 	t_wait_file "$T_TMP/flood/ready" ||
-		{ kill "$ppid"; fail "connection flood did not finish: $(cat "$T_TMP/conns.out")"; return; }
+		{ t_stop "$ppid"; fail "connection flood did not finish: $(cat "$T_TMP/conns.out")"; return; }
 	out=$(t_x -T 20 b env XVI_RUN_DIR="$RUN" "${USER2[@]}" "$HELPER" "$LAB_IFACE" open \
 		198.18.0.2 7730 0 0 0 0 2>&1) && rc=0 || rc=$?
 	wait "$ppid"
