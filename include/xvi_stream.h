@@ -129,7 +129,9 @@ XVI_API struct xvi_stream_ctx *xvi_stream_ctx__new(struct xvi_endpoint *ep,
 /*
  * Free the context: streams the application still holds are aborted (RST);
  * connections closed with xvi_stream__close() get a last bounded chance
- * (at most linger_ms) to finish FIN/FINACK.  NULL is a no-op.
+ * (at most linger_ms) to finish FIN/FINACK: it returns as soon as every
+ * such FIN is acknowledged and the peer's FIN received.  Connections in
+ * TIME_WAIT are released, not waited for.  NULL is a no-op.
  */
 XVI_API void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx);
 
@@ -177,6 +179,8 @@ struct xvi_stream_ctx_stats {
 	__u64 syn_evicted;	/* half-open connections evicted by newer SYNs */
 	__u64 accept_overflow;	/* handshakes held back: accept queue full */
 	__u32 conns;		/* connections now (any state but LISTEN) */
+	__u64 linger_aborts;	/* closes that did not finish within linger_ms: RST */
+	__u64 time_wait_expired; /* TIME_WAIT connections ended by their timer */
 	size_t :0;
 };
 

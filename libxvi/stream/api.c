@@ -347,6 +347,7 @@ int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms)
 void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx)
 {
 	struct xvi_stream *s, *next;
+	__u32 closing, left, tw = 0;
 	__u64 until;
 
 	if (!ctx)
@@ -360,11 +361,26 @@ void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx)
 			if (next && next->prev != s)
 				next = ctx->all;	/* list changed under us */
 		}
-		/* Orphans: a last bounded chance to finish FIN/FINACK. */
+		/*
+		 * Orphans still exchanging FINs: a last bounded chance, which
+		 * ends as soon as the peer acknowledged our FIN and sent its
+		 * own.  TIME_WAIT is not waited for: both FINs are
+		 * acknowledged, the peer has everything and closed, and
+		 * waiting out its timer made every process whose side closed
+		 * first exit linger_ms late (section 8 of PROTOCOL.md).
+		 */
+		closing = xvi_sctx__closing(ctx);
 		until = xvi_now_us() + ctx->linger_us;
-		while (xvi_sctx__orphans(ctx) && xvi_now_us() < until)
+		while (xvi_sctx__closing(ctx) && xvi_now_us() < until)
 			xvi_stream_ctx__wait(ctx, 10);
 		xvi_stream_ctx__process(ctx);
+		left = xvi_sctx__closing(ctx);
+		for (s = ctx->all; s; s = s->next)
+			tw += s->state == XVI_SS_TIME_WAIT;
+		pr_debug("stream: context freed: %u of %u closing connections finished by FIN/ACK, %u given up; %u in TIME_WAIT released; timer ends in its life: %llu linger, %llu TIME_WAIT\n",
+			 closing - left, closing, left, tw,
+			 (unsigned long long)ctx->stats.linger_aborts,
+			 (unsigned long long)ctx->stats.time_wait_expired);
 		ep_flush(ctx->api);
 		close(ctx->api->epfd);
 		close(ctx->api->tfd);

@@ -146,3 +146,12 @@ __u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx)
 		n += s->orphan;
 	return n;
 }
+
+__u32 xvi_sctx__closing(const struct xvi_stream_ctx *ctx)
+{
+	__u32 n = 0;
+
+	for (const struct xvi_stream *s = ctx->all; s; s = s->next)
+		n += s->orphan && s->state != XVI_SS_TIME_WAIT;
+	return n;
+}

@@ -267,6 +267,9 @@ __u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx);
 void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx);
 /* Connections in a lingering close (orphans) still alive. */
 __u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx);
+/* Orphans whose close still needs the peer: a FIN unacknowledged or not
+ * yet received (TIME_WAIT needs nothing more). */
+__u32 xvi_sctx__closing(const struct xvi_stream_ctx *ctx);
 
 /* Non-blocking stream operations (the API layer adds waiting). */
 struct xvi_stream *xvi_ss__socket(struct xvi_stream_ctx *ctx, __u32 flags);

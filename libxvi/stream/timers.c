@@ -36,10 +36,13 @@ static bool run_timers(struct xvi_stream *s)
 
 	if (s->timer.close_at && s->timer.close_at <= now) {
 		s->timer.close_at = 0;
-		if (s->state == XVI_SS_TIME_WAIT)
+		if (s->state == XVI_SS_TIME_WAIT) {
+			ctx->stats.time_wait_expired++;
 			return stream_fail(s, 0);
+		}
 		if (s->orphan) {
 			/* Linger over: the peer did not finish, abort. */
+			ctx->stats.linger_aborts++;
 			stream_send_rst(s);
 			stream_free(s);
 			return false;

@@ -199,6 +199,40 @@ static inline void sim_fini(struct sim *s)
 	free(s->q);
 }
 
+/* Deliver queued datagram @i (time already advanced to it). */
+static inline void sim_deliver_at(struct sim *s, int i)
+{
+	struct pkt p = s->q[i];
+	struct node *n = &s->n[p.to];
+
+	s->q[i] = s->q[--s->nq];
+	if (n->dead)
+		return;
+	s->delivered++;
+	xvi_sctx__input(n->ctx, &s->n[1 - p.to].addr, p.data, p.len, s->checksummed);
+	xvi_sctx__run(n->ctx);
+}
+
+/*
+ * Deliver the next datagram and run no timer, even one due before it: what
+ * an exchange achieves by itself.  false: no datagram in flight.
+ */
+static inline bool sim_deliver(struct sim *s)
+{
+	int bi = -1;
+
+	for (int i = 0; i < s->nq; i++)
+		if (bi < 0 || s->q[i].at < s->q[bi].at ||
+		    (s->q[i].at == s->q[bi].at && s->q[i].serial < s->q[bi].serial))
+			bi = i;
+	if (bi < 0)
+		return false;
+	if (s->q[bi].at > s->now)
+		s->now = s->q[bi].at;
+	sim_deliver_at(s, bi);
+	return true;
+}
+
 /* Run the next event (a delivery or a timer).  false: nothing pending. */
 static inline bool sim_step(struct sim *s)
 {
@@ -221,15 +255,7 @@ static inline bool sim_step(struct sim *s)
 	if (best > s->now)
 		s->now = best;
 	if (bi >= 0) {
-		struct pkt p = s->q[bi];
-		struct node *n = &s->n[p.to];
-
-		s->q[bi] = s->q[--s->nq];
-		if (n->dead)
-			return true;
-		s->delivered++;
-		xvi_sctx__input(n->ctx, &s->n[1 - p.to].addr, p.data, p.len, s->checksummed);
-		xvi_sctx__run(n->ctx);
+		sim_deliver_at(s, bi);
 	} else {
 		struct node *n = &s->n[bt];
 

@@ -661,6 +661,61 @@ Test(stream_sim, close_returns_at_once_and_finishes_in_background)
 	sim_fini(&s);
 }
 
+/*
+ * A close costs the FIN exchange and nothing more: once the peer has
+ * acknowledged our FIN and closed too, neither side has anything left to
+ * wait for.  After the data, only datagrams are delivered (no timer runs):
+ * the closes must complete on the exchange alone, within a few one-way
+ * delays, and TIME_WAIT must not count as a close still under way (it held
+ * every process whose side closed first for linger_ms at exit).
+ */
+Test(stream_sim, close_completes_by_fin_ack_without_timers)
+{
+	static char in[64 * 1024], out[sizeof(in)];
+	struct xvi_stream *l, *c, *v;
+	size_t sent = 0, got = 0;
+	struct sim s;
+	__u64 t0;
+	int steps = 0;
+
+	sim_init(&s, 25, NULL);
+	for (size_t i = 0; i < sizeof(in); i++)
+		in[i] = (char)(i * 131 + 7);
+	l = listener(&s, 1, 4);
+	c = pair(&s, l, &v);
+	cr_assert(RUN_UNTIL(&s, 10000000, ({
+		ssize_t r;
+
+		if (sent < sizeof(in) && (r = xvi_ss__send(c, in + sent, sizeof(in) - sent)) > 0)
+			sent += (size_t)r;
+		if ((r = xvi_ss__recv(v, out + got, sizeof(out) - got)) > 0)
+			got += (size_t)r;
+		got == sizeof(in) && c->snd.una == c->snd.nxt;
+	})), "transfer: %zu sent, %zu received", sent, got);
+	cr_assert_eq(memcmp(in, out, sizeof(in)), 0);
+
+	t0 = s.now;
+	cr_assert_eq(xvi_ss__close(c), 0);		/* FIN_WAIT_1, an orphan */
+	cr_expect_eq(xvi_sctx__closing(s.n[0].ctx), 1u);
+	while (!v->rcv.eof && sim_deliver(&s))
+		steps++;
+	cr_assert_eq(xvi_ss__recv(v, out, sizeof(out)), 0, "no EOF from deliveries alone");
+	cr_assert_eq(xvi_ss__close(v), 0);		/* LAST_ACK, an orphan */
+	while ((xvi_sctx__closing(s.n[0].ctx) || xvi_sctx__closing(s.n[1].ctx)) &&
+	       sim_deliver(&s))
+		steps++;
+	cr_expect_eq(xvi_sctx__closing(s.n[0].ctx), 0u, "active side still closing");
+	cr_expect_eq(xvi_sctx__closing(s.n[1].ctx), 0u, "passive side still closing");
+	cr_expect_eq(s.n[1].ctx->nconns, 0u, "passive side not CLOSED");
+	cr_expect_eq(s.n[0].ctx->nconns, 1u, "active side should be in TIME_WAIT");
+	/* FIN, its ACK, the peer's FIN, its ACK: four one-way delays */
+	cr_expect_leq(s.now - t0, 4 * s.delay_us, "closes took %llu us of virtual time",
+		      (unsigned long long)(s.now - t0));
+	cr_expect_leq(steps, 8);
+	cr_expect_eq(s.n[0].ctx->stats.linger_aborts + s.n[1].ctx->stats.linger_aborts, 0u);
+	sim_fini(&s);
+}
+
 Test(stream_sim, linger_bounds_a_close_to_a_dead_peer)
 {
 	XVI_OPTS(xvi_stream_ctx_opts, o, .linger_ms = 500);
