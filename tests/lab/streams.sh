@@ -61,6 +61,28 @@ case_clean2() {
 	t_log "2 nodes: 16 MiB byte-exact in ${XFER_MS} ms"
 }
 
+# The close costs the FIN exchange, never a timer: the sender (which saw
+# the listener's FIN) exits with its connection in TIME_WAIT and nothing to
+# wait for; the listener's close ends when its FIN is acknowledged.  Each
+# side's context reports at exit (debug output, -vv) how its closes ended.
+case_close_by_ack() {
+	local s l
+	_mkfile 1
+	t_stream_xfer "$LAB2" "$T_TMP/in1" 30 -v || return 1
+	s=$(grep 'context freed:' "$T_TMP/s.err")
+	l=$(grep 'context freed:' "$T_TMP/l.err")
+	[ -n "$s" ] && [ -n "$l" ] || { fail "no close report at exit (debug output)"; return 1; }
+	case $s in
+	*" 0 given up; 1 in TIME_WAIT released; timer ends in its life: 0 linger, 0 TIME_WAIT") ;;
+	*) fail "sender's close waited for a timer or gave up: $s"; return 1 ;;
+	esac
+	case $l in
+	*" 1 of 1 closing connections finished by FIN/ACK, 0 given up;"*"0 linger, 0 TIME_WAIT") ;;
+	*) fail "listener's close did not end by the ACK of its FIN: $l"; return 1 ;;
+	esac
+	t_log "1 MiB in ${XFER_MS} ms; closes ended by FIN/ACK, no timer"
+}
+
 case_lossy64() {
 	_mkfile 64
 	_impair "loss=5%,reorder=1%,dup=0.5%,corrupt=0.1%,seed=42" || return 1
@@ -164,6 +186,7 @@ case_kill_sender() { _killed a; }
 
 CASES=(
 	clean2		case_clean2	  "2 nodes: 16 MiB byte-exact, both ends exit 0"
+	close_by_ack	case_close_by_ack "2 nodes: both closes end by the FIN's ACK, no timer, no linger"
 	lossy64		case_lossy64	  "relay 5% loss, 1% reorder, 0.5% dup, 0.1% corrupt: 64 MiB byte-exact"
 	conns50		case_conns50	  "relay 30% loss: 50 connections established, each delivers and closes"
 	blackhole	case_blackhole	  "relay blackhole 3 s on / 2 s off: a transfer completes byte-exact"
