@@ -110,8 +110,10 @@ struct xvi_stream_ctx_opts {
 	 * the connection is aborted (RST); also how long TIME_WAIT lasts
 	 * after the peer's last FIN (at least 2 RTO); default 2000 */
 	__u32 linger_ms;
-	/* Listen: bound on half-open (SYN_RCVD) connections per listener;
-	 * when full the oldest is evicted; default 64 */
+	/* Listen: bound on half-open (SYN_RCVD) connections per listener
+	 * (the listen backlog if larger); when full a new SYN replaces the
+	 * oldest whose SYN|ACK timed out unanswered, or is dropped (the
+	 * client retransmits it); default 64 */
 	__u32 syn_backlog;
 	const struct xvi_stream_cc_ops *cc; /* default newreno */
 	size_t :0;
@@ -181,6 +183,7 @@ struct xvi_stream_ctx_stats {
 	__u32 conns;		/* connections now (any state but LISTEN) */
 	__u64 linger_aborts;	/* closes that did not finish within linger_ms: RST */
 	__u64 time_wait_expired; /* TIME_WAIT connections ended by their timer */
+	__u64 syn_dropped;	/* SYNs dropped, queues full: the client retries */
 	size_t :0;
 };
 
@@ -223,7 +226,11 @@ XVI_API struct xvi_stream *xvi_stream__socket(struct xvi_stream_ctx *ctx,
 /* Service number (a port inside the endpoint) for listen(). */
 XVI_API int xvi_stream__bind(struct xvi_stream *s, __u16 service);
 
-/* @backlog bounds established connections waiting in accept(); <= 0: 64. */
+/*
+ * @backlog bounds established connections waiting in accept(), and the
+ * half-open ones when larger than syn_backlog; <= 0: 64.  As TCP, SYNs
+ * that find the queues full are dropped and the client retries.
+ */
 XVI_API int xvi_stream__listen(struct xvi_stream *s, int backlog);
 
 /*

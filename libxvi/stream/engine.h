@@ -197,6 +197,8 @@ struct xvi_stream {
 		struct xvi_stream *listener;	/* of a child not yet accepted */
 		struct xvi_stream *next, *prev;
 		__u8 queue;			/* XVI_SL_*: where a listener child is */
+		bool answered;			/* half-open child whose client ACKed:
+						 * held back by a full accept queue */
 		struct xvi_stream *half_head, *half_tail;
 		struct xvi_stream *accept_head, *accept_tail;
 		__u32 n_half, n_accept, backlog;

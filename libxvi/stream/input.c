@@ -17,6 +17,23 @@ static struct xvi_stream *find_listener(struct xvi_stream_ctx *ctx, __u16 svc)
 	return NULL;
 }
 
+/*
+ * The half-open connection a new SYN may replace when the listener's
+ * half-open queue is full: the oldest whose SYN|ACK went unanswered for a
+ * whole retransmission timeout (a spoofed source, or a client that gave
+ * up).  A younger one's client may have our SYN|ACK and be established
+ * already, as may one whose client answered while the accept queue was
+ * full: freeing either would answer that client's next segment with RST.
+ * NULL: nothing to replace, the SYN is dropped.
+ */
+static struct xvi_stream *stale_half_open(const struct xvi_stream *l)
+{
+	for (struct xvi_stream *c = l->listen.half_head; c; c = c->listen.next)
+		if (c->timer.syn_tries && !c->listen.answered)
+			return c;
+	return NULL;
+}
+
 static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		   const struct xvi_shdr *h)
 {
@@ -59,18 +76,28 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	if (ctx->nconns >= ctx->max_conns)
 		sctx_reclaim_time_wait(ctx);
 	/*
-	 * Bounded half-open queue: a flood of SYNs evicts the oldest
-	 * half-open connection instead of growing, so it cannot exhaust
-	 * the listener; a genuine client whose entry was evicted
-	 * retransmits its SYN.
+	 * Overflow drops the SYN, as TCP does by default: the client
+	 * retransmits it and gets in once there is room.  The accept queue
+	 * full: nothing new until the application accepts.  The half-open
+	 * queue (bounded by syn_backlog or the listen backlog, whichever is
+	 * larger) full: a flood of SYNs must not exhaust the listener, so a
+	 * new SYN replaces a stale half-open connection if there is one.
 	 */
-	if (l->listen.n_half >= ctx->syn_backlog || ctx->nconns >= ctx->max_conns) {
-		if (!l->listen.half_head) {
-			ctx->stats.accept_overflow++;
+	if (l->listen.n_accept >= l->listen.backlog) {
+		ctx->stats.syn_dropped++;
+		return;
+	}
+	if (l->listen.n_half >= (ctx->syn_backlog > l->listen.backlog ? ctx->syn_backlog :
+				 l->listen.backlog) ||
+	    ctx->nconns >= ctx->max_conns) {
+		struct xvi_stream *old = stale_half_open(l);
+
+		if (!old) {
+			ctx->stats.syn_dropped++;
 			return;
 		}
 		ctx->stats.syn_evicted++;
-		stream_free(l->listen.half_head);
+		stream_free(old);
 	}
 	c = stream_new(ctx, l->flags);
 	if (!c)
@@ -271,6 +298,7 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		if (l && l->listen.n_accept >= l->listen.backlog) {
 			/* Accept queue full: stay half-open, the peer retries. */
 			ctx->stats.accept_overflow++;
+			s->listen.answered = true;
 			return;
 		}
 		if (stream_alloc_buffers(s)) {

@@ -44,6 +44,7 @@ struct sim {
 	__u64 rng;
 	int loss, dup, reorder, corrupt;	/* per mille */
 	bool drop_all[2];			/* drop everything sent by node i */
+	bool drop_strays;			/* drop datagrams to other peers */
 	__u32 delay_us;
 	/* per-datagram hook: true drops it (after it is recorded) */
 	bool (*filter)(struct sim *s, int from, const void *buf, __u32 len);
@@ -111,6 +112,10 @@ static inline void l_put(void *priv, void *buf, __u32 len, const union xvi_socka
 		return;
 	}
 	if (n->dead || s->drop_all[n->id] || (s->loss && (int)(srnd(s) % 1000) < s->loss)) {
+		s->dropped++;
+		return;
+	}
+	if (s->drop_strays && !xvi_sockaddr_eq(peer, &s->n[to].addr)) {
 		s->dropped++;
 		return;
 	}

@@ -91,12 +91,13 @@ static void report(const struct sx *x, const char *how)
 		struct xvi_stream_ctx_stats st = { .sz = sizeof(st) };
 
 		if (!xvi_stream_ctx__stats(x->o.ctx, &st))
-			fprintf(stderr, "; context: %llu segs in, %llu bad, %llu for no connection, %llu RST sent, %llu SYNs evicted, %llu accept overflows",
+			fprintf(stderr, "; context: %llu segs in, %llu bad, %llu for no connection, %llu RST sent, %llu SYNs evicted, %llu accept overflows, %llu SYNs dropped",
 				(unsigned long long)st.rx_segs,
 				(unsigned long long)(st.rx_malformed + st.rx_bad_integrity),
 				(unsigned long long)st.rx_no_conn, (unsigned long long)st.tx_rst,
 				(unsigned long long)st.syn_evicted,
-				(unsigned long long)st.accept_overflow);
+				(unsigned long long)st.accept_overflow,
+				(unsigned long long)st.syn_dropped);
 	}
 	fprintf(stderr, "\n");
 }
