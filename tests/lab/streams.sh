@@ -2,9 +2,11 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # streams.sh: libxvi reliable streams end to end with xvi-cat's stream mode.
-# A clean two-node transfer, then the three-node lab (a -- m -- b) with the
-# impairment relay on m: 64 MiB byte-exact under loss, reordering,
-# duplication and corruption; 50 connections under 30 % loss; a transfer
+# A clean two-node transfer, closes that end by the FIN's ACK (no timer),
+# 1000 concurrent connections of 64 KiB each, then the three-node lab
+# (a -- m -- b) with the impairment relay on m: 64 MiB byte-exact under
+# loss, reordering, duplication and corruption; 50 connections under 30 %
+# loss; a transfer
 # through a blackhole (3 s on / 2 s off); a peer killed mid-transfer, seen
 # by the other side within the keepalive bound.  Every case is bounded in
 # time; transfer times and retransmission counters go to stderr.
@@ -115,6 +117,34 @@ case_conns50() {
 	t_log "relay loss=30%: 50 connections established and closed in $(($(date +%s%3N) - t0)) ms"
 }
 
+# _conns_exact N: N concurrent connections on 2 nodes, each carrying the
+# same 64 KiB byte-exact; the listener writes each connection's data in one
+# piece when it ends, so the output is N copies of the input.
+_conns_exact() {
+	local n=$1 port=$((PORT++)) rl rs t0 want got
+	head -c 65536 /dev/urandom >"$T_TMP/in64k"
+	rm -f "$T_TMP/out"
+	lab_exec --name "$LAB2" -T 300 b -- "$XVICAT" -v --iface "$LAB_IFACE" -w 60 --conns "$n" \
+		-l "$port" >"$T_TMP/out" 2>"$T_TMP/l.err" &
+	local lpid=$!
+	t_wait_endpoint_port_in "$LAB2" b "$port" || { kill "$lpid"; wait "$lpid"
+		fail "listener never came up"; return 1; }
+	t0=$(date +%s%3N)
+	lab_exec --name "$LAB2" -T 300 a -- "$XVICAT" -v --iface "$LAB_IFACE" -w 60 \
+		--conns "$n" 198.18.0.2 "$port" <"$T_TMP/in64k" 2>"$T_TMP/s.err" && rs=0 || rs=$?
+	wait "$lpid" && rl=0 || rl=$?
+	cat "$T_TMP/s.err" "$T_TMP/l.err" | grep -v 'established$' | sed 's/^/# /' >&2
+	[ "$rs" = 0 ] || { fail "sender exit $rs: $(tail -1 "$T_TMP/s.err")"; return 1; }
+	[ "$rl" = 0 ] || { fail "listener exit $rl: $(tail -1 "$T_TMP/l.err")"; return 1; }
+	want=$(for _ in $(seq "$n"); do cat "$T_TMP/in64k"; done | sha256sum | cut -d' ' -f1)
+	got=$(sha256sum <"$T_TMP/out" | cut -d' ' -f1)
+	[ "$want" = "$got" ] || { fail "output is not $n copies of the 64 KiB input" \
+		"($(stat -c %s "$T_TMP/out") bytes)"; return 1; }
+	t_log "$n connections x 64 KiB byte-exact in $(($(date +%s%3N) - t0)) ms"
+}
+
+case_conns1000() { _conns_exact "${STREAMS_CONNS:-1000}"; }
+
 case_blackhole() {
 	local bh
 	_mkfile 16
@@ -189,6 +219,7 @@ CASES=(
 	close_by_ack	case_close_by_ack "2 nodes: both closes end by the FIN's ACK, no timer, no linger"
 	lossy64		case_lossy64	  "relay 5% loss, 1% reorder, 0.5% dup, 0.1% corrupt: 64 MiB byte-exact"
 	conns50		case_conns50	  "relay 30% loss: 50 connections established, each delivers and closes"
+	conns1000	case_conns1000	  "2 nodes: 1000 concurrent connections, each 64 KiB byte-exact"
 	blackhole	case_blackhole	  "relay blackhole 3 s on / 2 s off: a transfer completes byte-exact"
 	kill_receiver	case_kill_receiver "receiver killed mid-transfer: the sender fails within the keepalive bound"
 	kill_sender	case_kill_sender  "sender killed mid-transfer: the receiver fails within the keepalive bound"
