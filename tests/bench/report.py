@@ -377,6 +377,10 @@ def main():
     tcp = stat([get(r, "client", "bits_per_second") for r in recs if r.get("test") == "tcp"
                 and get(r, "client", "bits_per_second")])
     prot = [r for r in recs if r.get("test") == "protected"]
+    copy = {v: stat([r.get("wall_ms") for r in recs if r.get("test") == "copy" and
+                     r.get("variant") == v and not r.get("error")])
+            for v in ("xvi-cat", "kernel-tcp")}
+    copy_failed = [r.get("error") for r in recs if r.get("test") == "copy" and r.get("error")]
     unavailable = {r["test"]: r.get("error") for r in recs
                    if r.get("variant") in ("unavailable", "failed")}
 
@@ -450,7 +454,9 @@ def main():
         ("Stream CPU per byte (machine, %d B sends) vs kernel TCP" % sz, "<= 0.5x",
          ratio(bw(sbw, "xvi-stream", str(sz), "cpu_ns_per_byte_machine"),
                bw(sbw, "kernel-tcp", str(sz), "cpu_ns_per_byte_machine")), 0.5, False)
-        for sz in bw_sizes]
+        for sz in bw_sizes] + [
+        ("1 MiB copy end to end, xvi-cat vs xvi-cat --kernel", "< 2x",
+         ratio(med(copy["xvi-cat"]), med(copy["kernel-tcp"])), 2.0, False)]
 
     results = {
         "machine": machine_info(a.raw), "seconds_per_run": a.secs, "rounds": a.reps,
@@ -459,6 +465,7 @@ def main():
         "xdp_bench_drop": {"rx_rate": xdp, "errors": xdp_err},
         "xvi_demux_prog_run_ns": prog_run, "xvi_demux_prog_run_actions": prog_act,
         "kernel_tcp_iperf3_bps": tcp,
+        "copy_1mib_ms": copy, "copy_failed": copy_failed,
         "protected": [r.get("text") or r.get("client") for r in prot],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
@@ -769,6 +776,19 @@ def main():
         w("")
     if unavailable.get("jumbo"):
         w("Jumbo not measured: %s." % unavailable["jumbo"])
+        w("")
+
+    w("Copying 1 MiB with xvi-cat, end to end: from starting the sender until both "
+      "ends have exited (connection setup and close included), the listener already "
+      "up; xvi stream and kernel TCP (`--kernel`) rounds alternated:")
+    w("")
+    w("| variant | ms (median, min-max) |")
+    w("|---|---|")
+    for v in ("xvi-cat", "kernel-tcp"):
+        w("| %s | %s |" % (v, fmt_num(copy[v], "", 1)))
+    w("")
+    if copy_failed:
+        w("Failed copy rounds (not in the medians): %s" % "; ".join(copy_failed[:3]))
         w("")
 
     # protected
