@@ -117,12 +117,13 @@ case_conns50() {
 	t_log "relay loss=30%: 50 connections established and closed in $(($(date +%s%3N) - t0)) ms"
 }
 
-# _conns_exact N: N concurrent connections on 2 nodes, each carrying the
-# same 64 KiB byte-exact; the listener writes each connection's data in one
-# piece when it ends, so the output is N copies of the input.
+# _conns_exact N [BYTES]: N concurrent connections on 2 nodes, each
+# carrying the same BYTES (default 64 KiB) byte-exact; the listener writes
+# each connection's data in one piece when it ends, so the output is N
+# copies of the input.
 _conns_exact() {
-	local n=$1 port=$((PORT++)) rl rs t0 want got
-	head -c 65536 /dev/urandom >"$T_TMP/in64k"
+	local n=$1 bytes=${2:-65536} port=$((PORT++)) rl rs t0 want got
+	head -c "$bytes" /dev/urandom >"$T_TMP/in64k"
 	rm -f "$T_TMP/out"
 	lab_exec --name "$LAB2" -T 300 b -- "$XVICAT" -v --iface "$LAB_IFACE" -w 60 --conns "$n" \
 		-l "$port" >"$T_TMP/out" 2>"$T_TMP/l.err" &
@@ -138,12 +139,14 @@ _conns_exact() {
 	[ "$rl" = 0 ] || { fail "listener exit $rl: $(tail -1 "$T_TMP/l.err")"; return 1; }
 	want=$(for _ in $(seq "$n"); do cat "$T_TMP/in64k"; done | sha256sum | cut -d' ' -f1)
 	got=$(sha256sum <"$T_TMP/out" | cut -d' ' -f1)
-	[ "$want" = "$got" ] || { fail "output is not $n copies of the 64 KiB input" \
+	[ "$want" = "$got" ] || { fail "output is not $n copies of the $bytes-byte input" \
 		"($(stat -c %s "$T_TMP/out") bytes)"; return 1; }
-	t_log "$n connections x 64 KiB byte-exact in $(($(date +%s%3N) - t0)) ms"
+	t_log "$n connections x $bytes bytes byte-exact in $(($(date +%s%3N) - t0)) ms"
 }
 
 case_conns1000() { _conns_exact "${STREAMS_CONNS:-1000}"; }
+# more input than one read buffer: --conns holds up to 16 MiB of stdin
+case_conns_big() { _conns_exact 4 $((3 << 20)); }
 
 case_blackhole() {
 	local bh
@@ -220,6 +223,7 @@ CASES=(
 	lossy64		case_lossy64	  "relay 5% loss, 1% reorder, 0.5% dup, 0.1% corrupt: 64 MiB byte-exact"
 	conns50		case_conns50	  "relay 30% loss: 50 connections established, each delivers and closes"
 	conns1000	case_conns1000	  "2 nodes: 1000 concurrent connections, each 64 KiB byte-exact"
+	conns_big	case_conns_big	  "2 nodes: 4 connections, each 3 MiB byte-exact"
 	blackhole	case_blackhole	  "relay blackhole 3 s on / 2 s off: a transfer completes byte-exact"
 	kill_receiver	case_kill_receiver "receiver killed mid-transfer: the sender fails within the keepalive bound"
 	kill_sender	case_kill_sender  "sender killed mid-transfer: the receiver fails within the keepalive bound"

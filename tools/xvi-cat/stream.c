@@ -74,7 +74,8 @@ static bool idle_expired(const struct sx *x, const char *what)
 
 static void report(const struct sx *x, const char *how)
 {
-	double secs = (xt_now_ns() - x->t0) / 1e9;
+	/* t0 is 0 when the run failed before its start */
+	double secs = x->t0 ? (xt_now_ns() - x->t0) / 1e9 : 0.0;
 	struct xvi_stream_info info = { .sz = sizeof(info) };
 
 	if (!cat_verbosity)
@@ -409,6 +410,50 @@ static int multi_rx(struct sx *x, struct mc *c, unsigned long i)
 	}
 }
 
+/*
+ * All of stdin, up to MULTI_MAX_IN bytes, into *@in (malloc'd).  The buffer
+ * holds one byte more than that: a read that fills it is input too long.
+ */
+static int read_all_input(char **in, size_t *inlen)
+{
+	size_t cap = IOBUF;
+	char *buf = malloc(cap), *n;
+	ssize_t r;
+
+	*inlen = 0;
+	while (buf) {
+		if (*inlen > MULTI_MAX_IN) {
+			fprintf(stderr, "xvi-cat: --conns sends at most %u bytes of stdin "
+				"(16 MiB): give it less\n", MULTI_MAX_IN);
+			free(buf);
+			return -1;
+		}
+		if (*inlen == cap) {
+			cap = cap * 2 > MULTI_MAX_IN ? MULTI_MAX_IN + 1 : cap * 2;
+			n = realloc(buf, cap);
+			if (!n)
+				break;
+			buf = n;
+		}
+		r = read(STDIN_FILENO, buf + *inlen, cap - *inlen);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			fprintf(stderr, "xvi-cat: cannot read stdin: %s\n", strerror(errno));
+			free(buf);
+			return -1;
+		}
+		if (!r) {
+			*in = buf;
+			return 0;
+		}
+		*inlen += (size_t)r;
+	}
+	fprintf(stderr, "xvi-cat: out of memory\n");
+	free(buf);
+	return -1;
+}
+
 static int run_multi(struct sx *x)
 {
 	const struct cat_cfg *cfg = x->cfg;
@@ -417,6 +462,7 @@ static int run_multi(struct sx *x)
 	struct xst_conn l;
 	union xvi_sockaddr local;
 	size_t inlen = 0;
+	char *in = NULL;
 	struct mc *c;
 	int rc = 1;
 
@@ -428,24 +474,8 @@ static int run_multi(struct sx *x)
 	}
 	if (!cfg->listen) {
 		/* The whole input first: every connection carries all of it. */
-		for (;;) {
-			ssize_t r = read(STDIN_FILENO, x->buf + inlen, IOBUF - inlen);
-
-			if (r < 0 && errno == EINTR)
-				continue;
-			if (r < 0) {
-				fprintf(stderr, "xvi-cat: cannot read stdin: %s\n", strerror(errno));
-				goto out;
-			}
-			if (!r)
-				break;
-			inlen += (size_t)r;
-			if (inlen == IOBUF) {
-				fprintf(stderr, "xvi-cat: --conns sends at most %u bytes of stdin\n",
-					IOBUF);
-				goto out;
-			}
-		}
+		if (read_all_input(&in, &inlen))
+			goto out;
 		xt_any_addr(cfg->addr.sa.sa_family,
 			    cfg->src_port ? (__u16)cfg->src_port : xt_pid_port(), &local);
 	} else {
@@ -499,7 +529,7 @@ static int run_multi(struct sx *x)
 					fprintf(stderr, "xvi-cat: %lu/%lu established\n", up, n);
 			}
 			while (!cfg->listen && c[i].off < inlen &&
-			       (r = xst_send(&c[i].c, x->buf + c[i].off, inlen - c[i].off)) > 0) {
+			       (r = xst_send(&c[i].c, in + c[i].off, inlen - c[i].off)) > 0) {
 				c[i].off += (size_t)r;
 				x->out += (unsigned long long)r;
 				x->last = xt_now_ns();
@@ -553,6 +583,7 @@ out:
 		}
 	free(c);
 	free(pf);
+	free(in);
 	if (xst_conn_live(&l))
 		xst_conn_close(&l, false);
 	xst_close(&x->o);
