@@ -11,6 +11,7 @@
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 #include "xvi_wire.h"
+#include "xvi_ext.h"
 
 /* Bytes bpf_csum_diff() accepts in one call (the helper's scratch size). */
 #define XVI_CSUM_CHUNK		512
@@ -85,6 +86,42 @@ struct {
 	__type(key, __u32);
 	__type(value, struct xvi_slot_owner);
 } xvi_owners SEC(".maps");
+
+/*
+ * Extension handlers: the handler for index h of the endpoint in slot s
+ * sits at s * XVI_EXT_MAX_HANDLERS + h.  Written by the control plane
+ * (xvi_ext__load/unload), read by XDP (bpf_tail_call).  The kernel empties
+ * a PROG_ARRAY when its last file reference (fd or pin) goes: handlers
+ * live as long as the pin.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, XVI_MAX_ENDPOINTS * XVI_EXT_MAX_HANDLERS);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_ext_progs SEC(".maps");
+
+/* xvi_ext_ret, the datapath's return paths for handlers: include/xvi_ext.h. */
+
+/*
+ * The dispatch in progress on this CPU: what xvi_demux found before the
+ * tail call, for xvi_ext_deliver, which trusts nothing a handler could
+ * have written (the frame, its metadata).  XDP runs a frame's programs,
+ * tail calls included, on one CPU without preemption.
+ */
+struct xvi_ext_cur {
+	struct xvi_rx_meta meta;
+	__u32 vflags;			/* the endpoint's xvi_ep_value flags */
+	__u32 frame_len;
+	__u32 armed;			/* 1 from the tail call to the delivery */
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xvi_ext_cur);
+} xvi_ext_cur SEC(".maps");
 
 /*
  * Per-CPU bounce buffer for the checksum: bytes that are not reachable by

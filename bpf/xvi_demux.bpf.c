@@ -32,6 +32,7 @@ struct {
 } XDP_RUN_CONFIG(xvi_demux);
 
 #define XVI_UDP_HLEN	8
+#define XVI_META_LEN	((int)sizeof(struct xvi_rx_meta))
 #define XVI_IP4_HLEN	20
 
 /* IPv4 pseudo-header minus the addresses, which are summed in place. */
@@ -85,6 +86,58 @@ static __always_inline int xvi_malformed(struct xvi_global_counters *g,
 }
 
 /*
+ * The redirect to m->slot's socket (or protected endpoint's veth) of a
+ * frame whose metadata is in place, and the endpoint's counters.  If the
+ * redirect falls back to XDP_PASS (the socket went away since it was
+ * checked), the metadata is taken off again.
+ */
+static __always_inline int xvi_redirect(struct xdp_md *ctx, struct xvi_ep_counters *ep,
+					const struct xvi_rx_meta *m, __u32 frame_len,
+					__u32 vflags)
+{
+	long act;
+
+	if (vflags & XVI_EP_F_DEVMAP)
+		act = bpf_redirect_map(&xvi_devs, m->slot, XDP_PASS);
+	else
+		act = bpf_redirect_map(&xvi_xsks, m->slot, XDP_PASS);
+	if (act != XDP_REDIRECT) {
+		bpf_xdp_adjust_meta(ctx, (int)sizeof(*m));
+		ep->drop_no_socket++;
+		return XDP_PASS;
+	}
+	ep->rx_frames++;
+	ep->rx_bytes += frame_len;
+	if (m->flags & XVI_RX_CSUM_PARTIAL)
+		ep->rx_csum_partial++;
+	return XDP_REDIRECT;
+}
+
+/*
+ * Put the metadata @m in front of the frame.  0, or -1 (drop_meta counted)
+ * if adjust_meta failed.  adjust_meta invalidates every packet pointer.
+ */
+static __always_inline int xvi_put_meta(struct xdp_md *ctx, struct xvi_ep_counters *ep,
+					const struct xvi_rx_meta *m)
+{
+	struct xvi_rx_meta *meta;
+	void *data;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
+		ep->drop_meta++;
+		return -1;
+	}
+	meta = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(meta + 1) > data) {
+		ep->drop_meta++;
+		return -1;
+	}
+	*meta = *m;
+	return 0;
+}
+
+/*
  * Hand a validated frame to the socket of m->slot.  The XSKMAP is checked
  * before adjust_meta so that a frame for a dead endpoint reaches the kernel
  * untouched; the redirect can still fall back to XDP_PASS if the socket goes
@@ -94,10 +147,7 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 				       const struct xvi_rx_meta *m, __u32 frame_len,
 				       __u32 vflags)
 {
-	struct xvi_rx_meta *meta;
 	__u32 slot = m->slot;
-	void *data;
-	long act;
 
 	/*
 	 * Protected endpoint: the frame, metadata included, goes to the host
@@ -113,33 +163,76 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 		ep->drop_no_socket++;
 		return XDP_PASS;
 	}
-	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*meta))) {
-		ep->drop_meta++;
+	if (xvi_put_meta(ctx, ep, m))
 		return XDP_PASS;
-	}
-	/* adjust_meta invalidated every packet pointer: reload and re-prove. */
-	meta = (void *)(long)ctx->data_meta;
-	data = (void *)(long)ctx->data;
-	if ((void *)(meta + 1) > data) {
-		ep->drop_meta++;
-		return XDP_PASS;
-	}
-	*meta = *m;
+	return xvi_redirect(ctx, ep, m, frame_len, vflags);
+}
 
-	if (vflags & XVI_EP_F_DEVMAP)
-		act = bpf_redirect_map(&xvi_devs, slot, XDP_PASS);
-	else
-		act = bpf_redirect_map(&xvi_xsks, slot, XDP_PASS);
-	if (act != XDP_REDIRECT) {
-		bpf_xdp_adjust_meta(ctx, (int)sizeof(*meta));
-		ep->drop_no_socket++;
-		return XDP_PASS;
+/*
+ * Active-message dispatch (docs/EXTENSIONS.md): a message to a direct
+ * endpoint whose payload starts with struct xvi_am_hdr runs the handler
+ * its index names, loaded for that endpoint, by a tail call that does not
+ * return.  The handler finds the metadata in front of the frame, as a
+ * socket would; this CPU's xvi_ext_cur keeps the datapath's own copy for
+ * xvi_ext_ret_deliver.  Returns (and the caller delivers the message as an
+ * ordinary one) when the payload is no active message (too short, another
+ * magic, or the header not in the linear part), and, counted, when the
+ * header is bad or no handler is loaded at the index.  Protected endpoints
+ * run no handler: their output must pass the guard, which a handler's
+ * XDP_TX here would not.
+ */
+static __always_inline void xvi_ext_dispatch(struct xdp_md *ctx, struct xvi_ep_counters *ep,
+					     const struct xvi_rx_meta *m, __u32 frame_len,
+					     __u32 vflags)
+{
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct xvi_ext_cur *cur;
+	struct xvi_am_hdr *am;
+	__u32 zero = 0, off;
+	__u16 h;
+
+	if ((vflags & XVI_EP_F_DEVMAP) || m->payload_len < XVI_AM_HDR_LEN)
+		return;
+	off = m->payload_off;
+	if (off > 256)			/* headers end long before: keeps off bounded */
+		return;
+	am = data + off;
+	if ((void *)(am + 1) > end || am->magic != bpf_htonl(XVI_AM_MAGIC))
+		return;
+	if (am->version != XVI_AM_VERSION) {
+		ep->ext_bad_version++;
+		return;
 	}
-	ep->rx_frames++;
-	ep->rx_bytes += frame_len;
-	if (m->flags & XVI_RX_CSUM_PARTIAL)
-		ep->rx_csum_partial++;
-	return XDP_REDIRECT;
+	h = bpf_ntohs(am->handler);
+	if (h >= XVI_EXT_MAX_HANDLERS) {
+		ep->ext_bad_index++;
+		return;
+	}
+	cur = bpf_map_lookup_elem(&xvi_ext_cur, &zero);
+	if (!cur)
+		return;
+	if (xvi_put_meta(ctx, ep, m))
+		return;
+	cur->meta = *m;
+	cur->vflags = vflags;
+	cur->frame_len = frame_len;
+	cur->armed = 1;
+	ep->ext_msgs++;
+	bpf_tail_call(ctx, &xvi_ext_progs, m->slot * XVI_EXT_MAX_HANDLERS + h);
+	/* No handler there: back to an ordinary delivery, meta off again. */
+	cur->armed = 0;
+	ep->ext_missing++;
+	bpf_xdp_adjust_meta(ctx, XVI_META_LEN);
+}
+
+/* Dispatch if the message is an active message, else (or then) deliver. */
+static __always_inline int xvi_dispatch_deliver(struct xdp_md *ctx, struct xvi_ep_counters *ep,
+						const struct xvi_rx_meta *m, __u32 frame_len,
+						__u32 vflags)
+{
+	xvi_ext_dispatch(ctx, ep, m, frame_len, vflags);
+	return xvi_deliver(ctx, ep, m, frame_len, vflags);
 }
 
 /*
@@ -276,7 +369,7 @@ static __always_inline int xvi_udp_deliver(struct xdp_md *ctx, struct xvi_global
 	m->flags |= v;
 	m->payload_off = m->l4_off + XVI_UDP_HLEN;
 	m->payload_len = udp_len - XVI_UDP_HLEN;
-	return xvi_deliver(ctx, ep, m, frame_len, vflags);
+	return xvi_dispatch_deliver(ctx, ep, m, frame_len, vflags);
 }
 
 /*
@@ -432,7 +525,7 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	xvi_meta_init(&m, flags | XVI_RX_RAW, l3_off, l3_off, slot);
 	m.payload_off = l3_off + XVI_RAW_HDR_LEN;
 	m.payload_len = len;
-	return xvi_deliver(ctx, ep, &m, frame_len, vflags);
+	return xvi_dispatch_deliver(ctx, ep, &m, frame_len, vflags);
 }
 
 /*
@@ -524,6 +617,66 @@ int xvi_demux(struct xdp_md *ctx)
 		g->redirected++;
 	else if (act == XDP_DROP)
 		g->dropped++;
+	else
+		g->passed++;
+	return act;
+}
+
+/*
+ * The handlers' way back (xvi_ext_ret[XVI_EXT_RET_DELIVER], include/
+ * xvi_ext.h xvi_ext_deliver()): deliver the message being dispatched on
+ * this CPU to its endpoint.  Endpoint, offsets and flags come from
+ * xvi_ext_cur, written by xvi_demux before the tail call, never from the
+ * frame or its metadata, which the handler could have changed: a handler
+ * can deliver only to its own endpoint.  Entered any other way (no
+ * dispatch armed), the frame is dropped and counted (ext_stray).
+ */
+SEC("xdp.frags")
+int xvi_ext_ret_deliver(struct xdp_md *ctx)
+{
+	struct xvi_global_counters *g;
+	struct xvi_ep_counters *ep;
+	struct xvi_ext_cur *cur;
+	struct xvi_rx_meta *meta;
+	__u32 zero = 0, slot;
+	void *data;
+	int have, act;
+
+	g = bpf_map_lookup_elem(&xvi_global_stats, &zero);
+	cur = bpf_map_lookup_elem(&xvi_ext_cur, &zero);
+	if (!g || !cur)
+		return XDP_DROP;
+	if (!cur->armed) {
+		g->ext_stray++;
+		g->dropped++;
+		return XDP_DROP;
+	}
+	cur->armed = 0;
+	slot = cur->meta.slot;
+	ep = bpf_map_lookup_elem(&xvi_ep_stats, &slot);
+	if (!ep)
+		return XDP_DROP;	/* cannot happen: the demux looked it up */
+	ep->ext_delivered++;
+
+	/* Exactly one struct xvi_rx_meta in front, whatever the handler did. */
+	have = (int)(ctx->data - ctx->data_meta);
+	if (have != XVI_META_LEN && bpf_xdp_adjust_meta(ctx, have - XVI_META_LEN)) {
+		ep->drop_meta++;
+		act = XDP_PASS;
+		goto out;
+	}
+	meta = (void *)(long)ctx->data_meta;
+	data = (void *)(long)ctx->data;
+	if ((void *)(meta + 1) > data) {
+		ep->drop_meta++;
+		act = XDP_PASS;
+		goto out;
+	}
+	*meta = cur->meta;
+	act = xvi_redirect(ctx, ep, &cur->meta, cur->frame_len, cur->vflags);
+out:
+	if (act == XDP_REDIRECT)
+		g->redirected++;
 	else
 		g->passed++;
 	return act;

@@ -12,7 +12,7 @@
 
 #include <linux/types.h>
 
-#define XVI_WIRE_VERSION	5
+#define XVI_WIRE_VERSION	6
 
 /* IEEE 802 local experimental EtherType 1: raw xvi frames inside one L2. */
 #define XVI_ETH_P_RAW		0x88B5
@@ -155,6 +155,16 @@ struct xvi_ep_counters {
 					 * host end (xvi_host_egress) */
 	__u64 drop_client_meta;		/* reached the client end without the
 					 * datapath's metadata for this slot */
+	/*
+	 * Extensions (include/xvi_ext.h): active messages to the endpoint.
+	 * Those the datapath could not hand to a handler were delivered to
+	 * the endpoint as ordinary messages, and counted here.
+	 */
+	__u64 ext_msgs;			/* dispatched to a handler index */
+	__u64 ext_missing;		/* of ext_msgs: no handler loaded there */
+	__u64 ext_bad_index;		/* index >= XVI_EXT_MAX_HANDLERS */
+	__u64 ext_bad_version;		/* the magic, but an unknown version */
+	__u64 ext_delivered;		/* handed on by a handler (xvi_ext_deliver) */
 };
 
 /* Global counters: a per-CPU array with one element, written by XDP. */
@@ -173,6 +183,8 @@ struct xvi_global_counters {
 	__u64 vlan_protected;		/* 802.1Q-tagged, for a protected endpoint */
 	__u64 not_local;		/* for a wildcard endpoint, to an address
 					 * that is not this host's */
+	__u64 ext_stray;		/* xvi_ext_ret_deliver entered outside a
+					 * dispatch: dropped */
 };
 
 /*

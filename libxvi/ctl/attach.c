@@ -230,6 +230,20 @@ static void sync_pins(const char *ifname, const char *bpffs, const char *dir,
 			"attached program\n", ifname);
 }
 
+static int set_ext_ret(const char *ifname, struct xvi_demux_bpf *skel, int map_fd)
+{
+	__u32 key = XVI_EXT_RET_DELIVER;
+	int fd = bpf_program__fd(skel->progs.xvi_ext_ret_deliver);
+
+	if (fd < 0 || bpf_map_update_elem(map_fd, &key, &fd, BPF_ANY)) {
+		fd = fd < 0 ? fd : -errno;
+		pr_warn("%s: cannot install the extensions' delivery program: %s\n", ifname,
+			strerror(-fd));
+		return fd;
+	}
+	return 0;
+}
+
 static void attach_error(const char *ifname, int err, enum xdp_attach_mode xmode)
 {
 	if (err == -EPERM || err == -EACCES)
@@ -302,6 +316,14 @@ static int load_and_attach(const char *ifname, int ifindex, enum xdp_attach_mode
 			strerror(-err));
 		goto detach;
 	}
+	/*
+	 * The handlers' way back to delivery (docs/EXTENSIONS.md).  The entry
+	 * holds the program; it lasts as long as a file reference to the map
+	 * does (the pin), as every PROG_ARRAY entry (docs/KERNEL.md, fact 27).
+	 */
+	err = set_ext_ret(ifname, skel, fds[MAP_EXT_RET]);
+	if (err)
+		goto detach;
 	/*
 	 * Until the MAC is in, the datapath passes every frame, and no
 	 * endpoint can be published (claims find the maps only now).

@@ -125,6 +125,13 @@ static bool tag_eq(const struct xvi_tag *a, const struct xvi_tag *b)
 	return !memcmp(a, b, sizeof(*a));
 }
 
+/* The same process holds the slot for the same tag. */
+static bool same_owner(const struct xvi_slot_owner *a, const struct xvi_slot_owner *b)
+{
+	return a->pid == b->pid && a->start_time == b->start_time && a->mode == b->mode &&
+	       tag_eq(&a->tag, &b->tag);
+}
+
 static int owner_get(struct xvi_ctl *ctl, __u32 slot, struct xvi_slot_owner *o)
 {
 	if (bpf_map_lookup_elem(ctl->fds[MAP_OWNERS], &slot, o))
@@ -151,7 +158,21 @@ static int del_ignore_enoent(int fd, const void *key)
 	return 0;
 }
 
-/* Caller holds the lock.  Tag first, then socket, then owner (see top). */
+/* Unload every handler of @slot: they must never run for its next owner. */
+static int ext_clear_slot(struct xvi_ctl *ctl, __u32 slot)
+{
+	__u32 h, key;
+	int err = 0, e;
+
+	for (h = 0; h < XVI_EXT_MAX_HANDLERS; h++) {
+		key = slot * XVI_EXT_MAX_HANDLERS + h;
+		e = del_ignore_enoent(ctl->fds[MAP_EXT_PROGS], &key);
+		err = err ?: e;
+	}
+	return err;
+}
+
+/* Caller holds the lock.  Tag first, then socket, handlers, owner (see top). */
 static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 {
 	struct xvi_slot_owner o;
@@ -169,6 +190,8 @@ static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 	err2 = del_ignore_enoent(ctl->fds[MAP_XSKS], &slot);
 	err = err ?: err2;
 	err2 = del_ignore_enoent(ctl->fds[MAP_DEVS], &slot);
+	err = err ?: err2;
+	err2 = ext_clear_slot(ctl, slot);
 	err = err ?: err2;
 	err2 = del_ignore_enoent(ctl->fds[MAP_OWNERS], &slot);
 	return err ?: err2;
@@ -600,13 +623,83 @@ int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slo
 	if (err)
 		return xvi_err(err);
 	err = owner_get(ctl, slot, &o);
-	if (!err && (o.pid != expect->pid || o.start_time != expect->start_time ||
-		     o.mode != expect->mode || !tag_eq(&o.tag, &expect->tag)))
+	if (!err && !same_owner(&o, expect))
 		err = -ENOENT;	/* gc'ed and claimed again: not ours any more */
 	if (!err)
 		err = release_locked(ctl, slot);
 	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owner *expect,
+		     __u32 handler, int prog_fd, bool replace)
+{
+	struct xvi_slot_owner o;
+	__u32 key, id;
+	int err;
+
+	if (!ctl || slot >= XVI_MAX_ENDPOINTS || !expect || handler >= XVI_EXT_MAX_HANDLERS ||
+	    prog_fd < 0)
+		return xvi_err(-EINVAL);
+	key = slot * XVI_EXT_MAX_HANDLERS + handler;
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
+	if (err)
+		return xvi_err(err);
+	err = owner_get(ctl, slot, &o);
+	if (!err && !same_owner(&o, expect))
+		err = -ENOENT;	/* closed (and maybe claimed again) meanwhile */
+	/* A PROG_ARRAY takes BPF_ANY only: "no replace" is checked here, locked. */
+	if (!err && !replace && !bpf_map_lookup_elem(ctl->fds[MAP_EXT_PROGS], &key, &id))
+		err = -EEXIST;
+	if (!err && bpf_map_update_elem(ctl->fds[MAP_EXT_PROGS], &key, &prog_fd, BPF_ANY))
+		err = -errno;
+	xvi_ctl_lock_un(ctl->lock_fd);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__ext_clear(struct xvi_ctl *ctl, __u32 slot, __u32 handler)
+{
+	__u32 key;
+	int err;
+
+	if (!ctl || slot >= XVI_MAX_ENDPOINTS || handler >= XVI_EXT_MAX_HANDLERS)
+		return xvi_err(-EINVAL);
+	key = slot * XVI_EXT_MAX_HANDLERS + handler;
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
+	if (err)
+		return xvi_err(err);
+	if (bpf_map_delete_elem(ctl->fds[MAP_EXT_PROGS], &key))
+		err = -errno;
+	xvi_ctl_lock_un(ctl->lock_fd);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__ext_get(struct xvi_ctl *ctl, __u32 slot, __u32 handler, __u32 *prog_id)
+{
+	__u32 key;
+
+	if (!ctl || slot >= XVI_MAX_ENDPOINTS || handler >= XVI_EXT_MAX_HANDLERS || !prog_id)
+		return xvi_err(-EINVAL);
+	key = slot * XVI_EXT_MAX_HANDLERS + handler;
+	/* From user space a PROG_ARRAY element reads as the program's id. */
+	if (bpf_map_lookup_elem(ctl->fds[MAP_EXT_PROGS], &key, prog_id))
+		return xvi_err(-errno);
+	return 0;
+}
+
+int xvi_ctl__ext_ret_fd(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->fds[MAP_EXT_RET] : xvi_err(-EINVAL);
+}
+
+int xvi_ctl__ext_progs_fd(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->fds[MAP_EXT_PROGS] : xvi_err(-EINVAL);
+}
+
+const char *xvi_ctl__ifname(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->ifname : NULL;
 }
 
 int xvi_ctl__ep_stats_fd(const struct xvi_ctl *ctl)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <linux/types.h>
 #include "xvi_wire.h"
+#include "xvi_ext.h"
 
 enum xvi_attach_mode {
 	XVI_ATTACH_NATIVE = 0,	/* driver XDP; the default */
@@ -119,6 +120,24 @@ int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot,
  * in the endpoint's slot.
  */
 int xvi_ctl__ep_stats_fd(const struct xvi_ctl *ctl);
+
+/*
+ * Extension handlers (xvi_ext_progs, docs/EXTENSIONS.md).  ext_set puts
+ * @prog_fd at handler index @handler of @slot, if @slot's owner is still
+ * @expect (-ENOENT if not) and, unless @replace, no handler is there
+ * (-EEXIST).  ext_clear removes it (-ENOENT if none); ext_get reads the
+ * id of the program there (-ENOENT if none).  Releasing a slot removes all
+ * of its handlers.
+ */
+int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owner *expect,
+		     __u32 handler, int prog_fd, bool replace);
+int xvi_ctl__ext_clear(struct xvi_ctl *ctl, __u32 slot, __u32 handler);
+int xvi_ctl__ext_get(struct xvi_ctl *ctl, __u32 slot, __u32 handler, __u32 *prog_id);
+/* fds of the handlers' table and of the datapath's return paths, owned by @ctl. */
+int xvi_ctl__ext_progs_fd(const struct xvi_ctl *ctl);
+int xvi_ctl__ext_ret_fd(const struct xvi_ctl *ctl);
+/* The interface @ctl was opened on. */
+const char *xvi_ctl__ifname(const struct xvi_ctl *ctl);
 
 /* Remove every slot whose owner process is gone.  Returns how many. */
 int xvi_ctl__gc(struct xvi_ctl *ctl);

@@ -59,6 +59,10 @@ const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 			 sizeof(struct xvi_config), 1 },
 	[MAP_LOCAL_ADDRS] = { "xvi_local_addrs", BPF_MAP_TYPE_HASH, sizeof(struct xvi_tag),
 			      sizeof(__u32), XVI_MAX_LOCAL_ADDRS },
+	[MAP_EXT_PROGS] = { XVI_EXT_PROGS_MAP, BPF_MAP_TYPE_PROG_ARRAY, sizeof(__u32),
+			    sizeof(__u32), XVI_MAX_ENDPOINTS * XVI_EXT_MAX_HANDLERS },
+	[MAP_EXT_RET] = { XVI_EXT_RET_MAP, BPF_MAP_TYPE_PROG_ARRAY, sizeof(__u32),
+			  sizeof(__u32), 1 },
 };
 
 int xvi_ctl_netns_ino(__u64 *ino)

@@ -1,0 +1,279 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Application extensions: active-message handlers that run in the datapath.
+ *
+ * Two halves:
+ *  - the active-message header (struct xvi_am_hdr) and the limits, for
+ *    senders in user space and for the datapath alike;
+ *  - under __bpf__, what a handler is compiled against with clang: the
+ *    message context (xvi_ext_msg) and the actions (deliver, drop, pass,
+ *    reply).
+ *
+ * docs/EXTENSIONS.md says how to write, load and unload a handler;
+ * docs/PROTOCOL.md section "Active messages" has the header's layout.
+ */
+#ifndef XVI_EXT_H
+#define XVI_EXT_H
+
+#include <linux/types.h>
+
+/*
+ * Active-message header: the first bytes of a UDP payload, or of a raw
+ * xvi frame's payload (after struct xvi_raw_hdr), addressed to an
+ * endpoint.  All fields network byte order.  A payload that does not start
+ * with the magic is an ordinary message: delivered as it always was.
+ */
+struct xvi_am_hdr {
+	__be32 magic;		/* XVI_AM_MAGIC */
+	__u8 version;		/* XVI_AM_VERSION */
+	__u8 flags;		/* reserved, 0 */
+	__be16 handler;		/* handler index at the endpoint, < XVI_EXT_MAX_HANDLERS */
+	__be32 arg[2];		/* the handler's own; the datapath never reads them */
+};
+
+#define XVI_AM_MAGIC		0x5856414dU	/* "XVAM" */
+#define XVI_AM_VERSION		1
+#define XVI_AM_HDR_LEN		16
+
+/* Handler indices per endpoint: 0 .. XVI_EXT_MAX_HANDLERS - 1. */
+#define XVI_EXT_MAX_HANDLERS	16
+
+/* Names in the datapath object that handlers and the loader rely on. */
+#define XVI_EXT_PROGS_MAP	"xvi_ext_progs"		/* slot * MAX_HANDLERS + index */
+#define XVI_EXT_RET_MAP		"xvi_ext_ret"		/* the datapath's return paths */
+#define XVI_EXT_DELIVER_PROG	"xvi_ext_ret_deliver"	/* xvi_ext_ret[XVI_EXT_RET_DELIVER] */
+#define XVI_EXT_RET_DELIVER	0
+
+#ifndef __bpf__
+/* ---- libxvi: loading handlers (root: CAP_BPF and CAP_NET_ADMIN) -------- */
+
+#include <stdbool.h>
+#include <stddef.h>
+#include "xvi.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+struct xvi_ext_opts {
+	size_t sz;		/* sizeof(struct xvi_ext_opts): XVI_OPTS() */
+	const char *bpffs;	/* bpffs of the datapath's pins; default $XVI_BPFFS
+				 * or /sys/fs/bpf */
+	const char *prog_name;	/* load: the handler in the object; NULL: its only program */
+	bool replace;		/* load: replace a handler already at the index */
+	char *log_buf;		/* load: the verifier's log, on rejection too */
+	size_t log_size;
+	size_t :0;
+};
+
+/*
+ * Load the handler program of the BPF object file @obj_path and install it
+ * as handler @handler of the endpoint @endpoint on @ifname.  @endpoint is
+ * the endpoint's tag as its owner bound it: "198.18.0.2:7000",
+ * "[2001:2::2]:7000", "0.0.0.0:7000" (wildcard) or "raw:0x2a".  Only a
+ * direct endpoint takes handlers.  The handler stays loaded until unloaded,
+ * until the endpoint is released, or until the datapath is detached.
+ * Returns 0 or a negative errno (also in errno): -EEXIST if a handler is
+ * at the index (see .replace), -ENOENT if no such endpoint or the datapath
+ * is not attached or its maps are not pinned, -EOPNOTSUPP for a protected
+ * endpoint, -EACCES (or another load error) when the verifier rejected the
+ * program, whose log is then in .log_buf if given, else printed.
+ */
+XVI_API int xvi_ext__load(const char *ifname, const char *endpoint, __u32 handler,
+			  const char *obj_path, const struct xvi_ext_opts *opts);
+
+/* Unload handler @handler of @endpoint: 0, or -ENOENT if none was loaded. */
+XVI_API int xvi_ext__unload(const char *ifname, const char *endpoint, __u32 handler,
+			    const struct xvi_ext_opts *opts);
+
+struct xvi_ext_info {
+	__u32 slot;		/* the endpoint's slot */
+	__u32 handler;		/* index */
+	__u32 prog_id;		/* the handler program's id */
+	char prog_name[16];	/* as the kernel keeps it */
+	char endpoint[64];	/* "udp4 198.18.0.2:7000", "raw 0x0000002a", ... */
+};
+
+/*
+ * The handlers loaded on @ifname, in slot and index order: the first @max
+ * into @infos (may be NULL when @max is 0).  Returns how many are loaded
+ * (possibly more than @max) or a negative errno.
+ */
+XVI_API int xvi_ext__info(const char *ifname, struct xvi_ext_info *infos, __u32 max,
+			  const struct xvi_ext_opts *opts);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* !__bpf__ */
+
+#ifdef __bpf__
+
+#include <stdbool.h>
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
+#include "xvi_wire.h"
+
+/*
+ * The section of a handler.  The loader loads every handler as an XDP
+ * program with frags (the datapath is one), whatever the section says.
+ */
+#define XVI_EXT_HANDLER(name)	SEC("xdp.frags") int name(struct xdp_md *ctx)
+
+/*
+ * The datapath's return paths: [XVI_EXT_RET_DELIVER] is its delivery
+ * program (XVI_EXT_DELIVER_PROG), installed at attach.  The datapath's own
+ * definition, and the one map of it a handler shares: the loader replaces
+ * the handler's copy by the datapath's (by name) before loading; a handler
+ * gets no other map of the datapath.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_ext_ret SEC(".maps");
+
+/* What the datapath tells a handler about the message it runs on. */
+struct xvi_ext_msg {
+	__u32 slot;		/* the owning endpoint */
+	__u16 handler;		/* index the message named */
+	__u16 flags;		/* enum xvi_rx_flags: IPv6, raw, VLAN, checksum */
+	__u16 l3_off;		/* IP or raw header */
+	__u16 l4_off;		/* UDP header (raw: as l3_off) */
+	__u16 payload_off;	/* the active-message header */
+	__u16 payload_len;	/* from the active-message header to the end */
+	struct xvi_am_hdr *am;	/* in the linear part: checked by xvi_ext_msg() */
+	void *data;		/* ctx->data and ctx->data_end when the context was read */
+	void *data_end;
+};
+
+/*
+ * Read the context the datapath put in front of the frame (its metadata).
+ * 0, or -1 if there is none or the header is not in the linear part
+ * (cannot happen for a frame the datapath dispatched).  Pointers are valid
+ * until the handler changes the frame's size (bpf_xdp_adjust_*).
+ */
+static __always_inline int xvi_ext_msg(struct xdp_md *ctx, struct xvi_ext_msg *m)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct xvi_rx_meta *meta = (void *)(long)ctx->data_meta;
+	struct xvi_am_hdr *am;
+	__u32 off;
+
+	if ((void *)(meta + 1) > data || meta->magic != XVI_RX_META_MAGIC)
+		return -1;
+	off = meta->payload_off;
+	if (off > 256)
+		return -1;
+	am = data + off;
+	if ((void *)(am + 1) > end)
+		return -1;
+	m->slot = meta->slot;
+	m->handler = bpf_ntohs(am->handler);
+	m->flags = meta->flags;
+	m->l3_off = meta->l3_off;
+	m->l4_off = meta->l4_off;
+	m->payload_off = meta->payload_off;
+	m->payload_len = meta->payload_len;
+	m->am = am;
+	m->data = data;
+	m->data_end = end;
+	return 0;
+}
+
+/* ---- actions: return xvi_ext_*(ctx) from the handler --------------------- */
+
+/*
+ * Hand the message to the owning endpoint's socket, as if no handler had
+ * run (the handler may have changed payload bytes, not the frame's size).
+ * The datapath takes the endpoint from its own record of this dispatch,
+ * not from the frame.  Does not return unless the datapath's return path
+ * is missing; then the frame goes to the kernel.
+ */
+static __always_inline int xvi_ext_deliver(struct xdp_md *ctx)
+{
+	bpf_tail_call(ctx, &xvi_ext_ret, XVI_EXT_RET_DELIVER);
+	return XDP_PASS;
+}
+
+static __always_inline int xvi_ext_drop(struct xdp_md *ctx)
+{
+	return XDP_DROP;
+}
+
+/* The kernel's stack gets the frame, as if no endpoint owned it. */
+static __always_inline int xvi_ext_pass(struct xdp_md *ctx)
+{
+	return XDP_PASS;
+}
+
+static __always_inline void xvi_ext__swap(void *a, void *b, __u32 n)
+{
+	__u8 t[16];
+
+	__builtin_memcpy(t, a, n);
+	__builtin_memcpy(a, b, n);
+	__builtin_memcpy(b, t, n);
+}
+
+/*
+ * Send the frame back where it came from, out of the interface it arrived
+ * on: Ethernet addresses, IP addresses and UDP ports (raw: tags) swapped.
+ * Checksums stay valid: swapping the two addresses or ports does not change
+ * a one's complement sum.  A handler that changed payload bytes must have
+ * fixed the UDP checksum (or, IPv4 only, zeroed it).  Returns XDP_TX, or
+ * XDP_DROP if the headers are not where the context says.
+ */
+static __always_inline int xvi_ext_reply(struct xdp_md *ctx, const struct xvi_ext_msg *m)
+{
+	void *data = (void *)(long)ctx->data;
+	void *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	__u32 l3 = m->l3_off;
+
+	if ((void *)(eth + 1) > end || l3 > 64)
+		return XDP_DROP;
+	xvi_ext__swap(eth->h_source, eth->h_dest, ETH_ALEN);
+	if (m->flags & XVI_RX_RAW) {
+		struct xvi_raw_hdr *rh = data + l3;
+
+		if ((void *)(rh + 1) > end)
+			return XDP_DROP;
+		xvi_ext__swap(&rh->dst_tag, &rh->src_tag, 4);
+		return XDP_TX;
+	}
+	if (m->flags & XVI_RX_IPV6) {
+		struct ipv6hdr *ip6h = data + l3;
+		struct udphdr *uh = (void *)(ip6h + 1);
+
+		if ((void *)(uh + 1) > end)
+			return XDP_DROP;
+		xvi_ext__swap(&ip6h->saddr, &ip6h->daddr, 16);
+		xvi_ext__swap(&uh->source, &uh->dest, 2);
+	} else {
+		struct iphdr *iph = data + l3;
+		__u32 l4 = m->l4_off;
+		struct udphdr *uh;
+
+		if ((void *)(iph + 1) > end || l4 > 128)
+			return XDP_DROP;
+		uh = data + l4;
+		if ((void *)(uh + 1) > end)
+			return XDP_DROP;
+		xvi_ext__swap(&iph->saddr, &iph->daddr, 4);
+		xvi_ext__swap(&uh->source, &uh->dest, 2);
+	}
+	return XDP_TX;
+}
+
+#endif /* __bpf__ */
+
+#endif /* XVI_EXT_H */
