@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Extensions: load, unload and list active-message handlers
+ * (include/xvi_ext.h, docs/EXTENSIONS.md).
+ *
+ * A handler is an XDP program with frags, installed in the datapath's
+ * xvi_ext_progs at slot * XVI_EXT_MAX_HANDLERS + index, where xvi_demux
+ * tail-calls it.  The map entry holds the program: nothing else keeps it
+ * after the loader exits.  The kernel empties a PROG_ARRAY when its last
+ * file reference closes, so handlers need the map's pin: without one the
+ * load is refused rather than lost when the loader exits.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "xvi_ext.h"
+#include "ext/ext.h"
+#include "ctl/ctl.h"
+#include "common/log.h"
+#include "common/opts.h"
+
+/* "ADDR:PORT", "[ADDR6]:PORT" or "raw:TAG" into a tag; -EINVAL with a message. */
+static int parse_endpoint(const char *s, struct xvi_tag *tag)
+{
+	char buf[64], *colon, *end, *host;
+	unsigned long v;
+
+	memset(tag, 0, sizeof(*tag));
+	if (!s || strlen(s) >= sizeof(buf))
+		goto bad;
+	if (!strncmp(s, "raw:", 4)) {
+		errno = 0;
+		v = strtoul(s + 4, &end, 0);
+		if (errno || end == s + 4 || *end || v > 0xffffffffUL)
+			goto bad;
+		tag->kind = XVI_TAG_RAW;
+		tag->raw_tag = htonl(v);
+		return 0;
+	}
+	strcpy(buf, s);
+	colon = strrchr(buf, ':');
+	if (!colon)
+		goto bad;
+	*colon = '\0';
+	errno = 0;
+	v = strtoul(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || !v || v > 65535)
+		goto bad;
+	tag->port = htons(v);
+	host = buf;
+	if (*host == '[') {
+		size_t n = strlen(host);
+
+		if (n < 2 || host[n - 1] != ']')
+			goto bad;
+		host[n - 1] = '\0';
+		host++;
+		if (inet_pton(AF_INET6, host, tag->addr) != 1)
+			goto bad;
+		tag->kind = XVI_TAG_UDP6;
+		return 0;
+	}
+	if (inet_pton(AF_INET, host, tag->addr) != 1)
+		goto bad;
+	tag->kind = XVI_TAG_UDP4;
+	return 0;
+bad:
+	pr_warn("endpoint '%s': expected ADDR:PORT, [ADDR6]:PORT or raw:TAG, as the "
+		"endpoint was bound (xdp-vi status lists them)\n", s ? s : "(null)");
+	return -EINVAL;
+}
+
+static struct xvi_ctl *open_ctl(const char *ifname, const struct xvi_ext_opts *opts)
+{
+	struct xvi_ctl_opts copts = { .sz = sizeof(copts), .bpffs = OPTS_GET(opts, bpffs, NULL) };
+
+	return xvi_ctl__open(ifname, &copts);
+}
+
+/* The live slot of @tag, its owner in *owner; -ENOENT with a message. */
+static int find_slot(struct xvi_ctl *ctl, const char *ifname, const char *endpoint,
+		     const struct xvi_tag *tag, struct xvi_slot_owner *owner)
+{
+	__u32 slot = XVI_CTL_SLOT_START;
+	int ret;
+
+	xvi_ctl__gc(ctl);
+	while ((ret = xvi_ctl__next_owner(ctl, &slot, owner)) == 1)
+		if (!memcmp(&owner->tag, tag, sizeof(*tag)))
+			return (int)slot;
+	if (ret < 0)
+		return ret;
+	pr_warn("%s: no endpoint %s: a handler is loaded for an open endpoint "
+		"(xdp-vi status %s lists them)\n", ifname, endpoint, ifname);
+	return -ENOENT;
+}
+
+/*
+ * Handlers must outlive this process: the handlers' table must be pinned,
+ * and the datapath's return path (installed at attach) still there.
+ */
+static int check_pinned(struct xvi_ctl *ctl, const char *ifname,
+			const struct xvi_ext_opts *opts)
+{
+	struct xvi_ctl_opts copts = { .sz = sizeof(copts), .bpffs = OPTS_GET(opts, bpffs, NULL) };
+	struct bpf_map_info a = {}, b = {};
+	__u32 la = sizeof(a), lb = sizeof(b), key = XVI_EXT_RET_DELIVER, id;
+	char path[PATH_MAX];
+	int fd, err = 0;
+
+	err = xvi_ctl__pin_dir(ifname, &copts, path, sizeof(path));
+	if (err)
+		return err;
+	if (strlen(path) + sizeof("/" XVI_EXT_PROGS_MAP) > sizeof(path))
+		return -ENAMETOOLONG;
+	strcat(path, "/" XVI_EXT_PROGS_MAP);
+	fd = bpf_obj_get(path);
+	if (fd < 0 || bpf_obj_get_info_by_fd(fd, &a, &la) ||
+	    bpf_obj_get_info_by_fd(xvi_ctl__ext_progs_fd(ctl), &b, &lb) || a.id != b.id) {
+		pr_warn("%s: the datapath's handler table is not pinned at %s: a handler "
+			"would vanish when this process exits (the kernel empties a "
+			"PROG_ARRAY with its last file reference).  Mount a bpffs (or set "
+			"XVI_BPFFS / --bpffs) and run 'xdp-vi attach %s' again\n", ifname,
+			path, ifname);
+		err = -ENOENT;
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!err && bpf_map_lookup_elem(xvi_ctl__ext_ret_fd(ctl), &key, &id)) {
+		pr_warn("%s: the datapath's delivery path for handlers is gone (it was "
+			"attached without pins): run 'xdp-vi detach %s' and 'xdp-vi attach "
+			"%s' with a bpffs\n", ifname, ifname, ifname);
+		err = -ENOENT;
+	}
+	return err;
+}
+
+/* The handler of @obj: opts->prog_name, else its only program. */
+static struct bpf_program *pick_prog(struct bpf_object *obj, const char *path,
+				     const char *name)
+{
+	struct bpf_program *p, *found = NULL;
+	int n = 0;
+
+	bpf_object__for_each_program(p, obj) {
+		n++;
+		if (name ? !strcmp(bpf_program__name(p), name) : !found)
+			found = p;
+	}
+	if (name && !found)
+		pr_warn("%s: no program '%s' in the object\n", path, name);
+	else if (!name && n != 1) {
+		pr_warn("%s: %d programs in the object: name the handler (--prog NAME)\n",
+			path, n);
+		found = NULL;
+	}
+	return found;
+}
+
+struct bpf_object *xvi_ext_open(int ret_fd, const char *path, const struct xvi_ext_opts *opts,
+				struct bpf_program **prog)
+{
+	struct bpf_object *obj;
+	struct bpf_program *p;
+	struct bpf_map *m;
+	int err;
+
+	obj = bpf_object__open_file(path, NULL);
+	if (!obj) {
+		err = -errno;
+		pr_warn("%s: cannot open the handler object: %s\n", path, strerror(-err));
+		errno = -err;
+		return NULL;
+	}
+	*prog = pick_prog(obj, path, OPTS_GET(opts, prog_name, NULL));
+	if (!*prog) {
+		err = -ENOENT;
+		goto fail;
+	}
+	bpf_object__for_each_program(p, obj)
+		bpf_program__set_autoload(p, p == *prog);
+	bpf_program__set_type(*prog, BPF_PROG_TYPE_XDP);
+	bpf_program__set_expected_attach_type(*prog, BPF_XDP);
+	bpf_program__set_flags(*prog, bpf_program__flags(*prog) | BPF_F_XDP_HAS_FRAGS);
+	if (OPTS_GET(opts, log_buf, NULL) && OPTS_GET(opts, log_size, 0)) {
+		err = bpf_program__set_log_buf(*prog, opts->log_buf, opts->log_size);
+		if (err)
+			goto fail;
+		opts->log_buf[0] = '\0';
+	}
+	m = bpf_object__find_map_by_name(obj, XVI_EXT_RET_MAP);
+	if (m) {
+		err = bpf_map__reuse_fd(m, ret_fd);
+		if (err) {
+			pr_warn("%s: its map %s is not the one of include/xvi_ext.h: %s\n", path,
+				XVI_EXT_RET_MAP, strerror(-err));
+			goto fail;
+		}
+	}
+	return obj;
+fail:
+	bpf_object__close(obj);
+	errno = -err;
+	return NULL;
+}
+
+/*
+ * What load and unload start with: arguments checked, the datapath
+ * opened into *ctl, the endpoint's slot found (returned), its owner in
+ * *owner.  A negative errno (and *ctl NULL) on failure.
+ */
+static int begin(const char *ifname, const char *endpoint, __u32 handler,
+		 const struct xvi_ext_opts *opts, struct xvi_ctl **ctl,
+		 struct xvi_slot_owner *owner)
+{
+	struct xvi_tag tag;
+	int slot;
+
+	*ctl = NULL;
+	if (!OPTS_VALID(opts, xvi_ext_opts) || !ifname)
+		return -EINVAL;
+	if (handler >= XVI_EXT_MAX_HANDLERS) {
+		pr_warn("handler index %u: must be below %d\n", handler, XVI_EXT_MAX_HANDLERS);
+		return -EINVAL;
+	}
+	slot = parse_endpoint(endpoint, &tag);
+	if (slot)
+		return slot;
+	*ctl = open_ctl(ifname, opts);
+	if (!*ctl)
+		return errno ? -errno : -ENOENT;
+	slot = find_slot(*ctl, ifname, endpoint, &tag, owner);
+	if (slot < 0) {
+		xvi_ctl__close(*ctl);
+		*ctl = NULL;
+	}
+	return slot;
+}
+
+int xvi_ext__load(const char *ifname, const char *endpoint, __u32 handler,
+		  const char *obj_path, const struct xvi_ext_opts *opts)
+{
+	struct xvi_slot_owner owner;
+	struct bpf_program *prog;
+	struct bpf_object *obj = NULL;
+	struct xvi_ctl *ctl;
+	int slot, err;
+
+	if (!obj_path)
+		return xvi_err(-EINVAL);
+	slot = begin(ifname, endpoint, handler, opts, &ctl, &owner);
+	if (slot < 0)
+		return xvi_err(slot);
+	err = 0;
+	if (owner.mode == XVI_EP_MODE_PROTECTED) {
+		pr_warn("%s: %s is a protected endpoint: handlers run for direct endpoints "
+			"only (a handler's output would not pass the endpoint's guard)\n",
+			ifname, endpoint);
+		err = -EOPNOTSUPP;
+		goto out;
+	}
+	err = check_pinned(ctl, ifname, opts);
+	if (err)
+		goto out;
+	obj = xvi_ext_open(xvi_ctl__ext_ret_fd(ctl), obj_path, opts, &prog);
+	if (!obj) {
+		err = -errno;
+		goto out;
+	}
+	err = bpf_object__load(obj);
+	if (err) {
+		pr_warn("%s: the kernel refused the handler %s: %s%s\n", obj_path,
+			bpf_program__name(prog), strerror(-err),
+			OPTS_GET(opts, log_buf, NULL) ? " (the verifier's log follows)" :
+			" (the verifier's log is above)");
+		goto out;
+	}
+	err = xvi_ctl__ext_set(ctl, (__u32)slot, &owner, handler, bpf_program__fd(prog),
+			       OPTS_GET(opts, replace, false));
+	if (err == -EEXIST)
+		pr_warn("%s: %s has a handler at index %u already: unload it first (or "
+			"replace it)\n", ifname, endpoint, handler);
+	else if (err == -ENOENT)
+		pr_warn("%s: %s was closed while its handler was loading\n", ifname, endpoint);
+	else if (err)
+		pr_warn("%s: cannot install the handler: %s\n", ifname, strerror(-err));
+	else
+		pr_info("%s: handler %u of %s (slot %d) is %s from %s\n", ifname, handler,
+			endpoint, slot, bpf_program__name(prog), obj_path);
+out:
+	bpf_object__close(obj);	/* the table's entry holds the program */
+	xvi_ctl__close(ctl);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ext__unload(const char *ifname, const char *endpoint, __u32 handler,
+		    const struct xvi_ext_opts *opts)
+{
+	struct xvi_slot_owner owner;
+	struct xvi_ctl *ctl;
+	int slot, err;
+
+	slot = begin(ifname, endpoint, handler, opts, &ctl, &owner);
+	if (slot < 0)
+		return xvi_err(slot);
+	err = xvi_ctl__ext_clear(ctl, (__u32)slot, handler);
+	if (err == -ENOENT)
+		pr_warn("%s: %s has no handler at index %u\n", ifname, endpoint, handler);
+	else if (err)
+		pr_warn("%s: cannot unload handler %u of %s: %s\n", ifname, handler, endpoint,
+			strerror(-err));
+	xvi_ctl__close(ctl);
+	return err ? xvi_err(err) : 0;
+}
+
+static void prog_name(__u32 id, char name[16])
+{
+	struct bpf_prog_info info = {};
+	__u32 len = sizeof(info);
+	int fd = bpf_prog_get_fd_by_id(id);
+
+	name[0] = '\0';
+	if (fd < 0)
+		return;
+	if (!bpf_obj_get_info_by_fd(fd, &info, &len))
+		snprintf(name, 16, "%s", info.name);
+	close(fd);
+}
+
+int xvi_ext__info(const char *ifname, struct xvi_ext_info *infos, __u32 max,
+		  const struct xvi_ext_opts *opts)
+{
+	__u32 slot = XVI_CTL_SLOT_START, h, id;
+	struct xvi_slot_owner owner;
+	struct xvi_ext_info *e;
+	struct xvi_ctl *ctl;
+	int n = 0, ret;
+
+	if (!OPTS_VALID(opts, xvi_ext_opts) || !ifname || (max && !infos))
+		return xvi_err(-EINVAL);
+	ctl = open_ctl(ifname, opts);
+	if (!ctl)
+		return xvi_err(errno ? -errno : -ENOENT);
+	while ((ret = xvi_ctl__next_owner(ctl, &slot, &owner)) == 1) {
+		for (h = 0; h < XVI_EXT_MAX_HANDLERS; h++) {
+			if (xvi_ctl__ext_get(ctl, slot, h, &id))
+				continue;
+			if ((__u32)n < max) {
+				e = &infos[n];
+				memset(e, 0, sizeof(*e));
+				e->slot = slot;
+				e->handler = h;
+				e->prog_id = id;
+				prog_name(id, e->prog_name);
+				xvi_tag__format(&owner.tag, e->endpoint, sizeof(e->endpoint));
+			}
+			n++;
+		}
+	}
+	xvi_ctl__close(ctl);
+	return ret < 0 ? xvi_err(ret) : n;
+}
