@@ -38,7 +38,10 @@ BPF_CFLAGS := -O2 -g -target bpf -Wall -Werror -Iinclude -Ibpf -I$(ARCH_INC)
 BPF_SRCS  := $(wildcard bpf/*.bpf.c)
 BPF_OBJS  := $(patsubst bpf/%.bpf.c,$(B)/bpf/%.bpf.o,$(BPF_SRCS))
 BPF_SKELS := $(patsubst bpf/%.bpf.c,$(B)/include/%.skel.h,$(BPF_SRCS))
-BPF_HDRS  := $(wildcard bpf/*.h) include/xvi_wire.h
+BPF_HDRS  := $(wildcard bpf/*.h) include/xvi_wire.h include/xvi_ext.h
+# Sample extension handlers (examples/ext/NAME.bpf.c -> $(B)/ext/NAME.bpf.o).
+EXT_SRCS  := $(wildcard examples/ext/*.bpf.c)
+EXT_OBJS  := $(patsubst examples/ext/%.bpf.c,$(B)/ext/%.bpf.o,$(EXT_SRCS))
 
 # libxvi, one folder per layer (docs/DESIGN.md, section 7).
 LIB_SRCS  := $(wildcard libxvi/*/*.c)
@@ -71,7 +74,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all deps test demo bench install uninstall clean check-tools
-all: $(BPF_OBJS) $(BPF_SKELS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(LAB_BINS) $(BENCH_BINS) $(FUZZ_BINS)
+all: $(BPF_OBJS) $(BPF_SKELS) $(EXT_OBJS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(LAB_BINS) $(BENCH_BINS) $(FUZZ_BINS)
 
 # ---- BPF datapath ----------------------------------------------------------
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(B)/bpf
@@ -79,6 +82,13 @@ $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(B)/bpf
 
 $(B)/include/%.skel.h: $(B)/bpf/%.bpf.o | $(B)/include
 	$(BPFTOOL) gen skeleton $< name $(subst .bpf,,$(subst -,_,$*))_bpf > $@.tmp && mv $@.tmp $@
+
+# ---- sample extension handlers (docs/EXTENSIONS.md) -------------------------
+# Built as a user would build a handler: against include/xvi_ext.h alone.
+
+$(B)/ext/%.bpf.o: examples/ext/%.bpf.c include/xvi_ext.h include/xvi_wire.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -target bpf -Wall -Werror -Iinclude -I$(ARCH_INC) -c $< -o $@
 
 # ---- C objects ---------------------------------------------------------------
 # Every object records the headers it includes (-MMD -MP, $(B)/obj/**/*.d),
@@ -135,7 +145,7 @@ $(UNIT_OBJS): OBJ_CFLAGS = $(CFLAGS) -Itools/xdp-vid
 $(UNIT_BIN): $(UNIT_OBJS) $(UNIT_TOOL_OBJS) $(B)/lib/libxvi.a | $(B)/tests
 	$(CC) -o $@ $(UNIT_OBJS) $(UNIT_TOOL_OBJS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion
 
-$(XDP_BIN): $(XDP_OBJS) $(B)/lib/libxvi.a | $(B)/tests
+$(XDP_BIN): $(XDP_OBJS) $(B)/lib/libxvi.a | $(B)/tests $(EXT_OBJS)
 	$(if $(XDP_SRCS),$(CC) -o $@ $(XDP_OBJS) $(B)/lib/libxvi.a $(LDLIBS) -lcriterion,touch $@)
 
 $(LAB_BINS): $(B)/tests/%: $(B)/obj/tests/lab/%.o $(B)/lib/libxvi.a | $(B)/tests

@@ -567,19 +567,11 @@ static void fx_run(const struct fx_case *c)
 
 #define FX_NCASES	(sizeof(fx_cases) / sizeof(fx_cases[0]))
 
-/*
- * Parameters are indices, not case pointers: criterion copies parameters
- * into worker processes that it re-executes, where pointers into this
- * process (the case names) would be meaningless.
- */
 ParameterizedTestParameters(xdp, fixtures)
 {
 	static unsigned int idx[FX_NCASES];
-	unsigned int i;
 
-	for (i = 0; i < FX_NCASES; i++)
-		idx[i] = i;
-	return cr_make_param_array(unsigned int, idx, FX_NCASES);
+	return fx_case_indices(idx, FX_NCASES);
 }
 
 ParameterizedTest(unsigned int *i, xdp, fixtures, .init = fx_setup, .fini = fx_teardown)

@@ -72,3 +72,12 @@ void fx_read_slot(int map_fd, __u32 slot, struct xvi_ep_counters *sum)
 		for (w = 0; w < sizeof(*sum) / 8; w++)
 			((__u64 *)sum)[w] += ((__u64 *)&per[cpu])[w];
 }
+
+struct criterion_test_params fx_case_indices(unsigned int *idx, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++)
+		idx[i] = i;
+	return cr_make_param_array(unsigned int, idx, n);
+}

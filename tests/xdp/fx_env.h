@@ -9,6 +9,7 @@
 #define XVI_FX_ENV_H
 
 #include <xdp/xsk.h>
+#include <criterion/parameterized.h>
 #include "xvi_wire.h"
 
 struct fx_xsk {
@@ -29,5 +30,13 @@ void fx_xsk_close(struct fx_xsk *x);
 
 /* Slot @slot of the per-CPU counters map @map_fd, summed over CPUs (asserts). */
 void fx_read_slot(int map_fd, __u32 slot, struct xvi_ep_counters *sum);
+
+/*
+ * Parameters of a table-driven test: the indices 0 .. n - 1 of its cases
+ * in @idx (static storage, n entries).  Indices, not case pointers:
+ * criterion copies parameters into worker processes that it re-executes,
+ * where pointers into this process (the case names) would be meaningless.
+ */
+struct criterion_test_params fx_case_indices(unsigned int *idx, unsigned int n);
 
 #endif /* XVI_FX_ENV_H */

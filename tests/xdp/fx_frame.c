@@ -10,6 +10,7 @@
 #include <linux/ipv6.h>
 #include <linux/udp.h>
 #include "xvi_wire.h"
+#include "xvi_ext.h"
 #include "fx_frame.h"
 
 #define FX_VLAN_TCI	100
@@ -99,6 +100,21 @@ static void fill_payload(__u8 *p, __u32 len)
 		p[i] = (__u8)(i * 31 + 7);
 }
 
+/* The payload, with the spec's active-message header in front if any. */
+static void put_payload(__u8 *p, const struct fx_frame_spec *s)
+{
+	struct xvi_am_hdr am = {
+		.magic = htonl(s->am_magic ?: XVI_AM_MAGIC),
+		.version = s->am_version ?: XVI_AM_VERSION,
+		.handler = htons(s->am_handler),
+		.arg = { htonl(s->am_arg0), 0 },
+	};
+
+	fill_payload(p, s->payload);
+	if (s->am)
+		memcpy(p, &am, s->payload < sizeof(am) ? s->payload : sizeof(am));
+}
+
 /* UDP header + payload at @p; the checksum is filled in by the caller. */
 static void put_udp(__u8 *p, const struct fx_frame_spec *s)
 {
@@ -106,7 +122,7 @@ static void put_udp(__u8 *p, const struct fx_frame_spec *s)
 	put16(p + 2, s->dport);
 	put16(p + 4, 8 + s->payload);
 	put16(p + 6, 0);
-	fill_payload(p + 8, s->payload);
+	put_payload(p + 8, s);
 }
 
 static void apply_udp_corruptions(__u8 *udp, __u16 csum, const struct fx_frame_spec *s)
@@ -194,7 +210,7 @@ static int build_raw(const struct fx_frame_spec *s, __u8 *l3, struct fx_frame *f
 	put32(l3 + 4, 0x00000042);
 	put16(l3 + 8, s->payload + s->l3_len_delta);
 	put16(l3 + 10, 0);
-	fill_payload(l3 + XVI_RAW_HDR_LEN, s->payload);
+	put_payload(l3 + XVI_RAW_HDR_LEN, s);
 	f->l4_off = f->l3_off;
 	f->payload_off = f->l3_off + XVI_RAW_HDR_LEN;
 	return XVI_RAW_HDR_LEN + s->payload;

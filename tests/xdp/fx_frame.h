@@ -34,6 +34,16 @@ struct fx_frame_spec {
 	/* UDP checksum field = the folded pseudo-header sum only, as a
 	 * local kernel's checksum-offloaded (CHECKSUM_PARTIAL) skb has it. */
 	bool partial_l4_csum;
+	/*
+	 * An active-message header (include/xvi_ext.h) at the start of the
+	 * payload, cut to the payload's length if that is shorter.  Zero
+	 * magic and version mean the right ones.
+	 */
+	bool am;
+	__u32 am_magic;
+	__u8 am_version;
+	__u16 am_handler;
+	__u32 am_arg0;
 
 	/* Corruptions, applied after the checksums were computed. */
 	bool bad_ip_csum;	/* IPv4 header checksum altered */

@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Active-message dispatch through BPF_PROG_RUN: xvi_demux with the sample
+ * handlers (examples/ext/, built into $(B)/ext/) in its xvi_ext_progs, as
+ * xvi_ext__load puts them there.
+ *
+ * Every case runs in its own process and network namespace (fx_env.h),
+ * with a fresh copy of the datapath's maps:
+ *   slot 3  198.18.0.2:7000   echo at index 1, count at index 2
+ *   slot 9  raw tag 0xc0ffee  count at index 2
+ *   slot 10 198.18.0.2:7003   protected, echo at index 1 (never runs)
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <net/if.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include "xvi_wire.h"
+#include "xvi_ext.h"
+#include "ext/ext.h"
+#include "xvi_demux.skel.h"
+#include "fx_frame.h"
+#include "fx_env.h"
+
+#define SLOT		3
+#define SLOT_RAW	9
+#define SLOT_PROT	10
+#define PORT		7000
+#define PORT_PROT	7003
+#define RAW_TAG		0x00c0ffee
+#define H_ECHO		1
+#define H_COUNT		2
+#define H_NONE		5
+
+#define FX_IFACE	"xvixt0"
+#define FX_PEER		"xvixt1"
+
+static struct {
+	struct xvi_demux_bpf *skel;
+	struct fx_xsk x;
+	struct bpf_object *echo, *count;
+	int count_map;		/* the count handler's xvi_count_by_arg */
+	int ncpus;
+} env;
+
+#pragma GCC diagnostic ignored "-Woverride-init"
+#define AM4(...)	{ .l3 = FX_IP4, .dport = PORT, .payload = 48, .am = true, \
+			  __VA_ARGS__ }
+#define AMRAW(...)	{ .l3 = FX_RAW, .raw_tag = RAW_TAG, .payload = 48, .am = true, \
+			  __VA_ARGS__ }
+
+/* $(B)/ext/NAME: next to $(B)/tests/, where this program lives. */
+static void ext_path(const char *name, char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	cr_assert_gt(n, 0, "readlink /proc/self/exe: %s", strerror(errno));
+	exe[n] = '\0';
+	snprintf(buf, len, "%s/../ext/%s", dirname(exe), name);
+	cr_assert_eq(access(buf, R_OK), 0, "%s: %s (run make first)", buf, strerror(errno));
+}
+
+/* Load a sample handler the way xvi_ext__load does, and install it. */
+static struct bpf_object *install(const char *file, __u32 slot, __u32 handler)
+{
+	char path[PATH_MAX], log[4096];
+	struct xvi_ext_opts opts = { .sz = sizeof(opts), .log_buf = log, .log_size = sizeof(log) };
+	struct bpf_program *prog;
+	struct bpf_object *obj;
+	__u32 key = slot * XVI_EXT_MAX_HANDLERS + handler;
+	int fd;
+
+	ext_path(file, path, sizeof(path));
+	obj = xvi_ext_open(bpf_map__fd(env.skel->maps.xvi_ext_ret), path, &opts, &prog);
+	cr_assert_not_null(obj, "%s: %s", path, strerror(errno));
+	cr_assert_eq(bpf_object__load(obj), 0, "%s rejected: %s", path, log);
+	fd = bpf_program__fd(prog);
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_ext_progs), &key, &fd,
+					 BPF_ANY), 0, "xvi_ext_progs[%u]: %s", key, strerror(errno));
+	return obj;
+}
+
+static void add_tag(const struct xvi_tag *t, __u32 slot, __u32 flags)
+{
+	struct xvi_ep_value v = { .slot = slot, .flags = flags };
+
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_endpoints), t, &v, 0),
+		     0, "xvi_endpoints: %s", strerror(errno));
+}
+
+static void ext_setup(void)
+{
+	struct xvi_config cfg = { .mac = FX_DMAC, .flags = XVI_CFG_MAC };
+	struct xvi_tag t4 = { .kind = XVI_TAG_UDP4, .port = htons(PORT) };
+	struct xvi_tag tp = { .kind = XVI_TAG_UDP4, .port = htons(PORT_PROT) };
+	struct xvi_tag tr = { .kind = XVI_TAG_RAW, .raw_tag = htonl(RAW_TAG) };
+	__u32 zero = 0, slot, ifindex;
+	int fd;
+
+	fx_netns_veth(FX_IFACE, FX_PEER);
+	env.ncpus = libbpf_num_possible_cpus();
+	env.skel = xvi_demux_bpf__open_and_load();
+	cr_assert_not_null(env.skel, "xvi_demux_bpf__open_and_load: %s", strerror(errno));
+	fx_xsk_open(&env.x, FX_IFACE);
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_config), &zero, &cfg, 0),
+		     0);
+	inet_pton(AF_INET, FX_DST4, t4.addr);
+	inet_pton(AF_INET, FX_DST4, tp.addr);
+	add_tag(&t4, SLOT, 0);
+	add_tag(&tr, SLOT_RAW, 0);
+	add_tag(&tp, SLOT_PROT, XVI_EP_F_DEVMAP);
+	fd = xsk_socket__fd(env.x.xsk);
+	for (slot = SLOT; slot <= SLOT_RAW; slot += SLOT_RAW - SLOT)
+		cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_xsks), &slot,
+						 &fd, 0), 0);
+	ifindex = if_nametoindex(FX_PEER);
+	slot = SLOT_PROT;
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_devs), &slot, &ifindex,
+					 0), 0);
+	/* What attach does: the handlers' way back to delivery. */
+	fd = bpf_program__fd(env.skel->progs.xvi_ext_ret_deliver);
+	zero = XVI_EXT_RET_DELIVER;
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_ext_ret), &zero, &fd, 0),
+		     0, "xvi_ext_ret: %s", strerror(errno));
+
+	env.echo = install("echo.bpf.o", SLOT, H_ECHO);
+	env.count = install("count.bpf.o", SLOT, H_COUNT);
+	bpf_object__close(install("count.bpf.o", SLOT_RAW, H_COUNT));
+	bpf_object__close(install("echo.bpf.o", SLOT_PROT, H_ECHO));
+	env.count_map = bpf_map__fd(bpf_object__find_map_by_name(env.count, "xvi_count_by_arg"));
+	cr_assert_geq(env.count_map, 0);
+}
+
+static void ext_teardown(void)
+{
+	bpf_object__close(env.echo);
+	bpf_object__close(env.count);
+	fx_xsk_close(&env.x);
+	xvi_demux_bpf__destroy(env.skel);
+	memset(&env, 0, sizeof(env));
+}
+
+struct run {
+	__u32 verdict;
+	__u8 out[sizeof(struct xvi_rx_meta) + 2048];
+	__u32 out_len;
+	__u32 meta_len;
+	struct xvi_ep_counters d;	/* the slot's counter deltas */
+	struct xvi_global_counters g;	/* global ext_stray after the run */
+};
+
+static void run_prog(int prog_fd, const struct fx_frame *f, __u32 slot, struct run *r)
+{
+	struct xdp_md ctx_in = { .data_end = f->len }, ctx_out = {};
+	struct xvi_ep_counters before, after;
+	struct xvi_global_counters g[env.ncpus];
+	__u32 zero = 0;
+	int cpu;
+	size_t w;
+
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = f->buf, .data_size_in = f->len,
+		    .data_out = r->out, .data_size_out = sizeof(r->out), .ctx_in = &ctx_in,
+		    .ctx_size_in = sizeof(ctx_in), .ctx_out = &ctx_out,
+		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
+
+	fx_read_slot(bpf_map__fd(env.skel->maps.xvi_ep_stats), slot, &before);
+	cr_assert_eq(bpf_prog_test_run_opts(prog_fd, &opts), 0, "BPF_PROG_RUN: %s",
+		     strerror(errno));
+	fx_read_slot(bpf_map__fd(env.skel->maps.xvi_ep_stats), slot, &after);
+	r->verdict = opts.retval;
+	r->out_len = opts.data_size_out;
+	r->meta_len = ctx_out.data - ctx_out.data_meta;
+	for (w = 0; w < sizeof(before) / 8; w++)
+		((__u64 *)&r->d)[w] = ((__u64 *)&after)[w] - ((__u64 *)&before)[w];
+	memset(&r->g, 0, sizeof(r->g));
+	cr_assert_eq(bpf_map_lookup_elem(bpf_map__fd(env.skel->maps.xvi_global_stats), &zero,
+					 g), 0);
+	for (cpu = 0; cpu < env.ncpus; cpu++)
+		r->g.ext_stray += g[cpu].ext_stray;
+}
+
+static void run_demux(const struct fx_frame_spec *spec, __u32 slot, struct fx_frame *f,
+		      struct run *r)
+{
+	cr_assert_eq(fx_frame_build(spec, f), 0);
+	run_prog(bpf_program__fd(env.skel->progs.xvi_demux), f, slot, r);
+}
+
+/* Delivered to @slot's socket as an ordinary message: metadata and frame intact. */
+static void expect_delivered(const struct run *r, const struct fx_frame *f, __u32 slot)
+{
+	struct xvi_rx_meta m;
+
+	cr_assert_eq(r->verdict, XDP_REDIRECT, "verdict %u, expected XDP_REDIRECT", r->verdict);
+	cr_expect_eq(r->d.rx_frames, 1, "rx_frames moved by %llu",
+		     (unsigned long long)r->d.rx_frames);
+	cr_assert_eq(r->meta_len, sizeof(m), "%u metadata bytes, expected %zu", r->meta_len,
+		     sizeof(m));
+	memcpy(&m, r->out, sizeof(m));
+	cr_expect_eq(m.magic, XVI_RX_META_MAGIC);
+	cr_expect_eq(m.slot, slot, "meta slot %u, expected %u", m.slot, slot);
+	cr_expect_eq(m.payload_off, f->payload_off);
+	cr_expect_eq(m.payload_len, f->payload_len);
+	cr_expect_eq(r->out_len, sizeof(m) + f->len);
+	cr_expect_eq(memcmp(r->out + sizeof(m), f->buf, f->len), 0, "frame bytes changed");
+}
+
+static void expect_no_ext(const struct run *r)
+{
+	cr_expect_eq(r->d.ext_msgs + r->d.ext_missing + r->d.ext_bad_index +
+		     r->d.ext_bad_version + r->d.ext_delivered, 0,
+		     "ext counters moved: msgs %llu missing %llu bad_index %llu "
+		     "bad_version %llu delivered %llu", (unsigned long long)r->d.ext_msgs,
+		     (unsigned long long)r->d.ext_missing, (unsigned long long)r->d.ext_bad_index,
+		     (unsigned long long)r->d.ext_bad_version,
+		     (unsigned long long)r->d.ext_delivered);
+}
+
+TestSuite(ext, .init = ext_setup, .fini = ext_teardown);
+
+/* The echo handler answers: XDP_TX, addresses and ports swapped, payload as sent. */
+Test(ext, echo_replies)
+{
+	const struct fx_frame_spec s = AM4(.am_handler = H_ECHO);
+	struct fx_frame f;
+	struct run r;
+	const __u8 *o;
+	struct iphdr *ip_in, *ip_out;
+	struct udphdr *u_in, *u_out;
+
+	run_demux(&s, SLOT, &f, &r);
+	cr_assert_eq(r.verdict, XDP_TX, "verdict %u, expected XDP_TX", r.verdict);
+	cr_expect_eq(r.d.ext_msgs, 1);
+	cr_expect_eq(r.d.ext_missing, 0);
+	cr_expect_eq(r.d.rx_frames, 0, "a reply must not reach the socket");
+	o = r.out + r.meta_len;
+	cr_assert_eq(r.out_len - r.meta_len, f.len);
+	cr_expect_eq(memcmp(o, f.buf + 6, 6), 0, "destination MAC is not the sender's");
+	cr_expect_eq(memcmp(o + 6, f.buf, 6), 0, "source MAC is not the station's");
+	ip_in = (void *)(f.buf + f.l3_off);
+	ip_out = (void *)(o + f.l3_off);
+	cr_expect_eq(ip_out->saddr, ip_in->daddr);
+	cr_expect_eq(ip_out->daddr, ip_in->saddr);
+	cr_expect_eq(ip_out->check, ip_in->check, "swapped addresses keep the checksum");
+	u_in = (void *)(f.buf + f.l4_off);
+	u_out = (void *)(o + f.l4_off);
+	cr_expect_eq(u_out->source, u_in->dest);
+	cr_expect_eq(u_out->dest, u_in->source);
+	cr_expect_eq(u_out->check, u_in->check);
+	cr_expect_eq(memcmp(o + f.payload_off, f.buf + f.payload_off, f.payload_len), 0,
+		     "payload changed");
+	fx_frame_free(&f);
+}
+
+/* The count handler counts, then hands the message to the socket unchanged. */
+Test(ext, count_then_deliver)
+{
+	const struct fx_frame_spec s = AM4(.am_handler = H_COUNT, .am_arg0 = 7);
+	struct { __u64 msgs, bytes; } c[env.ncpus];
+	__u64 msgs = 0, bytes = 0;
+	__u32 key = 7;
+	struct fx_frame f;
+	struct run r;
+	int cpu;
+
+	run_demux(&s, SLOT, &f, &r);
+	expect_delivered(&r, &f, SLOT);
+	cr_expect_eq(r.d.ext_msgs, 1);
+	cr_expect_eq(r.d.ext_delivered, 1);
+	cr_expect_eq(r.d.ext_missing, 0);
+	cr_assert_eq(bpf_map_lookup_elem(env.count_map, &key, c), 0);
+	for (cpu = 0; cpu < env.ncpus; cpu++) {
+		msgs += c[cpu].msgs;
+		bytes += c[cpu].bytes;
+	}
+	cr_expect_eq(msgs, 1, "the handler counted %llu messages", (unsigned long long)msgs);
+	cr_expect_eq(bytes, f.payload_len);
+	fx_frame_free(&f);
+}
+
+/* Raw xvi frames carry active messages too. */
+Test(ext, raw_count_then_deliver)
+{
+	const struct fx_frame_spec s = AMRAW(.am_handler = H_COUNT);
+	struct fx_frame f;
+	struct run r;
+
+	run_demux(&s, SLOT_RAW, &f, &r);
+	expect_delivered(&r, &f, SLOT_RAW);
+	cr_expect_eq(r.d.ext_msgs, 1);
+	cr_expect_eq(r.d.ext_delivered, 1);
+	fx_frame_free(&f);
+}
+
+/*
+ * Messages that no handler takes: each is delivered to its endpoint as an
+ * ordinary message, frame and metadata as without extensions, and the
+ * reason counted (or, for what is no active message, nothing counted).
+ */
+struct ordinary_case {
+	const char *name;
+	struct fx_frame_spec f;
+	__u32 slot;
+	bool unload_echo;		/* unload slot 3's echo handler first */
+	struct xvi_ep_counters d;	/* expected ext_* deltas */
+};
+
+static const struct ordinary_case ordinary_cases[] = {
+	/* An index past the table. */
+	{ "unknown_index", AM4(.am_handler = XVI_EXT_MAX_HANDLERS), SLOT,
+	  .d = { .ext_bad_index = 1 } },
+	/* No handler loaded at the index. */
+	{ "missing_handler", AM4(.am_handler = H_NONE), SLOT,
+	  .d = { .ext_msgs = 1, .ext_missing = 1 } },
+	/* An unloaded handler is a missing one. */
+	{ "unloaded_handler", AM4(.am_handler = H_ECHO), SLOT, .unload_echo = true,
+	  .d = { .ext_msgs = 1, .ext_missing = 1 } },
+	/* Another endpoint's handler never runs: slot 9 has none at index 1. */
+	{ "other_endpoints_handler", AMRAW(.am_handler = H_ECHO), SLOT_RAW,
+	  .d = { .ext_msgs = 1, .ext_missing = 1 } },
+	/* No active message: too short for the header, or another magic. */
+	{ "short_payload", AM4(.am_handler = H_ECHO, .payload = XVI_AM_HDR_LEN - 1), SLOT },
+	{ "wrong_magic", AM4(.am_handler = H_ECHO, .am_magic = XVI_AM_MAGIC ^ 1), SLOT },
+	{ "raw_wrong_magic", AMRAW(.am_handler = H_COUNT, .am_magic = 0x12345678), SLOT_RAW },
+	/* The magic with a version this datapath does not know. */
+	{ "unknown_version", AM4(.am_handler = H_ECHO, .am_version = 2), SLOT,
+	  .d = { .ext_bad_version = 1 } },
+};
+
+#define N_ORDINARY	(sizeof(ordinary_cases) / sizeof(ordinary_cases[0]))
+
+ParameterizedTestParameters(ext, ordinary)
+{
+	static unsigned int idx[N_ORDINARY];
+
+	return fx_case_indices(idx, N_ORDINARY);
+}
+
+ParameterizedTest(unsigned int *i, ext, ordinary)
+{
+	const struct ordinary_case *c = &ordinary_cases[*i];
+	__u32 key = SLOT * XVI_EXT_MAX_HANDLERS + H_ECHO;
+	struct fx_frame f;
+	struct run r;
+
+	cr_log_info("case %s", c->name);
+	if (c->unload_echo)
+		cr_assert_eq(bpf_map_delete_elem(bpf_map__fd(env.skel->maps.xvi_ext_progs), &key),
+			     0);
+	run_demux(&c->f, c->slot, &f, &r);
+	expect_delivered(&r, &f, c->slot);
+#define EXT_EQ(fld) cr_expect_eq(r.d.fld, c->d.fld, "%s: " #fld " moved by %llu, expected %llu", \
+				 c->name, (unsigned long long)r.d.fld, \
+				 (unsigned long long)c->d.fld)
+	EXT_EQ(ext_msgs);
+	EXT_EQ(ext_missing);
+	EXT_EQ(ext_bad_index);
+	EXT_EQ(ext_bad_version);
+	EXT_EQ(ext_delivered);
+	fx_frame_free(&f);
+}
+
+/* A protected endpoint runs no handler: its frames go to its veth as ever. */
+Test(ext, protected_runs_no_handler)
+{
+	const struct fx_frame_spec s = AM4(.am_handler = H_ECHO, .dport = PORT_PROT);
+	struct fx_frame f;
+	struct run r;
+
+	run_demux(&s, SLOT_PROT, &f, &r);
+	cr_expect_eq(r.verdict, XDP_REDIRECT, "verdict %u", r.verdict);
+	cr_expect_eq(r.d.rx_frames, 1);
+	expect_no_ext(&r);
+	fx_frame_free(&f);
+}
+
+/* The delivery path entered without a dispatch: dropped and counted. */
+Test(ext, stray_delivery_dropped)
+{
+	const struct fx_frame_spec s = AM4(.am_handler = H_COUNT);
+	struct fx_frame f;
+	struct run r;
+
+	cr_assert_eq(fx_frame_build(&s, &f), 0);
+	run_prog(bpf_program__fd(env.skel->progs.xvi_ext_ret_deliver), &f, SLOT, &r);
+	cr_expect_eq(r.verdict, XDP_DROP, "verdict %u", r.verdict);
+	cr_expect_eq(r.g.ext_stray, 1);
+	cr_expect_eq(r.d.rx_frames, 0);
+	fx_frame_free(&f);
+}
