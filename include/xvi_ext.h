@@ -229,8 +229,16 @@ static __always_inline void xvi_ext__swap(void *a, void *b, __u32 n)
  * on: Ethernet addresses, IP addresses and UDP ports (raw: tags) swapped.
  * Checksums stay valid: swapping the two addresses or ports does not change
  * a one's complement sum.  A handler that changed payload bytes must have
- * fixed the UDP checksum (or, IPv4 only, zeroed it).  Returns XDP_TX, or
- * XDP_DROP if the headers are not where the context says.
+ * fixed the UDP checksum (or, IPv4 only, zeroed it).
+ *
+ * A message with XVI_RX_CSUM_PARTIAL (a local kernel's checksum-offloaded
+ * datagram on a veth) carries only the pseudo-header sum, which the
+ * receiving kernel would reject: over IPv4 the reply goes out with no
+ * checksum (0, RFC 768); over IPv6, where a checksum is mandatory, this
+ * helper does not complete it yet and delivers the message to the endpoint
+ * instead.
+ *
+ * Returns XDP_TX, or XDP_DROP if the headers are not where the context says.
  */
 static __always_inline int xvi_ext_reply(struct xdp_md *ctx, const struct xvi_ext_msg *m)
 {
@@ -239,6 +247,8 @@ static __always_inline int xvi_ext_reply(struct xdp_md *ctx, const struct xvi_ex
 	struct ethhdr *eth = data;
 	__u32 l3 = m->l3_off;
 
+	if ((m->flags & XVI_RX_IPV6) && (m->flags & XVI_RX_CSUM_PARTIAL))
+		return xvi_ext_deliver(ctx);
 	if ((void *)(eth + 1) > end || l3 > 64)
 		return XDP_DROP;
 	xvi_ext__swap(eth->h_source, eth->h_dest, ETH_ALEN);
@@ -270,6 +280,8 @@ static __always_inline int xvi_ext_reply(struct xdp_md *ctx, const struct xvi_ex
 			return XDP_DROP;
 		xvi_ext__swap(&iph->saddr, &iph->daddr, 4);
 		xvi_ext__swap(&uh->source, &uh->dest, 2);
+		if (m->flags & XVI_RX_CSUM_PARTIAL)
+			uh->check = 0;
 	}
 	return XDP_TX;
 }

@@ -264,6 +264,51 @@ Test(ext, echo_replies)
 	fx_frame_free(&f);
 }
 
+/* On a local link, so that a sending kernel's partial UDP checksum is accepted. */
+static void set_local_link(void)
+{
+	struct xvi_config cfg = { .mac = FX_DMAC, .flags = XVI_CFG_MAC | XVI_CFG_LOCAL_LINK };
+	__u32 zero = 0;
+
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_config), &zero, &cfg, 0),
+		     0);
+}
+
+/* A partial checksum cannot go back as it came: IPv4 replies carry none. */
+Test(ext, echo_partial_csum4_zeroed)
+{
+	const struct fx_frame_spec s = AM4(.am_handler = H_ECHO, .partial_l4_csum = true);
+	struct udphdr *u_out;
+	struct fx_frame f;
+	struct run r;
+
+	set_local_link();
+	run_demux(&s, SLOT, &f, &r);
+	cr_assert_eq(r.verdict, XDP_TX, "verdict %u, expected XDP_TX", r.verdict);
+	u_out = (void *)(r.out + r.meta_len + f.l4_off);
+	cr_expect_eq(u_out->check, 0, "UDP checksum %#x, expected none (0)", u_out->check);
+	fx_frame_free(&f);
+}
+
+/* ... and IPv6 messages with one go to the endpoint instead of back. */
+Test(ext, echo_partial_csum6_delivered)
+{
+	const struct fx_frame_spec s = { .l3 = FX_IP6, .dport = PORT, .payload = 48, .am = true,
+					 .am_handler = H_ECHO, .partial_l4_csum = true };
+	struct xvi_tag t6 = { .kind = XVI_TAG_UDP6, .port = htons(PORT) };
+	struct fx_frame f;
+	struct run r;
+
+	inet_pton(AF_INET6, FX_DST6, t6.addr);
+	add_tag(&t6, SLOT, 0);
+	set_local_link();
+	run_demux(&s, SLOT, &f, &r);
+	expect_delivered(&r, &f, SLOT);
+	cr_expect_eq(r.d.ext_msgs, 1);
+	cr_expect_eq(r.d.ext_delivered, 1);
+	fx_frame_free(&f);
+}
+
 /* The count handler counts, then hands the message to the socket unchanged. */
 Test(ext, count_then_deliver)
 {
