@@ -26,13 +26,19 @@ struct xvi_cfg {
 	unsigned int count;	/* samples with --interval; 0 = until ^C */
 	const char *policy;	/* serve: policy file */
 	const char *run_dir;	/* serve: socket directory */
+	const char *obj;	/* ext load: the handler's object file */
+	const char *endpoint;	/* ext: the endpoint's tag */
+	unsigned int handler;	/* ext: handler index */
+	const char *prog;	/* ext load: the handler's program in obj */
+	bool replace;		/* ext load: replace a loaded handler */
+	bool handler_set;	/* ext: --handler was given */
 };
 
 struct cmd_def {
 	const char *name;
 	int (*run)(const struct xvi_cfg *cfg);
 	const char *args;		/* synopsis of the positional arguments */
-	int min_args, max_args;		/* only IFACE exists today: 0 or 1 */
+	int min_args, max_args;		/* IFACE, then (ext load) OBJ */
 	const struct opt_def *opts;	/* subcommand options, may be NULL */
 	const char *summary;
 	const char *description;
@@ -58,5 +64,8 @@ int cmd_detach(const struct xvi_cfg *cfg);
 int cmd_status(const struct xvi_cfg *cfg);
 int cmd_stats(const struct xvi_cfg *cfg);
 int cmd_serve(const struct xvi_cfg *cfg);
+int cmd_ext_load(const struct xvi_cfg *cfg);
+int cmd_ext_list(const struct xvi_cfg *cfg);
+int cmd_ext_unload(const struct xvi_cfg *cfg);
 
 #endif /* XVI_CMD_H */

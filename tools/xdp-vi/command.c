@@ -52,6 +52,8 @@ int cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct xvi_cfg *
 	}
 	if (nargs)
 		cfg->ifname = argv[first];
+	if (nargs > 1)
+		cfg->obj = argv[first + 1];
 	return 0;
 }
 

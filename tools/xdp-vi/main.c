@@ -10,6 +10,7 @@
 
 #include "cmd.h"
 #include "ctl/ctl.h"
+#include "xvi_ext.h"
 #include "common/log.h"
 #include "print.h"
 
@@ -50,6 +51,63 @@ static const struct opt_def serve_opts[] = {
 	{ OPT_END },
 };
 
+/* --handler N: an index the datapath has, and remembered as given. */
+static int set_handler(void *c, const char *value)
+{
+	struct xvi_cfg *cfg = c;
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (errno || end == value || *end || v >= XVI_EXT_MAX_HANDLERS) {
+		fprintf(stderr, "xdp-vi: --handler %s: expected an index from 0 to %d\n", value,
+			XVI_EXT_MAX_HANDLERS - 1);
+		return -EINVAL;
+	}
+	cfg->handler = v;
+	cfg->handler_set = true;
+	return 0;
+}
+
+#define EXT_TARGET_OPTS							\
+	{ OPT_STRING, "endpoint", 'e', OPT_FIELD(struct xvi_cfg, endpoint), "TAG",	\
+	  .help = "the endpoint, as bound: ADDR:PORT, [ADDR6]:PORT or raw:TAG" },	\
+	{ OPT_FUNC, "handler", 'n', .metavar = "N", .fn = set_handler,			\
+	  .help = "handler index, 0-15: what the message's header names" }
+
+static const struct opt_def ext_load_opts[] = {
+	EXT_TARGET_OPTS,
+	{ OPT_STRING, "prog", 'p', OPT_FIELD(struct xvi_cfg, prog), "NAME",
+	  .help = "the handler's program in OBJ (needed if OBJ has several)" },
+	{ OPT_FLAG, "replace", 0, OPT_FIELD(struct xvi_cfg, replace),
+	  .help = "replace the handler loaded at the index" },
+	{ OPT_END },
+};
+
+static const struct opt_def ext_unload_opts[] = {
+	EXT_TARGET_OPTS,
+	{ OPT_END },
+};
+
+static const struct cmd_def ext_cmds[] = {
+	{ "ext load", cmd_ext_load, "IFACE OBJ", 2, 2, ext_load_opts,
+	  "load an active-message handler for an endpoint",
+	  "Load the XDP program of the BPF object OBJ (built against xvi_ext.h) as\n"
+	  "handler N of the endpoint TAG on IFACE: active messages to the endpoint\n"
+	  "that name index N run it in the datapath.  On a rejection the\n"
+	  "verifier's log is printed.  Needs the datapath's maps pinned (attach\n"
+	  "with a bpffs).  See docs/EXTENSIONS.md." },
+	{ "ext list", cmd_ext_list, "IFACE", 1, 1, status_opts,
+	  "list the handlers loaded on IFACE",
+	  "List the handlers loaded on IFACE: slot, endpoint, index, program." },
+	{ "ext unload", cmd_ext_unload, "IFACE", 1, 1, ext_unload_opts,
+	  "unload an endpoint's handler",
+	  "Unload handler N of the endpoint TAG on IFACE: its messages are delivered\n"
+	  "to the endpoint again (and counted as ext_missing)." },
+	{ NULL },
+};
+
 static const struct cmd_def cmds[] = {
 	{ "attach", cmd_attach, "IFACE", 1, 1, attach_opts,
 	  "load the datapath on IFACE and pin its maps",
@@ -76,6 +134,8 @@ static const struct cmd_def cmds[] = {
 	  "Run xdp-vid IFACE in the foreground (the same program, exec'ed): it gives\n"
 	  "unprivileged processes protected endpoints on IFACE, one veth pair each,\n"
 	  "with a TX guard.  See xdp-vid(8)." },
+	{ "ext", NULL, "VERB ...", 0, 0, NULL,
+	  "active-message handlers: ext load, ext list, ext unload" },
 	{ NULL },
 };
 
@@ -113,6 +173,22 @@ int main(int argc, char **argv)
 	for (cmd = cmds; cmd->name; cmd++)
 		if (!strcmp(cmd->name, argv[first]))
 			break;
+	if (cmd->name && !cmd->run) {
+		/* A group of verbs ("ext load"): the verb names the command. */
+		const struct cmd_def *group = cmd;
+
+		for (cmd = ext_cmds; cmd->name && first + 1 < argc; cmd++)
+			if (!strcmp(cmd->name + strlen(group->name) + 1, argv[first + 1]))
+				break;
+		if (first + 1 >= argc || !cmd->name) {
+			fprintf(stderr, "xdp-vi: %s: expected a verb:", group->name);
+			for (cmd = ext_cmds; cmd->name; cmd++)
+				fprintf(stderr, " '%s'", cmd->name);
+			fprintf(stderr, "\n");
+			return 1;
+		}
+		first++;
+	}
 	if (!cmd->name) {
 		if (!strcmp(argv[first], "help")) {
 			cmd_usage_all(cmds);
@@ -131,6 +207,13 @@ int main(int argc, char **argv)
 	if (cfg.help) {
 		cmd_usage(cmd, true);
 		return 0;
+	}
+	if ((cmd->run == cmd_ext_load || cmd->run == cmd_ext_unload) &&
+	    (!cfg.endpoint || !cfg.handler_set)) {
+		fprintf(stderr, "xdp-vi %s: --endpoint TAG and --handler N are required\n",
+			cmd->name);
+		cmd_usage(cmd, false);
+		return 1;
 	}
 
 	print_setup(&print);

@@ -46,11 +46,16 @@ static const struct counter_name guard_fields[] = {
 	EPC(drop_guard_ip_options), EPC(drop_guard_dscp), EPC(drop_guard_ctl_port),
 	EPC(drop_guard_len), EPC(drop_host_egress), EPC(drop_client_meta), { NULL },
 };
+/* Active messages to direct endpoints (docs/EXTENSIONS.md). */
+static const struct counter_name ext_fields[] = {
+	EPC(ext_msgs), EPC(ext_missing), EPC(ext_bad_index), EPC(ext_bad_version),
+	EPC(ext_delivered), { NULL },
+};
 #define GC(f) { #f, offsetof(struct xvi_global_counters, f) }
 static const struct counter_name global_fields[] = {
 	GC(rx_frames), GC(redirected), GC(passed), GC(dropped), GC(no_endpoint),
 	GC(malformed), GC(fragments), GC(group_dst), GC(other_host), GC(vlan_protected),
-	GC(not_local), { NULL },
+	GC(not_local), GC(ext_stray), { NULL },
 };
 #define XC(f) { #f, offsetof(struct xdp_statistics, f) }
 static const struct counter_name xsk_fields[] = {
@@ -336,6 +341,7 @@ static void status_json(struct json *j, const struct if_sample *s)
 			json_counters(j, "guard", &e->c, guard_fields);
 		else
 			json_null(j, "guard");
+		json_counters(j, "ext", &e->c, ext_fields);
 		if (e->have_xsk)
 			json_counters(j, "socket", &e->xsk, xsk_fields);
 		else
@@ -409,6 +415,8 @@ static void status_text(const struct if_sample *s)
 		text_counters("      datapath:", &e->c, ep_fields);
 		if (e->owner.mode == XVI_EP_MODE_PROTECTED)
 			text_counters("      guard:   ", &e->c, guard_fields);
+		else
+			text_counters("      ext:     ", &e->c, ext_fields);
 		if (e->have_xsk)
 			text_counters("      socket:  ", &e->xsk, xsk_fields);
 		if (e->have_dev)
