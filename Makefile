@@ -42,6 +42,9 @@ BPF_HDRS  := $(wildcard bpf/*.h) include/xvi_wire.h include/xvi_ext.h
 # Sample extension handlers (examples/ext/NAME.bpf.c -> $(B)/ext/NAME.bpf.o).
 EXT_SRCS  := $(wildcard examples/ext/*.bpf.c)
 EXT_OBJS  := $(patsubst examples/ext/%.bpf.c,$(B)/ext/%.bpf.o,$(EXT_SRCS))
+# Handlers the lab suites load (tests/lab/bpf/NAME.bpf.c -> $(B)/tests/NAME.bpf.o).
+LAB_EXT_SRCS := $(wildcard tests/lab/bpf/*.bpf.c)
+LAB_EXT_OBJS := $(patsubst tests/lab/bpf/%.bpf.c,$(B)/tests/%.bpf.o,$(LAB_EXT_SRCS))
 
 # libxvi, one folder per layer (docs/DESIGN.md, section 7).
 LIB_SRCS  := $(wildcard libxvi/*/*.c)
@@ -74,7 +77,7 @@ FUZZ_SRCS := $(wildcard tests/fuzz/*.c)
 FUZZ_BINS := $(patsubst tests/fuzz/%.c,$(B)/fuzz/%,$(FUZZ_SRCS))
 
 .PHONY: all deps test demo bench install uninstall clean check-tools
-all: $(BPF_OBJS) $(BPF_SKELS) $(EXT_OBJS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(LAB_BINS) $(BENCH_BINS) $(FUZZ_BINS)
+all: $(BPF_OBJS) $(BPF_SKELS) $(EXT_OBJS) $(LAB_EXT_OBJS) $(LIBS) $(PROGS) $(UNIT_BIN) $(XDP_BIN) $(LAB_BINS) $(BENCH_BINS) $(FUZZ_BINS)
 
 # ---- BPF datapath ----------------------------------------------------------
 $(B)/bpf/%.bpf.o: bpf/%.bpf.c $(BPF_HDRS) | $(B)/bpf
@@ -87,6 +90,10 @@ $(B)/include/%.skel.h: $(B)/bpf/%.bpf.o | $(B)/include
 # Built as a user would build a handler: against include/xvi_ext.h alone.
 
 $(B)/ext/%.bpf.o: examples/ext/%.bpf.c include/xvi_ext.h include/xvi_wire.h
+	@mkdir -p $(@D)
+	$(CLANG) -O2 -g -target bpf -Wall -Werror -Iinclude -I$(ARCH_INC) -c $< -o $@
+
+$(B)/tests/%.bpf.o: tests/lab/bpf/%.bpf.c include/xvi_ext.h include/xvi_wire.h
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -Wall -Werror -Iinclude -I$(ARCH_INC) -c $< -o $@
 

@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# ext.sh: active-message handlers (docs/EXTENSIONS.md) on node b's
+# datapath, loaded by root with `xdp-vi ext`.  An endpoint (xvi-cat) on
+# b holds 198.18.0.2:7400; node a's kernel UDP socket sends it active
+# messages.  With the echo handler loaded as index 1, every message comes
+# back from b's XDP and the endpoint's process receives none of them.
+# Then the verifier's rejection, the unload (messages reach the endpoint
+# again, counted), and nothing left behind.
+#
+# The datapath's maps are pinned in a bpffs under the lab's state
+# directory, visible to every `ip netns exec` (which hides /sys/fs/bpf):
+# loaded handlers live as long as that pin.  The cases build on each other
+# in table order.
+
+. "$(dirname "$0")/_tap.sh"
+
+PORT=7400
+EP=198.18.0.2:$PORT
+ECHO=$T_B/ext/echo.bpf.o
+REJECT=$T_B/tests/ext_reject.bpf.o
+BPFFS=
+CAT_PID=
+ECHO_ID=
+
+# xdp-vi on b with the suite's bpffs.
+_xb() { t_xdpvi b --bpffs "$BPFFS" "$@"; }
+
+# The endpoint's values NAME... ("counters.rx_frames", "ext.ext_msgs").
+_ep_field() {
+	_xb status --json >"$T_TMP/st.json" 2>/dev/null || return 1
+	"$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/st.json" field "$PORT" "$@"
+}
+
+t_setup() {
+	t_need "$XDPVI" "$XVICAT" || return 1
+	local o err
+	for o in "$ECHO" "$REJECT"; do
+		[ -r "$o" ] || fail "${o#"$T_ROOT"/} missing: build it (make B=${B})" || return
+	done
+	t_lab_up ext || return 1
+	BPFFS=$LAB_STATE/$T_LAB/ext-bpffs
+	mkdir -p "$BPFFS" && mount -t bpf bpf "$BPFFS" ||
+		fail "cannot mount a bpffs on $BPFFS" || return
+	err=$(_xb attach "$LAB_IFACE" 2>&1 >/dev/null) ||
+		fail "xdp-vi attach on node b failed: ${err//$'\n'/ }" || return
+	# A handler's XDP_TX reply crosses b's veth into a's, which takes
+	# frames from XDP only while it runs XDP itself (docs/KERNEL.md,
+	# fact 7): the datapath on a, which passes the replies to a's kernel.
+	t_attach a
+}
+
+case_load() {
+	local err
+	# The endpoint: one ordinary datagram ends it (see unload).
+	t_x -T 120 b "$XVICAT" -u --iface "$LAB_IFACE" -l 198.18.0.2 "$PORT" -c 1 -w 110 \
+		>"$T_TMP/cat.out" 2>"$T_TMP/cat.err" &
+	CAT_PID=$!
+	t_wait_endpoint_port b "$PORT" ||
+		fail "endpoint on b:$PORT never came up: $(head -c 200 "$T_TMP/cat.err")" || return
+	err=$(_xb ext load "$LAB_IFACE" "$ECHO" --endpoint "$EP" --handler 1 2>&1) ||
+		fail "ext load failed: ${err//$'\n'/ }" || return
+	_xb ext list "$LAB_IFACE" --json >"$T_TMP/list.json" 2>&1 ||
+		fail "ext list failed: $(head -c 200 "$T_TMP/list.json")" || return
+	ECHO_ID=$("$PY" -c 'import json,sys
+l = json.load(open(sys.argv[1]))
+print(" ".join("%s:%d:%d:%s" % (e["endpoint"], e["handler"], e["prog_id"], e["prog_name"])
+               for e in l))' "$T_TMP/list.json")
+	[[ $ECHO_ID == "udp4 $EP:1:"*":xvi_echo" ]] ||
+		fail "ext list shows '$ECHO_ID', expected the echo handler at index 1" || return
+	ECHO_ID=${ECHO_ID#udp4 "$EP":1:}
+	ECHO_ID=${ECHO_ID%%:*}
+}
+
+case_echo() {
+	local out before after
+	before=$(_ep_field ext.ext_msgs counters.rx_frames) || fail "no status for b:$PORT" || return
+	out=$(t_x -T 60 a "$PY" "$T_HELPERS/am_client.py" 198.18.0.2 "$PORT" 1 --count 20 \
+		--expect-echo 2>&1) || fail "echo: $out" || return
+	after=$(_ep_field ext.ext_msgs counters.rx_frames) || fail "no status for b:$PORT" || return
+	read -r m0 r0 <<<"$before"
+	read -r m1 r1 <<<"$after"
+	[ $((m1 - m0)) -eq 20 ] || fail "ext_msgs moved by $((m1 - m0)), expected 20" || return
+	# Answered in XDP: the endpoint's socket got none of them.
+	[ "$r1" = "$r0" ] || fail "the endpoint received $((r1 - r0)) of the messages" || return
+	[ ! -s "$T_TMP/cat.out" ] || fail "xvi-cat printed: $(head -c 80 "$T_TMP/cat.out")"
+}
+
+case_reject() {
+	local err rc
+	err=$(_xb ext load "$LAB_IFACE" "$REJECT" --endpoint "$EP" --handler 2 2>&1) &&
+		rc=0 || rc=$?
+	[ $rc -ne 0 ] || fail "the verifier accepted a handler that reads past data_end" || return
+	[[ $err == *"verifier log"* && $err == *"invalid access to packet"* ]] ||
+		fail "no verifier log in the error: $(head -c 300 <<<"$err")" || return
+	_xb ext list "$LAB_IFACE" --json >"$T_TMP/list.json" 2>&1
+	! grep -q '"handler":2' "$T_TMP/list.json" || fail "a rejected handler is listed" || return
+}
+
+case_load_twice() {
+	local err rc
+	err=$(_xb ext load "$LAB_IFACE" "$ECHO" --endpoint "$EP" --handler 1 2>&1) &&
+		rc=0 || rc=$?
+	[ $rc -ne 0 ] || fail "a second load at a taken index succeeded" || return
+	[[ $err == *"already"* ]] || fail "error does not say the index is taken: $err"
+}
+
+case_unknown_endpoint() {
+	local err rc
+	err=$(_xb ext load "$LAB_IFACE" "$ECHO" --endpoint 198.18.0.2:7499 --handler 1 2>&1) &&
+		rc=0 || rc=$?
+	[ $rc -ne 0 ] || fail "a handler loaded for an endpoint nobody holds" || return
+	[[ $err == *"no endpoint 198.18.0.2:7499"* ]] || fail "error does not name it: $err"
+}
+
+case_unload() {
+	local err m0 m1 rc
+	err=$(_xb ext unload "$LAB_IFACE" --endpoint "$EP" --handler 1 2>&1) ||
+		fail "ext unload failed: ${err//$'\n'/ }" || return
+	_xb ext list "$LAB_IFACE" --json >"$T_TMP/list.json" 2>&1
+	[ "$(cat "$T_TMP/list.json")" = "[]" ] ||
+		fail "handlers listed after unload: $(cat "$T_TMP/list.json")" || return
+	m0=$(_ep_field ext.ext_missing) || fail "no status for b:$PORT" || return
+	# Now an ordinary delivery: the endpoint gets it and exits (-c 1).
+	err=$(t_x -T 30 a "$PY" "$T_HELPERS/am_client.py" 198.18.0.2 "$PORT" 1 --count 1 \
+		--token unloaded 2>&1) || fail "send: $err" || return
+	wait "$CAT_PID" && rc=0 || rc=$?
+	CAT_PID=
+	grep -q "xvi-am 0 unloaded" "$T_TMP/cat.out" ||
+		fail "the endpoint did not get the message (exit $rc): $(head -c 200 "$T_TMP/cat.err")" ||
+		return
+	m1=$(_ep_field ext.ext_missing 2>/dev/null) || m1=
+	# The endpoint may be gone by now (and its counters with it).
+	[ -z "$m1" ] || [ "$m1" = "$((m0 + 1))" ] || [ "$m1" = "-" ] ||
+		fail "ext_missing $m0 -> $m1, expected one more" || return
+}
+
+case_nothing_left() {
+	local err left
+	[ -z "$CAT_PID" ] || t_stop "$CAT_PID"
+	err=$(_xb detach "$LAB_IFACE" 2>&1 >/dev/null) || fail "detach failed: $err" || return
+	t_xdpvi a detach "$LAB_IFACE" >/dev/null 2>&1
+	[ -z "$ECHO_ID" ] || left=$(t_ids_gone prog "$ECHO_ID") ||
+		fail "the echo handler (prog $ECHO_ID) is still loaded after unload and detach" ||
+		return
+	[ -z "$(find "$BPFFS" -mindepth 1 -name 'xvi_*' 2>/dev/null)" ] ||
+		fail "pins left: $(find "$BPFFS" -mindepth 1 | head)" || return
+	umount "$BPFFS" || fail "cannot unmount $BPFFS"
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	load		case_load		"ext load: the echo handler for b's endpoint, listed"
+	echo		case_echo		"20 active messages from a's kernel socket answered in XDP"
+	reject		case_reject		"a handler the verifier rejects: refused with its log"
+	load_twice	case_load_twice		"a second handler at a taken index is refused"
+	unknown_endpoint case_unknown_endpoint	"a handler for an endpoint nobody holds is refused"
+	unload		case_unload		"ext unload: messages reach the endpoint again, counted"
+	nothing_left	case_nothing_left	"after unload and detach: no handler program, no pins"
+)
+
+t_main "$@"

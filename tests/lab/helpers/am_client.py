@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+"""Send active messages (include/xvi_ext.h) from a kernel UDP socket.
+
+usage:
+  am_client.py DST PORT HANDLER --count N --expect-echo
+      N messages naming HANDLER, one at a time; each must come back
+      within 5 s byte for byte from (DST, PORT).  Prints "ok N replies".
+  am_client.py DST PORT HANDLER --count N
+      N messages, no reply expected.  Prints "sent N".
+
+Each message is the 16-byte header (magic "XVAM", version 1, flags 0,
+HANDLER, arg0 = the message's number, arg1 = 0) and the text
+"xvi-am <number> <token>" padded to 64 bytes; --token TEXT sets the
+token (default: random), so that no stale datagram can match.
+"""
+
+import argparse
+import os
+import socket
+import struct
+import sys
+
+AM_MAGIC = 0x5856414D
+AM_VERSION = 1
+
+
+def message(handler, i, token):
+    body = ("xvi-am %d %s " % (i, token)).encode().ljust(64, b".")
+    return struct.pack("!IBBHII", AM_MAGIC, AM_VERSION, 0, handler, i, 0) + body
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("dst")
+    ap.add_argument("port", type=int)
+    ap.add_argument("handler", type=int)
+    ap.add_argument("--count", type=int, default=1)
+    ap.add_argument("--expect-echo", action="store_true")
+    ap.add_argument("--token", default=os.urandom(6).hex())
+    a = ap.parse_args()
+
+    fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
+    s = socket.socket(fam, socket.SOCK_DGRAM)
+    s.connect((a.dst, a.port))
+    s.settimeout(5.0)
+    for i in range(a.count):
+        m = message(a.handler, i, a.token)
+        s.send(m)
+        if not a.expect_echo:
+            continue
+        try:
+            r, src = s.recvfrom(65536)
+        except socket.timeout:
+            print("message %d: no reply within 5 s" % i)
+            return 1
+        if r != m:
+            print("message %d: reply differs: %r, sent %r" % (i, r[:40], m[:40]))
+            return 1
+        if src[0] != a.dst or src[1] != a.port:
+            print("message %d: reply from %s:%d" % (i, src[0], src[1]))
+            return 1
+    print("ok %d replies" % a.count if a.expect_echo else "sent %d" % a.count)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
