@@ -18,6 +18,12 @@ import time
 
 STREAMS_TODO = "streams not built"
 WAIT_MODES = ("busy", "adaptive", "block")
+# BPF_PROG_RUN variants of the datapath (tests/bench/run, section 6).
+EXT_KINDS = ("plain", "am-missing", "am-count", "am-echo")
+EXT_NAMES = {"plain": "plain, to the endpoint", "am-missing": "index with no handler",
+             "am-count": "count handler, then delivery", "am-echo": "echo handler"}
+PROG_RUN_KINDS = ("match", "pass")
+ACTS = {1: "DROP", 2: "PASS", 3: "TX", 4: "REDIRECT"}
 # The UDP ping-pong goal is judged with the same wait mode at both ends of
 # both transports; the headline mode is fixed here, before any number is
 # seen: busy polling, the only mode whose result does not depend on
@@ -369,11 +375,16 @@ def main():
                r.get("error")]
     prog_run = {k: stat([r.get("ns_per_frame") for r in recs
                          if r.get("variant") == "prog-run-" + k and r.get("ns_per_frame")])
-                for k in ("match", "pass")}
+                for k in PROG_RUN_KINDS}
     prog_act = {k: sorted({int(r["xdp_action"]) for r in recs
                            if r.get("variant") == "prog-run-" + k and
                            r.get("xdp_action") is not None})
-                for k in ("match", "pass")}
+                for k in PROG_RUN_KINDS}
+    prog_live = {k: stat([r.get("ns_per_frame") for r in recs
+                          if r.get("variant") == "prog-live-" + k and r.get("ns_per_frame")])
+                 for k in EXT_KINDS}
+    prog_err = [r.get("error") for r in recs
+                if (r.get("variant") or "").startswith("prog-live-") and r.get("error")]
     tcp = stat([get(r, "client", "bits_per_second") for r in recs if r.get("test") == "tcp"
                 and get(r, "client", "bits_per_second")])
     prot = [r for r in recs if r.get("test") == "protected"]
@@ -464,6 +475,7 @@ def main():
         "optimisations_latency": opt_lat, "ring_segment": ring, "scaling": scale,
         "xdp_bench_drop": {"rx_rate": xdp, "errors": xdp_err},
         "xvi_demux_prog_run_ns": prog_run, "xvi_demux_prog_run_actions": prog_act,
+        "xvi_demux_ext_live_ns": prog_live,
         "kernel_tcp_iperf3_bps": tcp,
         "copy_1mib_ms": copy, "copy_failed": copy_failed,
         "protected": [r.get("text") or r.get("client") for r in prot],
@@ -898,13 +910,35 @@ def main():
         w("| frame | XDP action | ns per frame | ceiling, M frames/s per core |")
         w("|---|---|---|---|")
         names = {"match": "to an endpoint (port 11111)", "pass": "no endpoint (port 9)"}
-        acts = {1: "DROP", 2: "PASS", 3: "TX", 4: "REDIRECT"}
         for k in ("match", "pass"):
             st = prog_run[k]
             w("| %s | %s | %s | %s |" % (
-                names[k], ",".join(acts.get(x, str(x)) for x in prog_act[k]) or "?",
+                names[k], ",".join(ACTS.get(x, str(x)) for x in prog_act[k]) or "?",
                 fmt_num(st, "", 0),
                 "%.1f" % (1e3 / st["median"]) if st and st["median"] else "n/a"))
+        w("")
+
+    if any(prog_live[k] for k in EXT_KINDS) or prog_err:
+        w("Active-message dispatch (docs/EXTENSIONS.md), alternated in one run: the "
+          "same 122-byte frame to the endpoint, plain or with an active-message header "
+          "naming a handler index with nothing loaded (delivered as a plain message, "
+          "counted ext_missing), the sample count handler (counts, then delivers) or the "
+          "sample echo handler (answers with XDP_TX).  BPF_PROG_RUN in live-frames mode "
+          "(tests/bench/xdp_live_run.py, 1000000 frames a run): each frame starts "
+          "fresh and its verdict is carried out (the redirect into the endpoint's "
+          "socket, the transmit on node b's veth), so the time includes them.")
+        w("")
+        w("| frame | ns per frame | vs plain, ns |")
+        w("|---|---|---|")
+        base = prog_live["plain"]["median"] if prog_live["plain"] else None
+        for k in EXT_KINDS:
+            st = prog_live[k]
+            w("| %s | %s | %s |" % (
+                EXT_NAMES[k], fmt_num(st, "", 0),
+                "%+.0f" % (st["median"] - base) if st and base and k != "plain" else "-"))
+        if prog_err:
+            w("")
+            w("Not measured: %s" % prog_err[0])
         w("")
 
     if veth_drops:

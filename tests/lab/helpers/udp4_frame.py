@@ -6,7 +6,7 @@ kernel help), and send it on an interface or write it to a file.
 usage: udp4_frame.py --src IP --dst IP --dport N --dst-mac MAC
                      [--sport N] [--src-mac MAC] [--df] [--bad-checksum]
                      [--tos N] [--ip-options HEX] [--fill-to BYTES]
-                     (--payload TEXT | --zeros N)
+                     [--am HANDLER] (--payload TEXT | --zeros N)
                      (--send IFACE | --out FILE | --hex)
 
 --send IFACE sends it with AF_PACKET (the source MAC, unless given, is
@@ -15,7 +15,8 @@ hex on one line, e.g. for mbtool's frames command.  --bad-checksum makes
 the UDP checksum deliberately wrong; --df sets Don't Fragment; --tos sets
 the IPv4 TOS byte (DSCP << 2 | ECN); --ip-options appends these bytes to
 the IPv4 header (a multiple of 4); --fill-to pads the payload with '.' to
-a frame of BYTES bytes.
+a frame of BYTES bytes; --am puts an active-message header naming handler
+HANDLER (include/xvi_ext.h) in front of the payload.
 """
 
 import argparse
@@ -60,6 +61,7 @@ def main():
     ap.add_argument("--tos", type=int, default=0, metavar="N")
     ap.add_argument("--ip-options", type=bytes.fromhex, default=b"", metavar="HEX")
     ap.add_argument("--fill-to", type=int, metavar="BYTES")
+    ap.add_argument("--am", type=int, metavar="HANDLER")
     body = ap.add_mutually_exclusive_group(required=True)
     body.add_argument("--payload", type=str.encode, metavar="TEXT")
     body.add_argument("--zeros", type=int, metavar="N")
@@ -77,6 +79,9 @@ def main():
         with open("/sys/class/net/%s/address" % a.send) as f:
             src_mac = mac(f.read().strip())
     payload = a.payload if a.payload is not None else bytes(a.zeros)
+    if a.am is not None:
+        # magic "XVAM", version 1, flags 0, handler, arg[2]
+        payload = struct.pack("!IBBHII", 0x5856414D, 1, 0, a.am, 0, 0) + payload
     if a.fill_to:
         payload = payload.ljust(a.fill_to - 14 - 20 - len(a.ip_options) - 8, b".")
     frame = udp4_frame(a.dst_mac, src_mac, a.src, a.dst, a.sport, a.dport, payload, a.df,
