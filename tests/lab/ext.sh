@@ -136,6 +136,23 @@ case_unload() {
 		fail "ext_missing $m0 -> $m1, expected one more" || return
 }
 
+# Node a's datapath has no pins (attached with no bpffs in sight): a handler
+# would vanish with the loader, so the load is refused and says why.
+case_unpinned() {
+	local err rc pid
+	t_x -T 60 a "$XVICAT" -u --iface "$LAB_IFACE" -l 198.18.0.1 "$PORT" -c 1 -w 50 \
+		>/dev/null 2>"$T_TMP/cat-a.err" &
+	pid=$!
+	t_wait_endpoint_port a "$PORT" ||
+		{ t_stop $pid; fail "endpoint on a:$PORT never came up: $(head -c 200 "$T_TMP/cat-a.err")"
+		  return 1; }
+	err=$(t_xdpvi a ext load "$LAB_IFACE" "$ECHO" --endpoint "198.18.0.1:$PORT" --handler 1 \
+		2>&1) && rc=0 || rc=$?
+	t_stop $pid
+	[ $rc -ne 0 ] || fail "a handler was loaded into an unpinned table" || return
+	[[ $err == *"not pinned"* ]] || fail "error does not say the table is not pinned: $err"
+}
+
 case_nothing_left() {
 	local err left
 	[ -z "$CAT_PID" ] || t_stop "$CAT_PID"
@@ -157,6 +174,7 @@ CASES=(
 	load_twice	case_load_twice		"a second handler at a taken index is refused"
 	unknown_endpoint case_unknown_endpoint	"a handler for an endpoint nobody holds is refused"
 	unload		case_unload		"ext unload: messages reach the endpoint again, counted"
+	unpinned	case_unpinned		"a load into an unpinned handler table is refused, saying why"
 	nothing_left	case_nothing_left	"after unload and detach: no handler program, no pins"
 )
 
