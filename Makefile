@@ -202,10 +202,13 @@ bench: deps
 # ---- install ---------------------------------------------------------------
 # libxvi.pc is written at install time, for the PREFIX and LIBDIR of this
 # install; directories under PREFIX are named relative to ${prefix} in it.
-# Only the headers an application includes are public: xvi_wire.h (shared
-# with BPF) is not included by any of them.
+# Only the headers an application or an extension handler includes are
+# public: xvi_ext.h is both (handlers compile against it, with
+# -I$(INCLUDEDIR)/xvi), and its BPF half needs xvi_wire.h, the layouts
+# shared with the datapath.
 pc_path = $(patsubst $(PREFIX)/%,$${prefix}/%,$(1))
-PUB_HDRS  := include/xvi.h include/xvi_stream.h include/xvi_memnet.h
+PUB_HDRS  := include/xvi.h include/xvi_stream.h include/xvi_memnet.h include/xvi_ext.h \
+	include/xvi_wire.h
 MAN_PAGES := $(wildcard docs/man/*.[1-8])
 MAN_SECTS := $(sort $(subst .,,$(suffix $(MAN_PAGES))))
 LIB_REAL  := libxvi.so.$(VERSION)

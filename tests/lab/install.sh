@@ -66,7 +66,7 @@ t_setup() {
 }
 
 case_files() {
-	local f want=() got t lib=$I_ROOT/lib
+	local f want=() got t lib=$I_ROOT/lib hdrs
 	# every tools/NAME/ is a program (xdp-vi among them), but tools/lib/
 	for t in "$T_ROOT"/tools/*/; do [ "$(basename "$t")" = lib ] || want+=("$(basename "$t")"); done
 	for f in "${want[@]}"; do
@@ -85,8 +85,9 @@ case_files() {
 		{ fail "libxvi.so.$I_VERSION has no SONAME $I_SONAME"; return 1; }
 	[ -f "$lib/pkgconfig/libxvi.pc" ] || { fail "lib/pkgconfig/libxvi.pc not installed"; return 1; }
 	got=$(_names "$I_ROOT/include/xvi")
-	[ "$got" = "xvi.h xvi_memnet.h xvi_stream.h" ] ||
-		{ fail "include/xvi/ holds '$got', want the public headers xvi.h xvi_memnet.h xvi_stream.h"; return 1; }
+	hdrs="xvi.h xvi_ext.h xvi_memnet.h xvi_stream.h xvi_wire.h"
+	[ "$got" = "$hdrs" ] ||
+		{ fail "include/xvi/ holds '$got', want the public headers $hdrs"; return 1; }
 	for f in "$T_ROOT"/docs/man/*.[1-8]; do
 		t=share/man/man${f##*.}/$(basename "$f")
 		[ -f "$I_ROOT/$t" ] || { fail "$t not installed"; return 1; }
