@@ -126,9 +126,9 @@ static int check_pinned(struct xvi_ctl *ctl, const char *ifname,
 	    bpf_obj_get_info_by_fd(xvi_ctl__ext_progs_fd(ctl), &b, &lb) || a.id != b.id) {
 		pr_warn("%s: the datapath's handler table is not pinned at %s: a handler "
 			"would vanish when this process exits (the kernel empties a "
-			"PROG_ARRAY with its last file reference).  Mount a bpffs (or set "
-			"XVI_BPFFS / --bpffs) and run 'xdp-vi attach %s' again\n", ifname,
-			path, ifname);
+			"PROG_ARRAY with its last file reference).  With a bpffs mounted "
+			"(or XVI_BPFFS / --bpffs set), run 'xdp-vi detach %s' and "
+			"'xdp-vi attach %s'\n", ifname, path, ifname, ifname);
 		err = -ENOENT;
 	}
 	if (fd >= 0)
