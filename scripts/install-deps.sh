@@ -12,6 +12,8 @@ PKGS=(
 	# libFuzzer runtime for clang 14 (make fuzz, tests/fuzz)
 	libclang-rt-14-dev
 	gnuplot-nox
+	# Promela model checker (tests/spin: the stream protocol model)
+	spin
 )
 
 missing=()
