@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # tests/spin/run.sh: check the Promela model of the stream protocol
-# (tests/spin/stream.pml, docs/PROTOCOL.md section 11) with Spin, a bounded
+# (tests/spin/stream.pml, docs/PROTOCOL.md section 12) with Spin, a bounded
 # exhaustive run per property; one TAP result (tests/lib/tap.sh) each.
 #   tests/spin/run.sh          every case
 #   tests/spin/run.sh -l       list the cases

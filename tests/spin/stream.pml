@@ -1,7 +1,7 @@
 /*
  * SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
  *
- * Promela model of the xvi stream protocol (docs/PROTOCOL.md, section 11):
+ * Promela model of the xvi stream protocol (docs/PROTOCOL.md, section 12):
  * one connection between a client node (connect, send N bytes, close) and a
  * server node (listen, accept, read to end of stream, close), over a
  * channel that loses, duplicates and reorders segments.  It follows what
