@@ -44,6 +44,18 @@ struct {
 	__type(value, __u32);
 } xvi_devs SEC(".maps");
 
+/*
+ * ifindex -> ifindex: the interfaces the router may forward to from this
+ * one (docs/EXTENSIONS.md, "IP router").  Written by the router command,
+ * read by XDP (redirect).  The kernel drops entries whose device goes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, XVI_ROUTE_MAX_IFACES);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_route_devs SEC(".maps");
+
 #include "ep_stats.h"
 
 /* Interface-wide counters, one element.  Written by XDP, read by ctl (stats). */

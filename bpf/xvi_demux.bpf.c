@@ -18,6 +18,7 @@
 #include "maps.h"
 #include "parse.h"
 #include "csum.h"
+#include "route.h"
 
 /*
  * libxdp multiprog: run after default-priority (50) programs, so that
@@ -397,9 +398,13 @@ static __always_inline int xvi_ip4_hdr_csum(struct xdp_md *ctx, struct iphdr *ip
 	return xvi_csum_fold(sum) == 0xffff ? 0 : 1;
 }
 
+/*
+ * @route: routing is on (XVI_CFG_ROUTE) and the frame untagged; what no
+ * endpoint takes is then offered to the router rather than passed.
+ */
 static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 				      struct xvi_global_counters *g, __u16 flags,
-				      bool local_link)
+				      bool local_link, bool route)
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph4_tail ph = { .proto = IPPROTO_UDP };
@@ -418,15 +423,15 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	}
 	if (xvi_ip4_is_fragment(iph)) {
 		g->fragments++;
-		return XDP_PASS;
+		goto no_ep;
 	}
 	if (iph->protocol != IPPROTO_UDP)
-		return XDP_PASS;
+		goto no_ep;
 	l4_off = c->off;
 	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP4, &iph->daddr, sizeof(iph->daddr), &uh,
 			   &slot, &vflags);
 	if (!ep)
-		return XDP_PASS;
+		goto no_ep;
 
 	/* Lengths come from the headers, never from the frame, which may
 	 * carry Ethernet padding (or frags: hence the buffer length). */
@@ -450,11 +455,13 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	xvi_meta_init(&m, flags, l3_off, l4_off, slot);
 	return xvi_udp_deliver(ctx, g, ep, &m, &iph->saddr, 2 * sizeof(iph->saddr), &ph,
 			       sizeof(ph), check, udp_len, frame_len, vflags, local_link);
+no_ep:
+	return route ? xvi_route4(ctx, g, iph, hlen, local_link) : XDP_PASS;
 }
 
 static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 				      struct xvi_global_counters *g, __u16 flags,
-				      bool local_link)
+				      bool local_link, bool route)
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph6_tail ph = { .nexthdr = IPPROTO_UDP };
@@ -472,16 +479,16 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	}
 	if (ip6h->nexthdr == XVI_NEXTHDR_FRAGMENT) {
 		g->fragments++;
-		return XDP_PASS;
+		goto no_ep;
 	}
 	/* No extension-header walk: UDP must follow the fixed header. */
 	if (ip6h->nexthdr != IPPROTO_UDP)
-		return XDP_PASS;
+		goto no_ep;
 	l4_off = c->off;
 	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP6, &ip6h->daddr, sizeof(ip6h->daddr), &uh,
 			   &slot, &vflags);
 	if (!ep)
-		return XDP_PASS;
+		goto no_ep;
 
 	frame_len = bpf_xdp_get_buff_len(ctx);
 	plen = bpf_ntohs(ip6h->payload_len);
@@ -494,6 +501,8 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	xvi_meta_init(&m, flags | XVI_RX_IPV6, l3_off, l4_off, slot);
 	return xvi_udp_deliver(ctx, g, ep, &m, &ip6h->saddr, 2 * sizeof(ip6h->saddr), &ph,
 			       sizeof(ph), check, udp_len, frame_len, vflags, local_link);
+no_ep:
+	return route ? xvi_route6(ctx, g, ip6h, local_link) : XDP_PASS;
 }
 
 /* Raw xvi frames carry no checksum of their own: the Ethernet FCS covers them. */
@@ -566,7 +575,7 @@ static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters
 	struct xvi_config *cfg;
 	struct xvi_cursor c;
 	__u16 flags = 0;
-	bool vlan, local;
+	bool vlan, local, route;
 	int proto;
 
 	xvi_cursor_init(&c, ctx);
@@ -579,14 +588,17 @@ static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters
 	if (!cfg)
 		return XDP_PASS;
 	local = cfg->flags & XVI_CFG_LOCAL_LINK;
+	/* A tagged frame is for a VLAN device, whose routes and forwarding
+	 * setting the lookup on this one would not see: the kernel's. */
+	route = (cfg->flags & XVI_CFG_ROUTE) && !vlan;
 	if (vlan)
 		flags |= XVI_RX_VLAN;
 
 	switch (proto) {
 	case bpf_htons(ETH_P_IP):
-		return xvi_rx_ip4(ctx, &c, g, flags, local);
+		return xvi_rx_ip4(ctx, &c, g, flags, local, route);
 	case bpf_htons(ETH_P_IPV6):
-		return xvi_rx_ip6(ctx, &c, g, flags, local);
+		return xvi_rx_ip6(ctx, &c, g, flags, local, route);
 	case bpf_htons(XVI_ETH_P_RAW):
 		return xvi_rx_raw(ctx, &c, g, flags);
 	default:

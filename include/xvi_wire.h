@@ -31,6 +31,8 @@
 #define XVI_HOST_EGRESS_PROG_NAME "xvi_host_egress" /* host end: drops the host's own */
 
 /* Pin directory: <bpffs>/xdp-vi/<ifname>/<map name>. */
+/* Interfaces a router interface can forward to (xvi_route_devs). */
+#define XVI_ROUTE_MAX_IFACES	64
 #define XVI_PIN_SUBDIR		"xdp-vi"
 
 enum xvi_tag_kind {
@@ -185,6 +187,24 @@ struct xvi_global_counters {
 					 * that is not this host's */
 	__u64 ext_stray;		/* xvi_ext_ret_deliver entered outside a
 					 * dispatch: dropped */
+	/*
+	 * The router (XVI_CFG_ROUTE, docs/EXTENSIONS.md): IP frames to this
+	 * station that no endpoint takes.  Forwarded ones are also counted
+	 * in redirected; the rest are passed to the kernel, by reason.
+	 */
+	__u64 rt_forwarded;		/* TTL/hop limit decremented, redirected */
+	__u64 rt_pass_ttl;		/* TTL or hop limit <= 1: the kernel's ICMP */
+	__u64 rt_pass_frag;		/* an IP fragment */
+	__u64 rt_pass_options;		/* IPv4 options, IPv6 hop-by-hop header */
+	__u64 rt_pass_csum_partial;	/* local link: a local kernel's partial
+					 * TCP/UDP checksum, for the kernel to fill */
+	__u64 rt_pass_local;		/* fib: not forwarded (local destination,
+					 * link-local, not a unicast route) */
+	__u64 rt_pass_no_neigh;		/* fib: no neighbour entry yet */
+	__u64 rt_pass_mtu;		/* fib: bigger than the egress MTU */
+	__u64 rt_pass_disabled;		/* fib: forwarding off on the ingress device */
+	__u64 rt_pass_no_egress;	/* egress not an xdp-vi routing interface */
+	__u64 rt_pass_other;		/* blackhole, unreachable, bad header, ... */
 };
 
 /*
@@ -209,6 +229,13 @@ enum xvi_config_flags {
 	 * control plane from the device kind at attach.
 	 */
 	XVI_CFG_LOCAL_LINK = 1 << 1,
+	/*
+	 * Route IP frames to this station that no endpoint takes (xdp-vi
+	 * router enable): bpf_fib_lookup, then a redirect to an interface in
+	 * xvi_route_devs.  Set and cleared by the router command only; attach
+	 * keeps it.
+	 */
+	XVI_CFG_ROUTE = 1 << 2,
 };
 
 enum xvi_ep_mode {

@@ -146,8 +146,12 @@ static int write_config(const char *ifname, int fd)
 	cfg.flags = XVI_CFG_MAC;
 	if (xvi_iface__local_link(&ifc))
 		cfg.flags |= XVI_CFG_LOCAL_LINK;
-	if (!bpf_map_lookup_elem(fd, &zero, &old) && !memcmp(&old, &cfg, sizeof(cfg)))
-		return 0;
+	if (!bpf_map_lookup_elem(fd, &zero, &old)) {
+		/* Routing is the router command's to turn on and off. */
+		cfg.flags |= old.flags & XVI_CFG_ROUTE;
+		if (!memcmp(&old, &cfg, sizeof(cfg)))
+			return 0;
+	}
 	if (bpf_map_update_elem(fd, &zero, &cfg, 0)) {
 		err = -errno;
 		pr_warn("%s: cannot write the interface MAC into xvi_config: %s\n", ifname,
@@ -158,6 +162,44 @@ static int write_config(const char *ifname, int fd)
 		pr_info("%s: interface MAC changed from %s to %s: datapath updated\n", ifname,
 			mac_str(old.mac, a), mac_str(cfg.mac, b));
 	return 0;
+}
+
+int xvi_ctl__route_set(struct xvi_ctl *ctl, bool on)
+{
+	struct xvi_config cfg;
+	__u32 zero = 0;
+	int err;
+
+	if (!ctl)
+		return xvi_err(-EINVAL);
+	err = xvi_ctl_lock_ex(ctl->lock_fd);
+	if (err)
+		return xvi_err(err);
+	if (bpf_map_lookup_elem(ctl->fds[MAP_CONFIG], &zero, &cfg)) {
+		err = -errno;
+	} else {
+		if (on)
+			cfg.flags |= XVI_CFG_ROUTE;
+		else
+			cfg.flags &= ~XVI_CFG_ROUTE;
+		if (bpf_map_update_elem(ctl->fds[MAP_CONFIG], &zero, &cfg, 0))
+			err = -errno;
+	}
+	xvi_ctl_lock_un(ctl->lock_fd);
+	if (err)
+		pr_warn("%s: cannot write the routing flag into xvi_config: %s\n", ctl->ifname,
+			strerror(-err));
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__route_devs_fd(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->fds[MAP_ROUTE_DEVS] : xvi_err(-EINVAL);
+}
+
+int xvi_ctl__ifindex(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->ifindex : xvi_err(-EINVAL);
 }
 
 int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out)

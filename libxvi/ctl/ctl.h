@@ -157,6 +157,11 @@ int xvi_ctl__next_owner(struct xvi_ctl *ctl, __u32 *slot,
  * the next `xdp-vi attach`.
  */
 int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out);
+/* Routing on IFACE on or off (XVI_CFG_ROUTE in xvi_config). */
+int xvi_ctl__route_set(struct xvi_ctl *ctl, bool on);
+/* The router's egress interfaces from this one (DEVMAP_HASH ifindex -> ifindex). */
+int xvi_ctl__route_devs_fd(const struct xvi_ctl *ctl);
+int xvi_ctl__ifindex(const struct xvi_ctl *ctl);
 
 /*
  * Bring the datapath's table of this host's addresses up to date (attach

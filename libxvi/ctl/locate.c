@@ -63,6 +63,8 @@ const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 			    sizeof(__u32), XVI_MAX_ENDPOINTS * XVI_EXT_MAX_HANDLERS },
 	[MAP_EXT_RET] = { XVI_EXT_RET_MAP, BPF_MAP_TYPE_PROG_ARRAY, sizeof(__u32),
 			  sizeof(__u32), 1 },
+	[MAP_ROUTE_DEVS] = { "xvi_route_devs", BPF_MAP_TYPE_DEVMAP_HASH, sizeof(__u32),
+			     sizeof(__u32), XVI_ROUTE_MAX_IFACES },
 };
 
 int xvi_ctl_netns_ino(__u64 *ino)
