@@ -32,6 +32,8 @@ struct xvi_cfg {
 	const char *prog;	/* ext load: the handler's program in obj */
 	bool replace;		/* ext load: replace a loaded handler */
 	bool handler_set;	/* ext: --handler was given */
+	char **args;		/* the positional arguments (router: IFACEs) */
+	int nargs;
 };
 
 struct cmd_def {
@@ -42,6 +44,7 @@ struct cmd_def {
 	const struct opt_def *opts;	/* subcommand options, may be NULL */
 	const char *summary;
 	const char *description;
+	const struct cmd_def *verbs;	/* a group ("ext"): its commands */
 };
 
 /* Options every subcommand accepts, before or after its name. */
@@ -67,5 +70,8 @@ int cmd_serve(const struct xvi_cfg *cfg);
 int cmd_ext_load(const struct xvi_cfg *cfg);
 int cmd_ext_list(const struct xvi_cfg *cfg);
 int cmd_ext_unload(const struct xvi_cfg *cfg);
+int cmd_router_enable(const struct xvi_cfg *cfg);
+int cmd_router_disable(const struct xvi_cfg *cfg);
+int cmd_router_status(const struct xvi_cfg *cfg);
 
 #endif /* XVI_CMD_H */

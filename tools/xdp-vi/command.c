@@ -50,6 +50,8 @@ int cmd_parse(const struct cmd_def *cmd, int argc, char **argv, struct xvi_cfg *
 		cmd_usage(cmd, false);
 		return -EINVAL;
 	}
+	cfg->args = argv + first;
+	cfg->nargs = nargs;
 	if (nargs)
 		cfg->ifname = argv[first];
 	if (nargs > 1)

@@ -108,6 +108,27 @@ static const struct cmd_def ext_cmds[] = {
 	{ NULL },
 };
 
+static const struct cmd_def router_cmds[] = {
+	{ "router enable", cmd_router_enable, "IFACE...", 1, XVI_ROUTE_MAX_IFACES, NULL,
+	  "route IP between interfaces in the datapath",
+	  "Turn the datapath's IP router on for every IFACE (each must have the\n"
+	  "datapath attached): IPv4 and IPv6 frames to the interface's MAC that no\n"
+	  "endpoint takes are forwarded in XDP with the kernel's routes and\n"
+	  "neighbours, to any other routing interface.  What the router cannot\n"
+	  "forward goes to the kernel.  The kernel's forwarding sysctl of the\n"
+	  "ingress interface still decides.  See docs/EXTENSIONS.md." },
+	{ "router disable", cmd_router_disable, "IFACE...", 1, XVI_ROUTE_MAX_IFACES, NULL,
+	  "stop routing on interfaces",
+	  "Turn the router off on every IFACE and take them out of the other\n"
+	  "routing interfaces' egress maps: the kernel forwards again." },
+	{ "router status", cmd_router_status, "[IFACE...]", 0, XVI_ROUTE_MAX_IFACES,
+	  status_opts, "show routing state and counters",
+	  "Show, for IFACE (or every attached interface), whether it routes, the\n"
+	  "interfaces it forwards to, and the router's counters: rt_forwarded and\n"
+	  "the frames passed to the kernel by reason." },
+	{ NULL },
+};
+
 static const struct cmd_def cmds[] = {
 	{ "attach", cmd_attach, "IFACE", 1, 1, attach_opts,
 	  "load the datapath on IFACE and pin its maps",
@@ -135,7 +156,9 @@ static const struct cmd_def cmds[] = {
 	  "unprivileged processes protected endpoints on IFACE, one veth pair each,\n"
 	  "with a TX guard.  See xdp-vid(8)." },
 	{ "ext", NULL, "VERB ...", 0, 0, NULL,
-	  "active-message handlers: ext load, ext list, ext unload" },
+	  "active-message handlers: ext load, ext list, ext unload", .verbs = ext_cmds },
+	{ "router", NULL, "VERB ...", 0, 0, NULL,
+	  "IP router: router enable, router disable, router status", .verbs = router_cmds },
 	{ NULL },
 };
 
@@ -177,12 +200,12 @@ int main(int argc, char **argv)
 		/* A group of verbs ("ext load"): the verb names the command. */
 		const struct cmd_def *group = cmd;
 
-		for (cmd = ext_cmds; cmd->name && first + 1 < argc; cmd++)
+		for (cmd = group->verbs; cmd->name && first + 1 < argc; cmd++)
 			if (!strcmp(cmd->name + strlen(group->name) + 1, argv[first + 1]))
 				break;
 		if (first + 1 >= argc || !cmd->name) {
 			fprintf(stderr, "xdp-vi: %s: expected a verb:", group->name);
-			for (cmd = ext_cmds; cmd->name; cmd++)
+			for (cmd = group->verbs; cmd->name; cmd++)
 				fprintf(stderr, " '%s'", cmd->name);
 			fprintf(stderr, "\n");
 			return 1;
