@@ -57,6 +57,12 @@ static const struct counter_name global_fields[] = {
 	GC(malformed), GC(fragments), GC(group_dst), GC(other_host), GC(vlan_protected),
 	GC(not_local), GC(ext_stray), { NULL },
 };
+/* The IP router (docs/EXTENSIONS.md): shown in text when routing is on. */
+static const struct counter_name router_fields[] = {
+	GC(rt_forwarded), GC(rt_pass_ttl), GC(rt_pass_frag), GC(rt_pass_options),
+	GC(rt_pass_csum_partial), GC(rt_pass_local), GC(rt_pass_no_neigh), GC(rt_pass_mtu),
+	GC(rt_pass_disabled), GC(rt_pass_no_egress), GC(rt_pass_other), { NULL },
+};
 #define XC(f) { #f, offsetof(struct xdp_statistics, f) }
 static const struct counter_name xsk_fields[] = {
 	XC(rx_dropped), XC(rx_invalid_descs), XC(tx_invalid_descs), XC(rx_ring_full),
@@ -320,6 +326,7 @@ static void status_json(struct json *j, const struct if_sample *s)
 	json_obj_open(j, NULL);
 	json_prog(j, s);
 	json_counters(j, "global", &s->g, global_fields);
+	json_counters(j, "router", &s->g, router_fields);
 	json_device(j, "device", &s->ifc);
 	json_obj_close(j);
 	json_arr_open(j, "endpoints");
@@ -396,6 +403,8 @@ static void status_text(const struct if_sample *s)
 		printf("  local link: partial UDP checksums from local kernels accepted "
 		       "(rx_csum_partial)\n");
 	text_counters("  global:", &s->g, global_fields);
+	if (s->cfg.flags & XVI_CFG_ROUTE)
+		text_counters("  router:", &s->g, router_fields);
 	printf("  device:  rx_dropped %llu  tx_dropped %llu (the kernel's: rx_dropped "
 	       "counts frames the datapath redirected that their target refused)\n",
 	       (unsigned long long)s->ifc.rx_dropped, (unsigned long long)s->ifc.tx_dropped);
@@ -569,6 +578,7 @@ static void stats_once(struct json *j, bool json, const struct if_sample *s)
 		json_obj_open(j, NULL);
 		json_prog(j, s);
 		json_counters(j, "global", &s->g, global_fields);
+	json_counters(j, "router", &s->g, router_fields);
 		json_arr_open(j, "endpoints");
 		for (i = 0; i < s->nep; i++) {
 			json_obj_open(j, NULL);
