@@ -388,6 +388,7 @@ def main():
     tcp = stat([get(r, "client", "bits_per_second") for r in recs if r.get("test") == "tcp"
                 and get(r, "client", "bits_per_second")])
     prot = [r for r in recs if r.get("test") == "protected"]
+    router = [r for r in recs if r.get("test") == "router"]
     copy = {v: stat([r.get("wall_ms") for r in recs if r.get("test") == "copy" and
                      r.get("variant") == v and not r.get("error")])
             for v in ("xvi-cat", "kernel-tcp")}
@@ -479,6 +480,7 @@ def main():
         "kernel_tcp_iperf3_bps": tcp,
         "copy_1mib_ms": copy, "copy_failed": copy_failed,
         "protected": [r.get("text") or r.get("client") for r in prot],
+        "router": [r.get("text") for r in router],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
         "stream_bandwidth": sbw, "jumbo": jumbo, "raw_xvi_bps_1500": raw_bps,
@@ -822,6 +824,24 @@ def main():
     else:
         w("Not measured: %s." % (unavailable.get("protected") or "no records"))
     w("")
+
+    # router
+    texts = [r["text"] for r in router if r.get("text")]
+    if texts or "router" in unavailable:
+        w("## 4b. The IP router against kernel forwarding")
+        w("")
+    if texts:
+        w("From tests/bench/router.sh (its own three-node lab, run by make bench; "
+          "its output verbatim):")
+        w("")
+        w("```")
+        for t in texts:
+            w(t)
+        w("```")
+        w("")
+    if unavailable.get("router"):
+        w("Script problem: %s" % unavailable["router"])
+        w("")
 
     # optimisations
     w("## Optimisations, each on and off")
