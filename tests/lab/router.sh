@@ -113,7 +113,12 @@ case_enable() {
 	err=$(t_xdpvi m router enable xva xvb 2>&1) || fail "router enable: $err" || return
 	t_xdpvi m router status xva xvb --json >"$T_TMP/st.json" || fail "status failed" || return
 	[ "$(t_json_values "$T_TMP/st.json" routing | sort -u)" = True ] ||
-		fail "not routing: $(cat "$T_TMP/st.json")"
+		fail "not routing: $(cat "$T_TMP/st.json")" || return
+	# Attaching again (a MAC refresh) keeps routing on.
+	err=$(t_xdpvi m attach xva 2>&1 >/dev/null) || fail "attach again: $err" || return
+	t_xdpvi m router status xva --json >"$T_TMP/st.json" || fail "status failed" || return
+	[ "$(t_json_values "$T_TMP/st.json" routing)" = True ] ||
+		fail "attach again turned routing off: $(cat "$T_TMP/st.json")"
 }
 
 # The first echo of each family may find no neighbour yet (passed to the
@@ -247,7 +252,7 @@ case_nothing_left() {
 # shellcheck disable=SC2034 # read by t_main
 CASES=(
 	refuse		case_refuse		"enable names a missing interface or datapath, changes nothing"
-	enable		case_enable		"router enable xva xvb on m: both route"
+	enable		case_enable		"router enable xva xvb on m: both route, and keep routing across attach"
 	ping		case_ping		"ping a <-> b through m, IPv4 and IPv6, forwarded by XDP"
 	tcp		case_tcp		"iperf3 TCP a -> b through m, forwarded by XDP"
 	udp		case_udp		"500 UDP datagrams a -> b through m, none lost"
