@@ -125,6 +125,7 @@ static __always_inline int xvi_route4(struct xdp_md *ctx, struct xvi_global_coun
 	struct ethhdr *eth = (void *)(long)ctx->data;
 	struct bpf_fib_lookup fib = {};
 	__u32 sum = 0, check, ph[3];
+	__u8 src0;
 	long rc;
 
 	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
@@ -139,6 +140,15 @@ static __always_inline int xvi_route4(struct xdp_md *ctx, struct xvi_global_coun
 	}
 	if (iph->ttl <= 1) {
 		g->rt_pass_ttl++;
+		return XDP_PASS;
+	}
+	/*
+	 * Martian sources the kernel drops (0/8, loopback, multicast and
+	 * above): the lookup checks only the destination.
+	 */
+	src0 = ((__u8 *)&iph->saddr)[0];
+	if (src0 == 0 || src0 == 127 || src0 >= 224) {
+		g->rt_pass_other++;
 		return XDP_PASS;
 	}
 	/* The kernel drops a bad header checksum at ip_rcv: let it. */
@@ -202,6 +212,10 @@ static __always_inline int xvi_route6(struct xdp_md *ctx, struct xvi_global_coun
 	}
 	if (xvi_ip6_link_local(&ip6h->saddr) || xvi_ip6_link_local(&ip6h->daddr)) {
 		g->rt_pass_local++;
+		return XDP_PASS;
+	}
+	if (ip6h->saddr.in6_u.u6_addr8[0] == 0xff) {	/* a multicast source */
+		g->rt_pass_other++;
 		return XDP_PASS;
 	}
 	if (local_link) {

@@ -204,7 +204,8 @@ struct xvi_global_counters {
 	__u64 rt_pass_mtu;		/* fib: bigger than the egress MTU */
 	__u64 rt_pass_disabled;		/* fib: forwarding off on the ingress device */
 	__u64 rt_pass_no_egress;	/* egress not an xdp-vi routing interface */
-	__u64 rt_pass_other;		/* blackhole, unreachable, bad header, ... */
+	__u64 rt_pass_other;		/* blackhole, unreachable, bad header,
+					 * martian source, ... */
 };
 
 /*

@@ -326,6 +326,31 @@ Test(router, options_passed)
 	fx_frame_free(&f);
 }
 
+/*
+ * Sources the kernel drops as martians (loopback, multicast): the lookup
+ * checks only the destination and would forward them; the router leaves
+ * them to the kernel (rt_pass_other), which drops them.
+ */
+Test(router, martian_source_passed)
+{
+	static const char *const srcs[] = { "127.0.0.1", "224.0.0.9" };
+	struct fx_frame_spec s = { .l3 = FX_IP4, .dst = RT_DST4, .dport = 9, .payload = 64 };
+	struct fx_frame f;
+	struct run r;
+	__u64 before = 0;
+	size_t i;
+
+	for (i = 0; i < 2; i++) {
+		cr_assert_eq(fx_frame_build(&s, &f), 0);
+		inet_pton(AF_INET, srcs[i], &((struct iphdr *)(f.buf + f.l3_off))->saddr);
+		set_ttl4(&f, 64);
+		run(&f, &r);
+		assert_passed(&f, &r, r.g.rt_pass_other - before, srcs[i]);
+		before = r.g.rt_pass_other;
+		fx_frame_free(&f);
+	}
+}
+
 Test(router, no_neigh_passed)
 {
 	struct fx_frame_spec s = { .l3 = FX_IP4, .dst = "198.19.0.3", .dport = 9, .payload = 64 };
