@@ -118,10 +118,15 @@ int cmd_router_enable(const struct xvi_cfg *cfg)
 			__u32 k = ifs[j].ifindex;
 
 			if (bpf_map_update_elem(xvi_ctl__route_devs_fd(ifs[i].ctl), &k, &k, 0)) {
+				int e = errno;
+
 				fprintf(stderr, "xdp-vi router enable: %s: cannot add %s to its "
-					"egress interfaces: %s%s\n", ifs[i].name, ifs[j].name,
-					strerror(errno), errno == E2BIG ? " (at most "
-					"XVI_ROUTE_MAX_IFACES interfaces)" : "");
+					"egress interfaces: %s", ifs[i].name, ifs[j].name,
+					strerror(e));
+				if (e == E2BIG)
+					fprintf(stderr, " (at most %d routing interfaces; disable "
+						"some first)", XVI_ROUTE_MAX_IFACES);
+				fprintf(stderr, "\n");
 				goto out;
 			}
 		}
