@@ -404,6 +404,34 @@ Test(router, partial_csum_passed_on_local_link)
 	fx_frame_free(&f);
 }
 
+Test(router, partial_csum6_passed_on_local_link)
+{
+	struct fx_frame_spec s = { .l3 = FX_IP6, .dst = RT_DST6, .dport = 9, .payload = 64,
+				   .partial_l4_csum = true };
+	struct fx_frame f;
+	struct run r;
+
+	set_cfg(XVI_CFG_ROUTE | XVI_CFG_LOCAL_LINK);
+	cr_assert_eq(fx_frame_build(&s, &f), 0);
+	run(&f, &r);
+	assert_passed(&f, &r, r.g.rt_pass_csum_partial, "IPv6 partial checksum");
+	fx_frame_free(&f);
+}
+
+/* Bigger than the egress MTU: the kernel sends "too big" or fragments. */
+Test(router, mtu_passed)
+{
+	struct fx_frame_spec s = { .l3 = FX_IP4, .dst = RT_DST4, .dport = 9, .payload = 1300 };
+	struct fx_frame f;
+	struct run r;
+
+	sh("ip link set " RT_OUT " mtu 1280");
+	cr_assert_eq(fx_frame_build(&s, &f), 0);
+	run(&f, &r);
+	assert_passed(&f, &r, r.g.rt_pass_mtu, "too big");
+	fx_frame_free(&f);
+}
+
 /* Routing off (the default): the same frame goes to the kernel, nothing counted. */
 Test(router, disabled_passes_as_before)
 {
