@@ -286,9 +286,28 @@ static int set_ext_ret(const char *ifname, struct xvi_demux_bpf *skel, int map_f
 	return 0;
 }
 
+/*
+ * The kernel answers EACCES both to a caller without the capabilities and
+ * to a program its verifier rejects; with both capabilities held, it was
+ * the verifier, and "run as root" would send the user the wrong way.
+ */
+static bool verifier_rejected(int err)
+{
+	__u64 eff;
+
+	if (err != -EACCES || xvi_ctl__cap_effective(&eff))
+		return false;
+	return (eff & XVI_CAP(CAP_NET_ADMIN)) &&
+	       (eff & (XVI_CAP(CAP_BPF) | XVI_CAP(CAP_SYS_ADMIN)));
+}
+
 static void attach_error(const char *ifname, int err, enum xdp_attach_mode xmode)
 {
-	if (err == -EPERM || err == -EACCES)
+	if (verifier_rejected(err))
+		pr_warn("%s: the kernel's verifier rejected the datapath: run with -v "
+			"for its log; this kernel may lack a feature xdp-vi needs "
+			"(docs/KERNEL.md)\n", ifname);
+	else if (err == -EPERM || err == -EACCES)
 		pr_warn("%s: not allowed to load XDP: needs CAP_BPF and CAP_NET_ADMIN, "
 			"run as root\n", ifname);
 	else if (err == -EOPNOTSUPP && xmode == XDP_MODE_NATIVE)
