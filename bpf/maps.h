@@ -125,7 +125,10 @@ struct xvi_ext_cur {
 	struct xvi_rx_meta meta;
 	__u32 vflags;			/* the endpoint's xvi_ep_value flags */
 	__u32 frame_len;
-	__u32 armed;			/* 1 from the tail call to the delivery */
+	__u32 armed;			/* 1 from the tail call to the return path */
+	__u32 key;			/* slot * XVI_EXT_MAX_HANDLERS + index */
+	__u32 trace;			/* XVI_CFG_TRACE at dispatch */
+	__u64 start_ns;			/* dispatch time, when tracing */
 };
 
 struct {
@@ -134,6 +137,26 @@ struct {
 	__type(key, __u32);
 	__type(value, struct xvi_ext_cur);
 } xvi_ext_cur SEC(".maps");
+
+/*
+ * Per-handler counters (struct xvi_ext_counters), key as xvi_ext_progs.
+ * Written by XDP (dispatch, return paths), read and zeroed by ctl.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XVI_MAX_ENDPOINTS * XVI_EXT_MAX_HANDLERS);
+	__type(key, __u32);
+	__type(value, struct xvi_ext_counters);
+} xvi_ext_stats SEC(".maps");
+
+/*
+ * Trace events (struct xvi_trace_event) while XVI_CFG_TRACE is set.
+ * Written by XDP, read by xdp-vi trace.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, XVI_TRACE_RING_SIZE);
+} xvi_trace SEC(".maps");
 
 /*
  * Per-CPU bounce buffer for the checksum: bytes that are not reachable by

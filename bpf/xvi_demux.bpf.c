@@ -170,6 +170,65 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 }
 
 /*
+ * Trace what became of an active message (XVI_CFG_TRACE): one ring buffer
+ * record, with the frame's first bytes as they are now.  A full ring
+ * buffer loses the event, counted; the frame goes on either way.
+ */
+static __always_inline void xvi_trace_event(struct xdp_md *ctx, __u64 start_ns, __u32 key,
+					    __u8 action)
+{
+	struct xvi_global_counters *g;
+	struct xvi_trace_event *ev;
+	__u64 len, cap;			/* 64-bit: no copy the verifier loses bounds on */
+	__u32 zero = 0;
+
+	ev = bpf_ringbuf_reserve(&xvi_trace, sizeof(*ev), 0);
+	if (!ev) {
+		g = bpf_map_lookup_elem(&xvi_global_stats, &zero);
+		if (g)
+			g->trace_lost++;
+		return;
+	}
+	ev->end_ns = bpf_ktime_get_ns();
+	ev->start_ns = start_ns ? start_ns : ev->end_ns;
+	ev->slot = key / XVI_EXT_MAX_HANDLERS;
+	ev->handler = key % XVI_EXT_MAX_HANDLERS;
+	ev->action = action;
+	ev->cpu = bpf_get_smp_processor_id();
+	len = bpf_xdp_get_buff_len(ctx);
+	ev->len = len;
+	cap = len < XVI_TRACE_SNAP ? len : XVI_TRACE_SNAP;
+	barrier_var(cap);
+	if (cap < 1 || cap > XVI_TRACE_SNAP || bpf_xdp_load_bytes(ctx, 0, ev->data, cap))
+		cap = 0;
+	ev->cap_len = cap;
+	bpf_ringbuf_submit(ev, 0);
+}
+
+/* Tracing on?  Read once per active message, where it is dispatched. */
+static __always_inline __u32 xvi_tracing(void)
+{
+	struct xvi_config *cfg;
+	__u32 zero = 0;
+
+	cfg = bpf_map_lookup_elem(&xvi_config, &zero);
+	return cfg && (cfg->flags & XVI_CFG_TRACE);
+}
+
+/* A message for index @h that no handler ran on: counted for the index. */
+static __always_inline void xvi_ext_unrun(struct xdp_md *ctx, __u32 key, __u8 action,
+					  bool trace)
+{
+	struct xvi_ext_counters *hs;
+
+	hs = bpf_map_lookup_elem(&xvi_ext_stats, &key);
+	if (hs)
+		hs->act[action]++;
+	if (trace)
+		xvi_trace_event(ctx, 0, key, action);
+}
+
+/*
  * Active-message dispatch (docs/EXTENSIONS.md): a message to a direct
  * endpoint whose payload starts with struct xvi_am_hdr runs the handler
  * its index names, loaded for that endpoint, by a tail call that does not
@@ -188,9 +247,10 @@ static __always_inline void xvi_ext_dispatch(struct xdp_md *ctx, struct xvi_ep_c
 {
 	void *end = (void *)(long)ctx->data_end;
 	void *data = (void *)(long)ctx->data;
+	struct xvi_ext_counters *hs;
 	struct xvi_ext_cur *cur;
 	struct xvi_am_hdr *am;
-	__u32 zero = 0, off;
+	__u32 zero = 0, off, key, trace;
 	__u16 h;
 
 	if ((vflags & XVI_EP_F_DEVMAP) || m->payload_len < XVI_AM_HDR_LEN)
@@ -201,30 +261,48 @@ static __always_inline void xvi_ext_dispatch(struct xdp_md *ctx, struct xvi_ep_c
 	am = data + off;
 	if ((void *)(am + 1) > end || am->magic != bpf_htonl(XVI_AM_MAGIC))
 		return;
+	h = bpf_ntohs(am->handler);
+	/* An index past the table has no counters: its error is the endpoint's. */
+	key = m->slot * XVI_EXT_MAX_HANDLERS + (h < XVI_EXT_MAX_HANDLERS ? h : 0);
+	trace = xvi_tracing();
 	if (am->version != XVI_AM_VERSION) {
 		ep->ext_bad_version++;
+		if (h < XVI_EXT_MAX_HANDLERS)
+			xvi_ext_unrun(ctx, key, XVI_EXT_ACT_ERROR, trace);
+		else if (trace)
+			xvi_trace_event(ctx, 0, key, XVI_EXT_ACT_ERROR);
 		return;
 	}
-	h = bpf_ntohs(am->handler);
 	if (h >= XVI_EXT_MAX_HANDLERS) {
 		ep->ext_bad_index++;
+		if (trace)
+			xvi_trace_event(ctx, 0, key, XVI_EXT_ACT_ERROR);
 		return;
 	}
 	cur = bpf_map_lookup_elem(&xvi_ext_cur, &zero);
-	if (!cur)
+	hs = bpf_map_lookup_elem(&xvi_ext_stats, &key);
+	if (!cur || !hs)
 		return;
 	if (xvi_put_meta(ctx, ep, m))
 		return;
 	cur->meta = *m;
 	cur->vflags = vflags;
 	cur->frame_len = frame_len;
+	cur->key = key;
+	cur->trace = trace;
+	cur->start_ns = trace ? bpf_ktime_get_ns() : 0;
 	cur->armed = 1;
 	ep->ext_msgs++;
-	bpf_tail_call(ctx, &xvi_ext_progs, m->slot * XVI_EXT_MAX_HANDLERS + h);
+	hs->runs++;
+	bpf_tail_call(ctx, &xvi_ext_progs, key);
 	/* No handler there: back to an ordinary delivery, meta off again. */
 	cur->armed = 0;
 	ep->ext_missing++;
+	hs->runs--;
 	bpf_xdp_adjust_meta(ctx, XVI_META_LEN);
+	hs->act[XVI_EXT_ACT_MISS]++;
+	if (trace)
+		xvi_trace_event(ctx, 0, key, XVI_EXT_ACT_MISS);
 }
 
 /* Dispatch if the message is an active message, else (or then) deliver. */
@@ -635,14 +713,66 @@ int xvi_demux(struct xdp_md *ctx)
 }
 
 /*
- * The handlers' way back (xvi_ext_ret[XVI_EXT_RET_DELIVER], include/
- * xvi_ext.h xvi_ext_deliver()): deliver the message being dispatched on
- * this CPU to its endpoint.  Endpoint, offsets and flags come from
+ * The handlers' return paths, xvi_ext_ret[] (include/xvi_ext.h): a
+ * handler's action ends with a tail call to one of them, which counts the
+ * action for the handler, traces it, and carries it out.  A tail call does
+ * not return, so this is the one place after the handler that sees how it
+ * ended.  Entered without a dispatch in progress on this CPU, the frame is
+ * dropped and counted (ext_stray); the handler, slot and offsets come from
  * xvi_ext_cur, written by xvi_demux before the tail call, never from the
- * frame or its metadata, which the handler could have changed: a handler
- * can deliver only to its own endpoint.  Entered any other way (no
- * dispatch armed), the frame is dropped and counted (ext_stray).
+ * frame or its metadata, which the handler could have changed.
  */
+static __always_inline struct xvi_ext_cur *xvi_ext_ret_enter(struct xdp_md *ctx,
+							     struct xvi_global_counters **gp,
+							     __u8 action)
+{
+	struct xvi_global_counters *g;
+	struct xvi_ext_counters *hs;
+	struct xvi_ext_cur *cur;
+	__u32 zero = 0;
+
+	*gp = g = bpf_map_lookup_elem(&xvi_global_stats, &zero);
+	cur = bpf_map_lookup_elem(&xvi_ext_cur, &zero);
+	if (!g || !cur)
+		return NULL;
+	if (!cur->armed) {
+		g->ext_stray++;
+		g->dropped++;
+		return NULL;
+	}
+	cur->armed = 0;
+	hs = bpf_map_lookup_elem(&xvi_ext_stats, &cur->key);
+	if (hs)
+		hs->act[action]++;
+	if (cur->trace)
+		xvi_trace_event(ctx, cur->start_ns, cur->key, action);
+	return cur;
+}
+
+/* The handler's own verdict: reply (XDP_TX), forward, place, drop, pass. */
+static __always_inline int xvi_ext_ret_verdict(struct xdp_md *ctx, __u8 action, int verdict)
+{
+	struct xvi_global_counters *g;
+
+	return xvi_ext_ret_enter(ctx, &g, action) ? verdict : XDP_DROP;
+}
+
+/* One return path per verdict action; forward's target was set by the handler's
+ * bpf_redirect*(), which is per CPU and outlives the tail call. */
+#define XVI_EXT_RET_PROG(name, action, verdict)				\
+SEC("xdp.frags")							\
+int name(struct xdp_md *ctx)						\
+{									\
+	return xvi_ext_ret_verdict(ctx, action, verdict);		\
+}
+
+XVI_EXT_RET_PROG(xvi_ext_ret_reply, XVI_EXT_ACT_REPLY, XDP_TX)
+XVI_EXT_RET_PROG(xvi_ext_ret_forward, XVI_EXT_ACT_FORWARD, XDP_REDIRECT)
+XVI_EXT_RET_PROG(xvi_ext_ret_place, XVI_EXT_ACT_PLACE, XDP_DROP)
+XVI_EXT_RET_PROG(xvi_ext_ret_drop, XVI_EXT_ACT_DROP, XDP_DROP)
+XVI_EXT_RET_PROG(xvi_ext_ret_pass, XVI_EXT_ACT_PASS, XDP_PASS)
+
+/* Delivery: the message being dispatched on this CPU to its endpoint. */
 SEC("xdp.frags")
 int xvi_ext_ret_deliver(struct xdp_md *ctx)
 {
@@ -650,20 +780,13 @@ int xvi_ext_ret_deliver(struct xdp_md *ctx)
 	struct xvi_ep_counters *ep;
 	struct xvi_ext_cur *cur;
 	struct xvi_rx_meta *meta;
-	__u32 zero = 0, slot;
+	__u32 slot;
 	void *data;
 	int have, act;
 
-	g = bpf_map_lookup_elem(&xvi_global_stats, &zero);
-	cur = bpf_map_lookup_elem(&xvi_ext_cur, &zero);
-	if (!g || !cur)
+	cur = xvi_ext_ret_enter(ctx, &g, XVI_EXT_ACT_DELIVER);
+	if (!cur || !g)
 		return XDP_DROP;
-	if (!cur->armed) {
-		g->ext_stray++;
-		g->dropped++;
-		return XDP_DROP;
-	}
-	cur->armed = 0;
 	slot = cur->meta.slot;
 	ep = bpf_map_lookup_elem(&xvi_ep_stats, &slot);
 	if (!ep)
@@ -693,5 +816,7 @@ out:
 		g->passed++;
 	return act;
 }
+
+_Static_assert(XVI_EXT_RET_NR == XVI_EXT_ACT_RET_NR, "return paths are the actions");
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

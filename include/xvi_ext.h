@@ -42,7 +42,19 @@ struct xvi_am_hdr {
 #define XVI_EXT_PROGS_MAP	"xvi_ext_progs"		/* slot * MAX_HANDLERS + index */
 #define XVI_EXT_RET_MAP		"xvi_ext_ret"		/* the datapath's return paths */
 #define XVI_EXT_DELIVER_PROG	"xvi_ext_ret_deliver"	/* xvi_ext_ret[XVI_EXT_RET_DELIVER] */
-#define XVI_EXT_RET_DELIVER	0
+
+/*
+ * The datapath's return paths, xvi_ext_ret[]: each action ends with a tail
+ * call to its own, which counts it for the handler and traces it, then
+ * carries it out (enum xvi_ext_action in xvi_wire.h, same order).
+ */
+#define XVI_EXT_RET_DELIVER	0	/* to the owning endpoint's socket */
+#define XVI_EXT_RET_REPLY	1	/* XDP_TX */
+#define XVI_EXT_RET_FORWARD	2	/* XDP_REDIRECT, set up by the handler */
+#define XVI_EXT_RET_PLACE	3	/* XDP_DROP: the data is placed */
+#define XVI_EXT_RET_DROP	4	/* XDP_DROP */
+#define XVI_EXT_RET_PASS	5	/* XDP_PASS */
+#define XVI_EXT_RET_NR		6
 
 #ifndef __bpf__
 /* ---- libxvi: loading handlers (root: CAP_BPF and CAP_NET_ADMIN) -------- */
@@ -135,10 +147,21 @@ XVI_API int xvi_ext__info(const char *ifname, struct xvi_ext_info *infos, __u32 
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, XVI_EXT_RET_NR);
 	__type(key, __u32);
 	__type(value, __u32);
 } xvi_ext_ret SEC(".maps");
+
+/*
+ * End the handler with the datapath's return path @ret, which counts and
+ * traces the action and returns @verdict.  Returns @verdict itself only if
+ * that path is missing (the datapath attached without a bpffs).
+ */
+static __always_inline int xvi_ext__ret(struct xdp_md *ctx, __u32 ret, int verdict)
+{
+	bpf_tail_call(ctx, &xvi_ext_ret, ret);
+	return verdict;
+}
 
 /* What the datapath tells a handler about the message it runs on. */
 struct xvi_ext_msg {
@@ -200,19 +223,18 @@ static __always_inline int xvi_ext_msg(struct xdp_md *ctx, struct xvi_ext_msg *m
  */
 static __always_inline int xvi_ext_deliver(struct xdp_md *ctx)
 {
-	bpf_tail_call(ctx, &xvi_ext_ret, XVI_EXT_RET_DELIVER);
-	return XDP_PASS;
+	return xvi_ext__ret(ctx, XVI_EXT_RET_DELIVER, XDP_PASS);
 }
 
 static __always_inline int xvi_ext_drop(struct xdp_md *ctx)
 {
-	return XDP_DROP;
+	return xvi_ext__ret(ctx, XVI_EXT_RET_DROP, XDP_DROP);
 }
 
 /* The kernel's stack gets the frame, as if no endpoint owned it. */
 static __always_inline int xvi_ext_pass(struct xdp_md *ctx)
 {
-	return XDP_PASS;
+	return xvi_ext__ret(ctx, XVI_EXT_RET_PASS, XDP_PASS);
 }
 
 static __always_inline void xvi_ext__swap(void *a, void *b, __u32 n)
@@ -238,7 +260,8 @@ static __always_inline void xvi_ext__swap(void *a, void *b, __u32 n)
  * helper does not complete it yet and delivers the message to the endpoint
  * instead.
  *
- * Returns XDP_TX, or XDP_DROP if the headers are not where the context says.
+ * Returns XDP_TX, or (xvi_ext_drop) XDP_DROP if the headers are not where
+ * the context says.
  */
 static __always_inline int xvi_ext_reply(struct xdp_md *ctx, const struct xvi_ext_msg *m)
 {
@@ -250,22 +273,22 @@ static __always_inline int xvi_ext_reply(struct xdp_md *ctx, const struct xvi_ex
 	if ((m->flags & XVI_RX_IPV6) && (m->flags & XVI_RX_CSUM_PARTIAL))
 		return xvi_ext_deliver(ctx);
 	if ((void *)(eth + 1) > end || l3 > 64)
-		return XDP_DROP;
+		return xvi_ext_drop(ctx);
 	xvi_ext__swap(eth->h_source, eth->h_dest, ETH_ALEN);
 	if (m->flags & XVI_RX_RAW) {
 		struct xvi_raw_hdr *rh = data + l3;
 
 		if ((void *)(rh + 1) > end)
-			return XDP_DROP;
+			return xvi_ext_drop(ctx);
 		xvi_ext__swap(&rh->dst_tag, &rh->src_tag, 4);
-		return XDP_TX;
+		return xvi_ext__ret(ctx, XVI_EXT_RET_REPLY, XDP_TX);
 	}
 	if (m->flags & XVI_RX_IPV6) {
 		struct ipv6hdr *ip6h = data + l3;
 		struct udphdr *uh = (void *)(ip6h + 1);
 
 		if ((void *)(uh + 1) > end)
-			return XDP_DROP;
+			return xvi_ext_drop(ctx);
 		xvi_ext__swap(&ip6h->saddr, &ip6h->daddr, 16);
 		xvi_ext__swap(&uh->source, &uh->dest, 2);
 	} else {
@@ -274,16 +297,16 @@ static __always_inline int xvi_ext_reply(struct xdp_md *ctx, const struct xvi_ex
 		struct udphdr *uh;
 
 		if ((void *)(iph + 1) > end || l4 > 128)
-			return XDP_DROP;
+			return xvi_ext_drop(ctx);
 		uh = data + l4;
 		if ((void *)(uh + 1) > end)
-			return XDP_DROP;
+			return xvi_ext_drop(ctx);
 		xvi_ext__swap(&iph->saddr, &iph->daddr, 4);
 		xvi_ext__swap(&uh->source, &uh->dest, 2);
 		if (m->flags & XVI_RX_CSUM_PARTIAL)
 			uh->check = 0;
 	}
-	return XDP_TX;
+	return xvi_ext__ret(ctx, XVI_EXT_RET_REPLY, XDP_TX);
 }
 
 #endif /* __bpf__ */

@@ -12,7 +12,7 @@
 
 #include <linux/types.h>
 
-#define XVI_WIRE_VERSION	6
+#define XVI_WIRE_VERSION	7
 
 /* IEEE 802 local experimental EtherType 1: raw xvi frames inside one L2. */
 #define XVI_ETH_P_RAW		0x88B5
@@ -206,6 +206,7 @@ struct xvi_global_counters {
 	__u64 rt_pass_no_egress;	/* egress not an xdp-vi routing interface */
 	__u64 rt_pass_other;		/* blackhole, unreachable, bad header,
 					 * martian source, ... */
+	__u64 trace_lost;		/* trace events the full ring buffer refused */
 };
 
 /*
@@ -237,6 +238,64 @@ enum xvi_config_flags {
 	 * keeps it.
 	 */
 	XVI_CFG_ROUTE = 1 << 2,
+	/*
+	 * Trace extension events into xvi_trace (xdp-vi trace).  Read once
+	 * per active message at dispatch; off, no event is reserved.  Set and
+	 * cleared by the trace command only; attach keeps it.
+	 */
+	XVI_CFG_TRACE = 1 << 3,
+};
+
+/*
+ * What became of an active message, per handler (struct xvi_ext_counters)
+ * and in trace events.  The first XVI_EXT_ACT_RET_NR are the handlers'
+ * return paths, in the order of include/xvi_ext.h's XVI_EXT_RET_*.
+ */
+enum xvi_ext_action {
+	XVI_EXT_ACT_DELIVER,		/* to the owning endpoint's socket */
+	XVI_EXT_ACT_REPLY,		/* XDP_TX back where it came from */
+	XVI_EXT_ACT_FORWARD,		/* XDP_REDIRECT the handler set up */
+	XVI_EXT_ACT_PLACE,		/* data placed, frame consumed */
+	XVI_EXT_ACT_DROP,
+	XVI_EXT_ACT_PASS,		/* to the kernel's stack */
+	XVI_EXT_ACT_RET_NR,
+	XVI_EXT_ACT_MISS = XVI_EXT_ACT_RET_NR,	/* no handler at the index */
+	XVI_EXT_ACT_ERROR,		/* bad header: unknown version (or index) */
+	XVI_EXT_ACT_NR,
+};
+
+/*
+ * Per-handler counters: the per-CPU array xvi_ext_stats, key slot *
+ * XVI_EXT_MAX_HANDLERS + index, written by XDP, zeroed when a handler is
+ * loaded there.  runs counts the handler's executions; act[] what the
+ * handler ended with through the actions of include/xvi_ext.h, and the
+ * messages for the index that no handler ran on (miss, error).  A handler
+ * returning a verdict of its own, not through an action, shows as runs
+ * minus the sum of act[0 .. XVI_EXT_ACT_RET_NR - 1].
+ */
+struct xvi_ext_counters {
+	__u64 runs;
+	__u64 act[XVI_EXT_ACT_NR];
+};
+
+/*
+ * One trace event (XVI_CFG_TRACE): a record of the ring buffer xvi_trace,
+ * written by XDP when an active message's fate is known.  Times are
+ * bpf_ktime_get_ns(), CLOCK_MONOTONIC.
+ */
+#define XVI_TRACE_SNAP		256	/* frame bytes a record carries, at most */
+#define XVI_TRACE_RING_SIZE	(1 << 20)
+
+struct xvi_trace_event {
+	__u64 start_ns;			/* dispatch (miss, error: = end_ns) */
+	__u64 end_ns;			/* the action */
+	__u32 slot;			/* the endpoint */
+	__u16 handler;			/* the index the message named */
+	__u8 action;			/* enum xvi_ext_action */
+	__u8 cpu;
+	__u32 len;			/* frame bytes, frags included */
+	__u32 cap_len;			/* of them in data[], from the start */
+	__u8 data[XVI_TRACE_SNAP];
 };
 
 enum xvi_ep_mode {

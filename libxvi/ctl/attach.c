@@ -147,8 +147,8 @@ static int write_config(const char *ifname, int fd)
 	if (xvi_iface__local_link(&ifc))
 		cfg.flags |= XVI_CFG_LOCAL_LINK;
 	if (!bpf_map_lookup_elem(fd, &zero, &old)) {
-		/* Routing is the router command's to turn on and off. */
-		cfg.flags |= old.flags & XVI_CFG_ROUTE;
+		/* Routing and tracing are their commands' to turn on and off. */
+		cfg.flags |= old.flags & (XVI_CFG_ROUTE | XVI_CFG_TRACE);
 		if (!memcmp(&old, &cfg, sizeof(cfg)))
 			return 0;
 	}
@@ -164,30 +164,57 @@ static int write_config(const char *ifname, int fd)
 	return 0;
 }
 
-int xvi_ctl__route_set(struct xvi_ctl *ctl, bool on)
+/*
+ * Set or clear @flag in xvi_config, under the lock.  -EBUSY if @flag is to
+ * be set and is set already, unless @again.
+ */
+static int config_flag_set(struct xvi_ctl *ctl, __u16 flag, bool on, bool again)
 {
 	struct xvi_config cfg;
 	__u32 zero = 0;
 	int err;
 
 	if (!ctl)
-		return xvi_err(-EINVAL);
+		return -EINVAL;
 	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
-		return xvi_err(err);
+		return err;
 	if (bpf_map_lookup_elem(ctl->fds[MAP_CONFIG], &zero, &cfg)) {
 		err = -errno;
+	} else if (on && (cfg.flags & flag) && !again) {
+		err = -EBUSY;
 	} else {
 		if (on)
-			cfg.flags |= XVI_CFG_ROUTE;
+			cfg.flags |= flag;
 		else
-			cfg.flags &= ~XVI_CFG_ROUTE;
+			cfg.flags &= ~flag;
 		if (bpf_map_update_elem(ctl->fds[MAP_CONFIG], &zero, &cfg, 0))
 			err = -errno;
 	}
 	xvi_ctl_lock_un(ctl->lock_fd);
-	if (err)
+	return err;
+}
+
+int xvi_ctl__route_set(struct xvi_ctl *ctl, bool on)
+{
+	int err = config_flag_set(ctl, XVI_CFG_ROUTE, on, true);
+
+	if (err && ctl)
 		pr_warn("%s: cannot write the routing flag into xvi_config: %s\n", ctl->ifname,
+			strerror(-err));
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__trace_set(struct xvi_ctl *ctl, bool on, bool force)
+{
+	int err = config_flag_set(ctl, XVI_CFG_TRACE, on, force);
+
+	if (err == -EBUSY)
+		pr_warn("%s: a trace is running already (one reader per ring buffer); if "
+			"none is, the last one ended without turning tracing off: add "
+			"--force\n", ctl->ifname);
+	else if (err && ctl)
+		pr_warn("%s: cannot write the trace flag into xvi_config: %s\n", ctl->ifname,
 			strerror(-err));
 	return err ? xvi_err(err) : 0;
 }
@@ -272,16 +299,28 @@ static void sync_pins(const char *ifname, const char *bpffs, const char *dir,
 			"attached program\n", ifname);
 }
 
+/* The handlers' return paths, one per action (include/xvi_ext.h). */
 static int set_ext_ret(const char *ifname, struct xvi_demux_bpf *skel, int map_fd)
 {
-	__u32 key = XVI_EXT_RET_DELIVER;
-	int fd = bpf_program__fd(skel->progs.xvi_ext_ret_deliver);
+	const struct bpf_program *progs[XVI_EXT_RET_NR] = {
+		[XVI_EXT_RET_DELIVER] = skel->progs.xvi_ext_ret_deliver,
+		[XVI_EXT_RET_REPLY] = skel->progs.xvi_ext_ret_reply,
+		[XVI_EXT_RET_FORWARD] = skel->progs.xvi_ext_ret_forward,
+		[XVI_EXT_RET_PLACE] = skel->progs.xvi_ext_ret_place,
+		[XVI_EXT_RET_DROP] = skel->progs.xvi_ext_ret_drop,
+		[XVI_EXT_RET_PASS] = skel->progs.xvi_ext_ret_pass,
+	};
+	__u32 key;
+	int fd;
 
-	if (fd < 0 || bpf_map_update_elem(map_fd, &key, &fd, BPF_ANY)) {
-		fd = fd < 0 ? fd : -errno;
-		pr_warn("%s: cannot install the extensions' delivery program: %s\n", ifname,
-			strerror(-fd));
-		return fd;
+	for (key = 0; key < XVI_EXT_RET_NR; key++) {
+		fd = bpf_program__fd(progs[key]);
+		if (fd < 0 || bpf_map_update_elem(map_fd, &key, &fd, BPF_ANY)) {
+			fd = fd < 0 ? fd : -errno;
+			pr_warn("%s: cannot install the extensions' return path %s: %s\n",
+				ifname, bpf_program__name(progs[key]), strerror(-fd));
+			return fd;
+		}
 	}
 	return 0;
 }

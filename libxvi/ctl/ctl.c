@@ -48,6 +48,7 @@
 /* Per-CPU values are summed as arrays of __u64. */
 _Static_assert(sizeof(struct xvi_ep_counters) % 8 == 0, "ep counters not u64s");
 _Static_assert(sizeof(struct xvi_global_counters) % 8 == 0, "global counters not u64s");
+_Static_assert(sizeof(struct xvi_ext_counters) % 8 == 0, "ext counters not u64s");
 
 /* ---- open / close ---------------------------------------------------------- */
 
@@ -292,6 +293,25 @@ int xvi_ctl__gc(struct xvi_ctl *ctl)
 	return err < 0 ? xvi_err(err) : err;
 }
 
+/* Handler @handler's counters of @slot zeroed; all of the slot's if -1. */
+static int zero_ext_stats(struct xvi_ctl *ctl, __u32 slot, int handler)
+{
+	__u32 key, first = handler < 0 ? 0 : handler;
+	__u32 last = handler < 0 ? XVI_EXT_MAX_HANDLERS : first + 1;
+	void *zero;
+	int err = 0;
+
+	zero = calloc(ctl->ncpus, sizeof(struct xvi_ext_counters));
+	if (!zero)
+		return -ENOMEM;
+	for (key = slot * XVI_EXT_MAX_HANDLERS + first;
+	     !err && key < slot * XVI_EXT_MAX_HANDLERS + last; key++)
+		if (bpf_map_update_elem(ctl->fds[MAP_EXT_STATS], &key, zero, 0))
+			err = -errno;
+	free(zero);
+	return err;
+}
+
 static int zero_ep_stats(struct xvi_ctl *ctl, __u32 slot)
 {
 	void *zero;
@@ -428,6 +448,8 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 		err = del_ignore_enoent(ctl->fds[MAP_DEVS], &s);
 	if (!err)
 		err = zero_ep_stats(ctl, s);
+	if (!err)
+		err = zero_ext_stats(ctl, s, -1);
 	if (err) {
 		del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &owner->tag);
 		goto undo;
@@ -651,6 +673,9 @@ int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owne
 	/* A PROG_ARRAY takes BPF_ANY only: "no replace" is checked here, locked. */
 	if (!err && !replace && !bpf_map_lookup_elem(ctl->fds[MAP_EXT_PROGS], &key, &id))
 		err = -EEXIST;
+	/* A new handler's counters start at zero, its predecessor's gone. */
+	if (!err)
+		err = zero_ext_stats(ctl, slot, handler);
 	if (!err && bpf_map_update_elem(ctl->fds[MAP_EXT_PROGS], &key, &prog_fd, BPF_ANY))
 		err = -errno;
 	xvi_ctl_lock_un(ctl->lock_fd);
@@ -789,4 +814,21 @@ int xvi_ctl__global_counters(struct xvi_ctl *ctl, struct xvi_global_counters *ou
 		return xvi_err(-EINVAL);
 	err = percpu_sum(ctl, MAP_GLOBAL_STATS, 0, (__u64 *)out, sizeof(*out) / 8);
 	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__ext_counters(struct xvi_ctl *ctl, __u32 slot, __u32 handler,
+			  struct xvi_ext_counters *out)
+{
+	int err;
+
+	if (!ctl || slot >= XVI_MAX_ENDPOINTS || handler >= XVI_EXT_MAX_HANDLERS || !out)
+		return xvi_err(-EINVAL);
+	err = percpu_sum(ctl, MAP_EXT_STATS, slot * XVI_EXT_MAX_HANDLERS + handler,
+			 (__u64 *)out, sizeof(*out) / 8);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_ctl__trace_fd(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->fds[MAP_TRACE] : xvi_err(-EINVAL);
 }

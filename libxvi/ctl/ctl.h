@@ -161,6 +161,16 @@ int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out);
 int xvi_ctl__route_set(struct xvi_ctl *ctl, bool on);
 /* The router's egress interfaces from this one (DEVMAP_HASH ifindex -> ifindex). */
 int xvi_ctl__route_devs_fd(const struct xvi_ctl *ctl);
+/*
+ * Tracing on IFACE on or off (XVI_CFG_TRACE in xvi_config).  Turning it on
+ * while it is on is -EBUSY (one reader per ring buffer) unless @force.
+ */
+int xvi_ctl__trace_set(struct xvi_ctl *ctl, bool on, bool force);
+/* The trace ring buffer (struct xvi_trace_event records). */
+int xvi_ctl__trace_fd(const struct xvi_ctl *ctl);
+/* Handler @handler of @slot's counters, summed over CPUs. */
+int xvi_ctl__ext_counters(struct xvi_ctl *ctl, __u32 slot, __u32 handler,
+			  struct xvi_ext_counters *out);
 int xvi_ctl__ifindex(const struct xvi_ctl *ctl);
 
 /*

@@ -62,9 +62,13 @@ const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 	[MAP_EXT_PROGS] = { XVI_EXT_PROGS_MAP, BPF_MAP_TYPE_PROG_ARRAY, sizeof(__u32),
 			    sizeof(__u32), XVI_MAX_ENDPOINTS * XVI_EXT_MAX_HANDLERS },
 	[MAP_EXT_RET] = { XVI_EXT_RET_MAP, BPF_MAP_TYPE_PROG_ARRAY, sizeof(__u32),
-			  sizeof(__u32), 1 },
+			  sizeof(__u32), XVI_EXT_RET_NR },
 	[MAP_ROUTE_DEVS] = { "xvi_route_devs", BPF_MAP_TYPE_DEVMAP_HASH, sizeof(__u32),
 			     sizeof(__u32), XVI_ROUTE_MAX_IFACES },
+	[MAP_EXT_STATS] = { "xvi_ext_stats", BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),
+			    sizeof(struct xvi_ext_counters),
+			    XVI_MAX_ENDPOINTS * XVI_EXT_MAX_HANDLERS },
+	[MAP_TRACE] = { "xvi_trace", BPF_MAP_TYPE_RINGBUF, 0, 0, XVI_TRACE_RING_SIZE },
 };
 
 int xvi_ctl_netns_ino(__u64 *ino)
