@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "cmd.h"
+#include "handlers.h"
 #include "xvi_ext.h"
 
 /* Room for the verifier's log of a rejected handler (log level 1). */
@@ -49,7 +50,8 @@ int cmd_ext_list(const struct xvi_cfg *cfg)
 {
 	struct xvi_ext_opts opts = { .sz = sizeof(opts), .bpffs = cfg->bpffs };
 	struct xvi_ext_info *infos = NULL;
-	int n, max = 0, i;
+	struct handler_sample *hs;
+	int n, max = 0, i, a;
 
 	/* Handlers may come and go between the count and the read: retry. */
 	for (;;) {
@@ -68,23 +70,58 @@ int cmd_ext_list(const struct xvi_cfg *cfg)
 		free(infos);
 		return 1;
 	}
+	hs = calloc(n ? n : 1, sizeof(*hs));
+	if (!hs) {
+		fprintf(stderr, "xdp-vi: out of memory\n");
+		free(infos);
+		return 1;
+	}
+	if (n) {
+		struct xvi_ctl_opts copts = { .sz = sizeof(copts), .bpffs = cfg->bpffs };
+		struct xvi_ctl *ctl = xvi_ctl__open(cfg->ifname, &copts);
+
+		for (i = 0; ctl && i < n; i++) {
+			hs[i].index = infos[i].handler;
+			hs[i].prog_id = infos[i].prog_id;
+			if (xvi_ctl__ext_counters(ctl, infos[i].slot, infos[i].handler, &hs[i].c))
+				break;
+		}
+		if (!ctl || i < n) {
+			fprintf(stderr, "xdp-vi: %s: cannot read the handlers' counters\n",
+				cfg->ifname);
+			xvi_ctl__close(ctl);
+			free(hs);
+			free(infos);
+			return 1;
+		}
+		xvi_ctl__close(ctl);
+	}
 	if (cfg->json) {
 		printf("[");
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			printf("%s{\"slot\":%u,\"endpoint\":\"%s\",\"handler\":%u,"
-			       "\"prog_id\":%u,\"prog_name\":\"%s\"}", i ? "," : "",
+			       "\"prog_id\":%u,\"prog_name\":\"%s\",\"runs\":%llu", i ? "," : "",
 			       infos[i].slot, infos[i].endpoint, infos[i].handler,
-			       infos[i].prog_id, infos[i].prog_name);
+			       infos[i].prog_id, infos[i].prog_name,
+			       (unsigned long long)hs[i].c.runs);
+			for (a = 0; a < XVI_EXT_ACT_NR; a++)
+				printf(",\"%s\":%llu", xvi_action_names[a],
+				       (unsigned long long)hs[i].c.act[a]);
+			printf(",\"other\":%llu}", (unsigned long long)handler_other(&hs[i].c));
+		}
 		printf("]\n");
 	} else if (!n) {
 		printf("%s: no handlers loaded\n", cfg->ifname);
 	} else {
 		printf("%-5s %-28s %-7s %-8s %s\n", "slot", "endpoint", "handler", "prog id",
 		       "program");
-		for (i = 0; i < n; i++)
+		for (i = 0; i < n; i++) {
 			printf("%-5u %-28s %-7u %-8u %s\n", infos[i].slot, infos[i].endpoint,
 			       infos[i].handler, infos[i].prog_id, infos[i].prog_name);
+			handler_text("      ", &hs[i]);
+		}
 	}
+	free(hs);
 	free(infos);
 	return 0;
 }

@@ -16,6 +16,7 @@
 
 #include "cmd.h"
 #include "ctl/ctl.h"
+#include "handlers.h"
 #include "json.h"
 #include "nl/neigh.h"
 #include "nl/netdev.h"
@@ -55,7 +56,7 @@ static const struct counter_name ext_fields[] = {
 static const struct counter_name global_fields[] = {
 	GC(rx_frames), GC(redirected), GC(passed), GC(dropped), GC(no_endpoint),
 	GC(malformed), GC(fragments), GC(group_dst), GC(other_host), GC(vlan_protected),
-	GC(not_local), GC(ext_stray), { NULL },
+	GC(not_local), GC(ext_stray), GC(trace_lost), { NULL },
 };
 /* The IP router (docs/EXTENSIONS.md): shown in text when routing is on. */
 static const struct counter_name router_fields[] = {
@@ -78,6 +79,8 @@ struct ep_sample {
 	__u32 slot;
 	struct xvi_slot_owner owner;
 	struct xvi_ep_counters c;
+	int nh;				/* handlers with a program or counts */
+	struct handler_sample h[XVI_EXT_MAX_HANDLERS];
 	bool have_xsk;
 	struct xdp_statistics xsk;
 	/* Protected: the host end the datapath redirects into, and whether
@@ -211,6 +214,10 @@ static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool
 		e->slot = slot;
 		e->owner = o;
 		err = xvi_ctl__ep_counters(ctl, slot, &e->c);
+		if (!err && o.mode == XVI_EP_MODE_DIRECT) {
+			e->nh = handler_samples(ctl, slot, e->h);
+			err = e->nh < 0 ? e->nh : 0;
+		}
 		if (!err && want_xsk)
 			e->have_xsk = xsk_stats(&o, &e->xsk);
 		if (!err)
@@ -327,6 +334,7 @@ static void status_json(struct json *j, const struct if_sample *s)
 	json_prog(j, s);
 	json_counters(j, "global", &s->g, global_fields);
 	json_counters(j, "router", &s->g, router_fields);
+	json_bool(j, "tracing", s->cfg.flags & XVI_CFG_TRACE);
 	json_device(j, "device", &s->ifc);
 	json_obj_close(j);
 	json_arr_open(j, "endpoints");
@@ -349,6 +357,10 @@ static void status_json(struct json *j, const struct if_sample *s)
 		else
 			json_null(j, "guard");
 		json_counters(j, "ext", &e->c, ext_fields);
+		json_arr_open(j, "handlers");
+		for (int h = 0; h < e->nh; h++)
+			handler_json(j, &e->h[h]);
+		json_arr_close(j);
 		if (e->have_xsk)
 			json_counters(j, "socket", &e->xsk, xsk_fields);
 		else
@@ -405,6 +417,8 @@ static void status_text(const struct if_sample *s)
 	text_counters("  global:", &s->g, global_fields);
 	if (s->cfg.flags & XVI_CFG_ROUTE)
 		text_counters("  router:", &s->g, router_fields);
+	if (s->cfg.flags & XVI_CFG_TRACE)
+		printf("  tracing: on (xdp-vi trace %s)\n", s->ifname);
 	printf("  device:  rx_dropped %llu  tx_dropped %llu (the kernel's: rx_dropped "
 	       "counts frames the datapath redirected that their target refused)\n",
 	       (unsigned long long)s->ifc.rx_dropped, (unsigned long long)s->ifc.tx_dropped);
@@ -426,6 +440,8 @@ static void status_text(const struct if_sample *s)
 			text_counters("      guard:   ", &e->c, guard_fields);
 		else
 			text_counters("      ext:     ", &e->c, ext_fields);
+		for (int h = 0; h < e->nh; h++)
+			handler_text("        ", &e->h[h]);
 		if (e->have_xsk)
 			text_counters("      socket:  ", &e->xsk, xsk_fields);
 		if (e->have_dev)
@@ -579,6 +595,7 @@ static void stats_once(struct json *j, bool json, const struct if_sample *s)
 		json_prog(j, s);
 		json_counters(j, "global", &s->g, global_fields);
 	json_counters(j, "router", &s->g, router_fields);
+	json_bool(j, "tracing", s->cfg.flags & XVI_CFG_TRACE);
 		json_arr_open(j, "endpoints");
 		for (i = 0; i < s->nep; i++) {
 			json_obj_open(j, NULL);
