@@ -6,7 +6,7 @@
  *
  * Every case runs in its own process and network namespace (fx_env.h),
  * with a fresh copy of the datapath's maps:
- *   slot 3  198.18.0.2:7000   echo at index 1, count at index 2
+ *   slot 3  198.18.0.2:7000   echo at index 1, count at index 2, ext_act at 3
  *   slot 9  raw tag 0xc0ffee  count at index 2
  *   slot 10 198.18.0.2:7003   protected, echo at index 1 (never runs)
  */
@@ -41,6 +41,7 @@
 #define RAW_TAG		0x00c0ffee
 #define H_ECHO		1
 #define H_COUNT		2
+#define H_ACT		3
 #define H_NONE		5
 
 #define FX_IFACE	"xvixt0"
@@ -49,7 +50,7 @@
 static struct {
 	struct xvi_demux_bpf *skel;
 	struct fx_xsk x;
-	struct bpf_object *echo, *count;
+	struct bpf_object *echo, *count, *act;
 	int count_map;		/* the count handler's xvi_count_by_arg */
 	int ncpus;
 } env;
@@ -60,7 +61,10 @@ static struct {
 #define AMRAW(...)	{ .l3 = FX_RAW, .raw_tag = RAW_TAG, .payload = 48, .am = true, \
 			  __VA_ARGS__ }
 
-/* $(B)/ext/NAME: next to $(B)/tests/, where this program lives. */
+/*
+ * NAME relative to $(B)/tests/, where this program lives: the samples are
+ * in ../ext/, the tests' own handlers here.
+ */
 static void ext_path(const char *name, char *buf, size_t len)
 {
 	char exe[PATH_MAX];
@@ -68,7 +72,7 @@ static void ext_path(const char *name, char *buf, size_t len)
 
 	cr_assert_gt(n, 0, "readlink /proc/self/exe: %s", strerror(errno));
 	exe[n] = '\0';
-	snprintf(buf, len, "%s/../ext/%s", dirname(exe), name);
+	snprintf(buf, len, "%s/%s", dirname(exe), name);
 	cr_assert_eq(access(buf, R_OK), 0, "%s: %s (run make first)", buf, strerror(errno));
 }
 
@@ -129,16 +133,30 @@ static void ext_setup(void)
 	slot = SLOT_PROT;
 	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_devs), &slot, &ifindex,
 					 0), 0);
-	/* What attach does: the handlers' way back to delivery. */
-	fd = bpf_program__fd(env.skel->progs.xvi_ext_ret_deliver);
-	zero = XVI_EXT_RET_DELIVER;
-	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_ext_ret), &zero, &fd, 0),
-		     0, "xvi_ext_ret: %s", strerror(errno));
+	/* What attach does: the handlers' return paths, one per action. */
+	{
+		const struct bpf_program *ret[XVI_EXT_RET_NR] = {
+			[XVI_EXT_RET_DELIVER] = env.skel->progs.xvi_ext_ret_deliver,
+			[XVI_EXT_RET_REPLY] = env.skel->progs.xvi_ext_ret_reply,
+			[XVI_EXT_RET_FORWARD] = env.skel->progs.xvi_ext_ret_forward,
+			[XVI_EXT_RET_PLACE] = env.skel->progs.xvi_ext_ret_place,
+			[XVI_EXT_RET_DROP] = env.skel->progs.xvi_ext_ret_drop,
+			[XVI_EXT_RET_PASS] = env.skel->progs.xvi_ext_ret_pass,
+		};
 
-	env.echo = install("echo.bpf.o", SLOT, H_ECHO);
-	env.count = install("count.bpf.o", SLOT, H_COUNT);
-	bpf_object__close(install("count.bpf.o", SLOT_RAW, H_COUNT));
-	bpf_object__close(install("echo.bpf.o", SLOT_PROT, H_ECHO));
+		for (zero = 0; zero < XVI_EXT_RET_NR; zero++) {
+			fd = bpf_program__fd(ret[zero]);
+			cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_ext_ret),
+							 &zero, &fd, 0), 0, "xvi_ext_ret[%u]: %s",
+				     zero, strerror(errno));
+		}
+	}
+
+	env.echo = install("../ext/echo.bpf.o", SLOT, H_ECHO);
+	env.count = install("../ext/count.bpf.o", SLOT, H_COUNT);
+	env.act = install("ext_act.bpf.o", SLOT, H_ACT);
+	bpf_object__close(install("../ext/count.bpf.o", SLOT_RAW, H_COUNT));
+	bpf_object__close(install("../ext/echo.bpf.o", SLOT_PROT, H_ECHO));
 	env.count_map = bpf_map__fd(bpf_object__find_map_by_name(env.count, "xvi_count_by_arg"));
 	cr_assert_geq(env.count_map, 0);
 }
@@ -147,6 +165,7 @@ static void ext_teardown(void)
 {
 	bpf_object__close(env.echo);
 	bpf_object__close(env.count);
+	bpf_object__close(env.act);
 	fx_xsk_close(&env.x);
 	xvi_demux_bpf__destroy(env.skel);
 	memset(&env, 0, sizeof(env));
@@ -158,15 +177,33 @@ struct run {
 	__u32 out_len;
 	__u32 meta_len;
 	struct xvi_ep_counters d;	/* the slot's counter deltas */
+	struct xvi_ext_counters hd[XVI_EXT_MAX_HANDLERS];	/* its handlers' deltas */
 	struct xvi_global_counters g;	/* global ext_stray after the run */
 };
+
+/* Handler @h of @slot's counters, summed over CPUs. */
+static void read_handler(__u32 slot, __u32 h, struct xvi_ext_counters *out)
+{
+	struct xvi_ext_counters c[env.ncpus];
+	__u32 key = slot * XVI_EXT_MAX_HANDLERS + h;
+	size_t w;
+	int cpu;
+
+	cr_assert_eq(bpf_map_lookup_elem(bpf_map__fd(env.skel->maps.xvi_ext_stats), &key, c), 0,
+		     "xvi_ext_stats[%u]: %s", key, strerror(errno));
+	memset(out, 0, sizeof(*out));
+	for (cpu = 0; cpu < env.ncpus; cpu++)
+		for (w = 0; w < sizeof(*out) / 8; w++)
+			((__u64 *)out)[w] += ((__u64 *)&c[cpu])[w];
+}
 
 static void run_prog(int prog_fd, const struct fx_frame *f, __u32 slot, struct run *r)
 {
 	struct xdp_md ctx_in = { .data_end = f->len }, ctx_out = {};
 	struct xvi_ep_counters before, after;
+	struct xvi_ext_counters hb[XVI_EXT_MAX_HANDLERS], ha;
 	struct xvi_global_counters g[env.ncpus];
-	__u32 zero = 0;
+	__u32 zero = 0, h;
 	int cpu;
 	size_t w;
 
@@ -176,9 +213,16 @@ static void run_prog(int prog_fd, const struct fx_frame *f, __u32 slot, struct r
 		    .ctx_size_out = sizeof(ctx_out), .repeat = 1);
 
 	fx_read_slot(bpf_map__fd(env.skel->maps.xvi_ep_stats), slot, &before);
+	for (h = 0; h < XVI_EXT_MAX_HANDLERS; h++)
+		read_handler(slot, h, &hb[h]);
 	cr_assert_eq(bpf_prog_test_run_opts(prog_fd, &opts), 0, "BPF_PROG_RUN: %s",
 		     strerror(errno));
 	fx_read_slot(bpf_map__fd(env.skel->maps.xvi_ep_stats), slot, &after);
+	for (h = 0; h < XVI_EXT_MAX_HANDLERS; h++) {
+		read_handler(slot, h, &ha);
+		for (w = 0; w < sizeof(ha) / 8; w++)
+			((__u64 *)&r->hd[h])[w] = ((__u64 *)&ha)[w] - ((__u64 *)&hb[h])[w];
+	}
 	r->verdict = opts.retval;
 	r->out_len = opts.data_size_out;
 	r->meta_len = ctx_out.data - ctx_out.data_meta;
@@ -228,6 +272,26 @@ static void expect_no_ext(const struct run *r)
 		     (unsigned long long)r->d.ext_delivered);
 }
 
+/*
+ * Only handler @h's counters moved: runs by @runs and act[@act] by one
+ * (@act < 0: no action); every other index of the slot stayed.
+ */
+static void expect_handler(const struct run *r, __u32 h, __u64 runs, int act)
+{
+	__u32 i;
+	int a;
+
+	for (i = 0; i < XVI_EXT_MAX_HANDLERS; i++) {
+		const struct xvi_ext_counters *c = &r->hd[i];
+
+		cr_expect_eq(c->runs, i == h ? runs : 0, "handler %u: runs moved by %llu", i,
+			     (unsigned long long)c->runs);
+		for (a = 0; a < XVI_EXT_ACT_NR; a++)
+			cr_expect_eq(c->act[a], i == h && a == act, "handler %u: action %d moved "
+				     "by %llu", i, a, (unsigned long long)c->act[a]);
+	}
+}
+
 TestSuite(ext, .init = ext_setup, .fini = ext_teardown);
 
 /* The echo handler answers: XDP_TX, addresses and ports swapped, payload as sent. */
@@ -245,6 +309,7 @@ Test(ext, echo_replies)
 	cr_expect_eq(r.d.ext_msgs, 1);
 	cr_expect_eq(r.d.ext_missing, 0);
 	cr_expect_eq(r.d.rx_frames, 0, "a reply must not reach the socket");
+	expect_handler(&r, H_ECHO, 1, XVI_EXT_ACT_REPLY);
 	o = r.out + r.meta_len;
 	cr_assert_eq(r.out_len - r.meta_len, f.len);
 	cr_expect_eq(memcmp(o, f.buf + 6, 6), 0, "destination MAC is not the sender's");
@@ -325,6 +390,7 @@ Test(ext, count_then_deliver)
 	cr_expect_eq(r.d.ext_msgs, 1);
 	cr_expect_eq(r.d.ext_delivered, 1);
 	cr_expect_eq(r.d.ext_missing, 0);
+	expect_handler(&r, H_COUNT, 1, XVI_EXT_ACT_DELIVER);
 	cr_assert_eq(bpf_map_lookup_elem(env.count_map, &key, c), 0);
 	for (cpu = 0; cpu < env.ncpus; cpu++) {
 		msgs += c[cpu].msgs;
@@ -360,6 +426,8 @@ struct ordinary_case {
 	__u32 slot;
 	bool unload_echo;		/* unload slot 3's echo handler first */
 	struct xvi_ep_counters d;	/* expected ext_* deltas */
+	__u32 h;			/* the index whose counter moves: */
+	int hact;			/* XVI_EXT_ACT_x + 1, 0 for none */
 };
 
 static const struct ordinary_case ordinary_cases[] = {
@@ -368,20 +436,20 @@ static const struct ordinary_case ordinary_cases[] = {
 	  .d = { .ext_bad_index = 1 } },
 	/* No handler loaded at the index. */
 	{ "missing_handler", AM4(.am_handler = H_NONE), SLOT,
-	  .d = { .ext_msgs = 1, .ext_missing = 1 } },
+	  .d = { .ext_msgs = 1, .ext_missing = 1 }, H_NONE, XVI_EXT_ACT_MISS + 1 },
 	/* An unloaded handler is a missing one. */
 	{ "unloaded_handler", AM4(.am_handler = H_ECHO), SLOT, .unload_echo = true,
-	  .d = { .ext_msgs = 1, .ext_missing = 1 } },
+	  .d = { .ext_msgs = 1, .ext_missing = 1 }, H_ECHO, XVI_EXT_ACT_MISS + 1 },
 	/* Another endpoint's handler never runs: slot 9 has none at index 1. */
 	{ "other_endpoints_handler", AMRAW(.am_handler = H_ECHO), SLOT_RAW,
-	  .d = { .ext_msgs = 1, .ext_missing = 1 } },
+	  .d = { .ext_msgs = 1, .ext_missing = 1 }, H_ECHO, XVI_EXT_ACT_MISS + 1 },
 	/* No active message: too short for the header, or another magic. */
 	{ "short_payload", AM4(.am_handler = H_ECHO, .payload = XVI_AM_HDR_LEN - 1), SLOT },
 	{ "wrong_magic", AM4(.am_handler = H_ECHO, .am_magic = XVI_AM_MAGIC ^ 1), SLOT },
 	{ "raw_wrong_magic", AMRAW(.am_handler = H_COUNT, .am_magic = 0x12345678), SLOT_RAW },
 	/* The magic with a version this datapath does not know. */
 	{ "unknown_version", AM4(.am_handler = H_ECHO, .am_version = 2), SLOT,
-	  .d = { .ext_bad_version = 1 } },
+	  .d = { .ext_bad_version = 1 }, H_ECHO, XVI_EXT_ACT_ERROR + 1 },
 };
 
 #define N_ORDINARY	(sizeof(ordinary_cases) / sizeof(ordinary_cases[0]))
@@ -414,6 +482,7 @@ ParameterizedTest(unsigned int *i, ext, ordinary)
 	EXT_EQ(ext_bad_index);
 	EXT_EQ(ext_bad_version);
 	EXT_EQ(ext_delivered);
+	expect_handler(&r, c->h, 0, c->hact - 1);
 	fx_frame_free(&f);
 }
 
@@ -443,5 +512,70 @@ Test(ext, stray_delivery_dropped)
 	cr_expect_eq(r.verdict, XDP_DROP, "verdict %u", r.verdict);
 	cr_expect_eq(r.g.ext_stray, 1);
 	cr_expect_eq(r.d.rx_frames, 0);
+	fx_frame_free(&f);
+}
+
+/*
+ * Each action of xvi_ext.h, taken by the ext_act handler as arg[0] says:
+ * the verdict it carries out, and the one counter of the handler it moves.
+ */
+struct action_case {
+	const char *name;
+	__u32 arg0;
+	__u32 verdict;
+	int act;			/* XVI_EXT_ACT_x, -1: none (its own verdict) */
+};
+
+static const struct action_case action_cases[] = {
+	{ "deliver", XVI_EXT_RET_DELIVER, XDP_REDIRECT, XVI_EXT_ACT_DELIVER },
+	{ "reply", XVI_EXT_RET_REPLY, XDP_TX, XVI_EXT_ACT_REPLY },
+	{ "forward", XVI_EXT_RET_FORWARD, XDP_REDIRECT, XVI_EXT_ACT_FORWARD },
+	{ "place", XVI_EXT_RET_PLACE, XDP_DROP, XVI_EXT_ACT_PLACE },
+	{ "drop", XVI_EXT_RET_DROP, XDP_DROP, XVI_EXT_ACT_DROP },
+	{ "pass", XVI_EXT_RET_PASS, XDP_PASS, XVI_EXT_ACT_PASS },
+	{ "own_verdict", 100, XDP_DROP, -1 },
+};
+
+#define N_ACTIONS	(sizeof(action_cases) / sizeof(action_cases[0]))
+
+ParameterizedTestParameters(ext, actions)
+{
+	static unsigned int idx[N_ACTIONS];
+
+	return fx_case_indices(idx, N_ACTIONS);
+}
+
+ParameterizedTest(unsigned int *i, ext, actions)
+{
+	const struct action_case *c = &action_cases[*i];
+	const struct fx_frame_spec s = AM4(.am_handler = H_ACT, .am_arg0 = c->arg0,
+					   .am_arg1 = if_nametoindex(FX_PEER));
+	struct fx_frame f;
+	struct run r;
+
+	cr_log_info("case %s", c->name);
+	run_demux(&s, SLOT, &f, &r);
+	cr_expect_eq(r.verdict, c->verdict, "%s: verdict %u, expected %u", c->name, r.verdict,
+		     c->verdict);
+	cr_expect_eq(r.d.ext_msgs, 1);
+	cr_expect_eq(r.d.ext_delivered, c->act == XVI_EXT_ACT_DELIVER);
+	cr_expect_eq(r.d.rx_frames, c->act == XVI_EXT_ACT_DELIVER);
+	/* runs counts the handler's runs, whatever it ended with. */
+	expect_handler(&r, H_ACT, 1, c->act);
+	fx_frame_free(&f);
+}
+
+/* A return path entered outside a dispatch: dropped, no handler counted. */
+Test(ext, stray_return_dropped)
+{
+	const struct fx_frame_spec s = AM4(.am_handler = H_ACT);
+	struct fx_frame f;
+	struct run r;
+
+	cr_assert_eq(fx_frame_build(&s, &f), 0);
+	run_prog(bpf_program__fd(env.skel->progs.xvi_ext_ret_reply), &f, SLOT, &r);
+	cr_expect_eq(r.verdict, XDP_DROP, "verdict %u", r.verdict);
+	cr_expect_eq(r.g.ext_stray, 1);
+	expect_handler(&r, H_ACT, 0, -1);
 	fx_frame_free(&f);
 }

@@ -107,7 +107,7 @@ static void put_payload(__u8 *p, const struct fx_frame_spec *s)
 		.magic = htonl(s->am_magic ?: XVI_AM_MAGIC),
 		.version = s->am_version ?: XVI_AM_VERSION,
 		.handler = htons(s->am_handler),
-		.arg = { htonl(s->am_arg0), 0 },
+		.arg = { htonl(s->am_arg0), htonl(s->am_arg1) },
 	};
 
 	fill_payload(p, s->payload);

@@ -44,6 +44,7 @@ struct fx_frame_spec {
 	__u8 am_version;
 	__u16 am_handler;
 	__u32 am_arg0;
+	__u32 am_arg1;
 
 	/* Corruptions, applied after the checksums were computed. */
 	bool bad_ip_csum;	/* IPv4 header checksum altered */
