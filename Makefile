@@ -132,9 +132,11 @@ define tool_rules
 $(1)_OBJS := $$(patsubst %.c,$$(B)/obj/%.o,$$(wildcard tools/$(1)/*.c))
 $$($(1)_OBJS): OBJ_CFLAGS = $$(CFLAGS) -Itools/$(1) -Itools/lib $$($(1)_CFLAGS)
 $$(B)/bin/$(1): $$($(1)_OBJS) $$(TOOLS_LIB) $$(B)/lib/libxvi.a | $$(B)/bin
-	$$(CC) -o $$@ $$($(1)_OBJS) $$(TOOLS_LIB) $$(B)/lib/libxvi.a $$(LDLIBS)
+	$$(CC) -o $$@ $$($(1)_OBJS) $$(TOOLS_LIB) $$(B)/lib/libxvi.a $$(LDLIBS) $$($(1)_LDLIBS)
 endef
 xdp-vi_CFLAGS := -DXDPVI_VERSION='"$(VERSION)"'
+# xdp-vi trace --pcap
+xdp-vi_LDLIBS := -lpcap
 $(foreach t,$(TOOL_DIRS),$(eval $(call tool_rules,$(t))))
 
 # xdp-vi --version prints VERSION: rebuild when the Makefile changes.

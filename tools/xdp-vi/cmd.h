@@ -32,6 +32,10 @@ struct xvi_cfg {
 	const char *prog;	/* ext load: the handler's program in obj */
 	bool replace;		/* ext load: replace a loaded handler */
 	bool handler_set;	/* ext: --handler was given */
+	const char *pcap;	/* trace: the frames into this pcap file */
+	const char *plot;	/* trace: the timeline into this SVG file */
+	double duration;	/* trace: seconds; 0 = until ^C or --count */
+	bool force;		/* trace: even if tracing is on already */
 	char **args;		/* the positional arguments (router: IFACEs) */
 	int nargs;
 };
@@ -73,5 +77,6 @@ int cmd_ext_unload(const struct xvi_cfg *cfg);
 int cmd_router_enable(const struct xvi_cfg *cfg);
 int cmd_router_disable(const struct xvi_cfg *cfg);
 int cmd_router_status(const struct xvi_cfg *cfg);
+int cmd_trace(const struct xvi_cfg *cfg);
 
 #endif /* XVI_CMD_H */

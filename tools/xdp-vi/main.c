@@ -108,6 +108,22 @@ static const struct cmd_def ext_cmds[] = {
 	{ NULL },
 };
 
+static const struct opt_def trace_opts[] = {
+	{ OPT_STRING, "pcap", 'w', OPT_FIELD(struct xvi_cfg, pcap), "FILE",
+	  .help = "write the frames (first 256 bytes) to pcap FILE, their events to "
+		  "FILE.events" },
+	{ OPT_STRING, "plot", 'p', OPT_FIELD(struct xvi_cfg, plot), "FILE.svg",
+	  .help = "draw the events per handler on a timeline into an SVG file" },
+	{ OPT_UINT, "count", 'c', OPT_FIELD(struct xvi_cfg, count), "N",
+	  .help = "stop after N events", .err = "expected a non-negative integer" },
+	{ OPT_SECONDS, "duration", 'd', OPT_FIELD(struct xvi_cfg, duration), "S",
+	  .help = "stop after S seconds", .max = 86400, .flags = OPT_POSITIVE,
+	  .err = "expected seconds > 0 (e.g. 2.5)" },
+	{ OPT_FLAG, "force", 'f', OPT_FIELD(struct xvi_cfg, force),
+	  .help = "trace even though tracing is on (a trace that died left it on)" },
+	{ OPT_END },
+};
+
 static const struct cmd_def router_cmds[] = {
 	{ "router enable", cmd_router_enable, "IFACE...", 1, XVI_ROUTE_MAX_IFACES, NULL,
 	  "route IP between interfaces in the datapath",
@@ -155,6 +171,14 @@ static const struct cmd_def cmds[] = {
 	  "Run xdp-vid IFACE in the foreground (the same program, exec'ed): it gives\n"
 	  "unprivileged processes protected endpoints on IFACE, one veth pair each,\n"
 	  "with a TX guard.  See xdp-vid(8)." },
+	{ "trace", cmd_trace, "IFACE", 1, 1, trace_opts,
+	  "stream the extension events of IFACE",
+	  "Turn tracing on in IFACE's datapath and print every active message's\n"
+	  "fate as it happens: time, endpoint, handler, action, frame length, and\n"
+	  "the nanoseconds from dispatch to action.  Tracing is off again when the\n"
+	  "command ends (^C, --count, --duration).  --pcap writes the frames with a\n"
+	  "side file of their events, --plot a timeline per handler.  See\n"
+	  "docs/EXTENSIONS.md, \"Tracing\"." },
 	{ "ext", NULL, "VERB ...", 0, 0, NULL,
 	  "active-message handlers: ext load, ext list, ext unload", .verbs = ext_cmds },
 	{ "router", NULL, "VERB ...", 0, 0, NULL,
