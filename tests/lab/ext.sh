@@ -87,6 +87,70 @@ case_echo() {
 	[ ! -s "$T_TMP/cat.out" ] || fail "xvi-cat printed: $(head -c 80 "$T_TMP/cat.out")"
 }
 
+# Per-handler counters in status: the echo handler's runs and replies.
+_echo_counts() {
+	_xb status --json >"$T_TMP/st.json" 2>/dev/null || return 1
+	"$PY" "$T_HELPERS/trace_check.py" handler "$T_TMP/st.json" "$PORT" 1 runs reply other
+}
+
+# xdp-vi trace while a's kernel sends 20 active messages that the echo
+# handler answers: 20 events live, in the pcap (read back by tcpdump), in
+# its side file and in the SVG; tracing off again once it ends (--count).
+case_trace() {
+	local pid out rc before after r0 p0 r1 p1 o1
+	local tr=$T_TMP/trace
+	t_need "$(command -v tcpdump)" || return
+	before=$(_echo_counts) || fail "no status for b:$PORT" || return
+	t_x -T 120 b "$XDPVI" --bpffs "$BPFFS" trace "$LAB_IFACE" --count 20 --duration 100 \
+		--pcap "$tr.pcap" --plot "$tr.svg" >"$tr.out" 2>"$tr.err" &
+	pid=$!
+	t_wait_grep "$tr.err" "tracing $LAB_IFACE" ||
+		{ t_stop $pid; fail "trace never started: $(head -c 300 "$tr.err")"; return 1; }
+	out=$(t_x -T 60 a "$PY" "$T_HELPERS/am_client.py" 198.18.0.2 "$PORT" 1 --count 20 \
+		--expect-echo 2>&1) || { t_stop $pid; fail "echo under trace: $out"; return 1; }
+	wait $pid && rc=0 || rc=$?
+	[ $rc -eq 0 ] || fail "trace exited $rc: $(head -c 300 "$tr.err")" || return
+	grep -q "20 events, 0 lost" "$tr.err" ||
+		fail "trace summary: $(tail -1 "$tr.err")" || return
+	tcpdump -r "$tr.pcap" -nn >"$tr.pcap.txt" 2>"$tr.tcpdump.err" ||
+		fail "tcpdump -r: $(head -c 200 "$tr.tcpdump.err")" || return
+	out=$("$PY" "$T_HELPERS/trace_check.py" files "$tr.out" "$tr.pcap.txt" \
+		"$tr.pcap.events" "$tr.svg" --count 20 --endpoint "udp4 $EP" --handler 1 \
+		--action reply --len 122 --reply-from "198.18.0.2.$PORT" 2>&1) ||
+		fail "${out//$'\n'/; }" || return
+	_xb status --json >"$T_TMP/st.json" 2>/dev/null
+	grep -q '"tracing": false' "$T_TMP/st.json" ||
+		fail "tracing still on after the trace ended" || return
+	after=$(_echo_counts) || fail "no status for b:$PORT" || return
+	read -r r0 p0 _ <<<"$before"
+	read -r r1 p1 o1 <<<"$after"
+	[ $((r1 - r0)) -eq 20 ] && [ $((p1 - p0)) -eq 20 ] && [ "$o1" -eq 0 ] ||
+		fail "handler 1: runs +$((r1 - r0)) reply +$((p1 - p0)) other $o1, expected +20 +20 0"
+}
+
+# A second trace of a traced interface is refused; a signal ends a trace
+# cleanly, tracing off.
+case_trace_stop() {
+	local pid rc err
+	local tr=$T_TMP/trace2
+	t_x -T 120 b "$XDPVI" --bpffs "$BPFFS" trace "$LAB_IFACE" --duration 100 \
+		>"$tr.out" 2>"$tr.err" &
+	pid=$!
+	t_wait_grep "$tr.err" "tracing $LAB_IFACE" ||
+		{ t_stop $pid; fail "trace never started: $(head -c 300 "$tr.err")"; return 1; }
+	err=$(_xb trace "$LAB_IFACE" --count 1 --pcap "$tr.refused.pcap" 2>&1) && rc=0 || rc=$?
+	[ $rc -ne 0 ] && [[ $err == *"a trace is running already"* ]] ||
+		{ t_stop $pid; fail "second trace: exit $rc: $err"; return 1; }
+	[ ! -e "$tr.refused.pcap" ] ||
+		{ t_stop $pid; fail "the refused trace left its pcap file"; return 1; }
+	# timeout (t_x) passes SIGTERM on to xdp-vi.
+	pkill -TERM -P "$pid"
+	wait $pid && rc=0 || rc=$?
+	[ $rc -eq 0 ] || fail "trace exited $rc on SIGTERM: $(head -c 300 "$tr.err")" || return
+	_xb status --json >"$T_TMP/st.json" 2>/dev/null
+	grep -q '"tracing": false' "$T_TMP/st.json" || fail "tracing still on after SIGTERM"
+}
+
 case_reject() {
 	local err rc
 	err=$(_xb ext load "$LAB_IFACE" "$REJECT" --endpoint "$EP" --handler 2 2>&1) &&
@@ -170,6 +234,8 @@ case_nothing_left() {
 CASES=(
 	load		case_load		"ext load: the echo handler for b's endpoint, listed"
 	echo		case_echo		"20 active messages from a's kernel socket answered in XDP"
+	trace		case_trace		"xdp-vi trace: 20 echoes live, in pcap, events file, SVG; counters"
+	trace_stop	case_trace_stop		"a second trace is refused; SIGTERM ends a trace, tracing off"
 	reject		case_reject		"a handler the verifier rejects: refused with its log"
 	load_twice	case_load_twice		"a second handler at a taken index is refused"
 	unknown_endpoint case_unknown_endpoint	"a handler for an endpoint nobody holds is refused"
