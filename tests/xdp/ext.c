@@ -579,3 +579,132 @@ Test(ext, stray_return_dropped)
 	expect_handler(&r, H_ACT, 0, -1);
 	fx_frame_free(&f);
 }
+
+/* ---- trace events (XVI_CFG_TRACE) ------------------------------------------ */
+
+struct taken {
+	int n;
+	struct xvi_trace_event ev;	/* the last one */
+};
+
+static int take_event(void *ctx, void *data, size_t size)
+{
+	struct taken *t = ctx;
+
+	cr_assert_eq(size, sizeof(t->ev), "event of %zu bytes, expected %zu", size,
+		     sizeof(t->ev));
+	memcpy(&t->ev, data, sizeof(t->ev));
+	t->n++;
+	return 0;
+}
+
+static void set_trace(bool on)
+{
+	struct xvi_config cfg = { .mac = FX_DMAC, .flags = XVI_CFG_MAC };
+	__u32 zero = 0;
+
+	if (on)
+		cfg.flags |= XVI_CFG_TRACE;
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_config), &zero, &cfg, 0),
+		     0);
+}
+
+/* Run @s through the datapath and take what the ring buffer got. */
+static void run_traced(const struct fx_frame_spec *s, __u32 slot, struct fx_frame *f,
+		       struct run *r, struct taken *t)
+{
+	struct ring_buffer *rb;
+
+	rb = ring_buffer__new(bpf_map__fd(env.skel->maps.xvi_trace), take_event, t, NULL);
+	cr_assert_not_null(rb, "ring_buffer__new: %s", strerror(errno));
+	memset(t, 0, sizeof(*t));
+	run_demux(s, slot, f, r);
+	cr_assert_geq(ring_buffer__consume(rb), 0);
+	ring_buffer__free(rb);
+}
+
+/* Tracing off: the ring buffer gets nothing, whatever the message's fate. */
+Test(ext, trace_off_no_event)
+{
+	const struct fx_frame_spec specs[] = {
+		AM4(.am_handler = H_ECHO), AM4(.am_handler = H_COUNT),
+		AM4(.am_handler = H_NONE), AM4(.am_handler = H_ECHO, .am_version = 2),
+	};
+	struct fx_frame f;
+	struct taken t;
+	struct run r;
+	size_t i;
+
+	set_trace(false);
+	for (i = 0; i < sizeof(specs) / sizeof(specs[0]); i++) {
+		run_traced(&specs[i], SLOT, &f, &r, &t);
+		cr_expect_eq(t.n, 0, "message %zu: %d events with tracing off", i, t.n);
+		fx_frame_free(&f);
+	}
+}
+
+/*
+ * Tracing on: one event per message, naming its endpoint, index and fate,
+ * with the frame's length and first bytes as they left (a reply: swapped).
+ */
+struct trace_case {
+	const char *name;
+	struct fx_frame_spec f;
+	__u16 handler;
+	__u8 action;
+	bool ran;			/* a handler ran: dispatch before action */
+};
+
+static const struct trace_case trace_cases[] = {
+	{ "reply", AM4(.am_handler = H_ECHO), H_ECHO, XVI_EXT_ACT_REPLY, true },
+	{ "deliver", AM4(.am_handler = H_COUNT), H_COUNT, XVI_EXT_ACT_DELIVER, true },
+	{ "drop", AM4(.am_handler = H_ACT, .am_arg0 = XVI_EXT_RET_DROP), H_ACT,
+	  XVI_EXT_ACT_DROP, true },
+	{ "miss", AM4(.am_handler = H_NONE), H_NONE, XVI_EXT_ACT_MISS, false },
+	{ "error", AM4(.am_handler = H_ECHO, .am_version = 2), H_ECHO, XVI_EXT_ACT_ERROR,
+	  false },
+	{ "long_frame", AM4(.am_handler = H_COUNT, .payload = 1000), H_COUNT,
+	  XVI_EXT_ACT_DELIVER, true },
+};
+
+#define N_TRACE		(sizeof(trace_cases) / sizeof(trace_cases[0]))
+
+ParameterizedTestParameters(ext, trace_events)
+{
+	static unsigned int idx[N_TRACE];
+
+	return fx_case_indices(idx, N_TRACE);
+}
+
+ParameterizedTest(unsigned int *i, ext, trace_events)
+{
+	const struct trace_case *c = &trace_cases[*i];
+	const struct xvi_trace_event *e;
+	const __u8 *out;
+	struct fx_frame f;
+	struct taken t;
+	struct run r;
+	__u32 cap;
+
+	cr_log_info("case %s", c->name);
+	set_trace(true);
+	run_traced(&c->f, SLOT, &f, &r, &t);
+	cr_assert_eq(t.n, 1, "%s: %d events, expected 1", c->name, t.n);
+	e = &t.ev;
+	cr_expect_eq(e->slot, SLOT, "%s: slot %u", c->name, e->slot);
+	cr_expect_eq(e->handler, c->handler, "%s: handler %u", c->name, e->handler);
+	cr_expect_eq(e->action, c->action, "%s: action %u, expected %u", c->name, e->action,
+		     c->action);
+	cr_expect_eq(e->len, f.len, "%s: len %u, expected %u", c->name, e->len, f.len);
+	cap = f.len < XVI_TRACE_SNAP ? f.len : XVI_TRACE_SNAP;
+	cr_expect_eq(e->cap_len, cap, "%s: cap_len %u, expected %u", c->name, e->cap_len, cap);
+	/* The frame as it left: after the metadata in the output. */
+	out = c->action == XVI_EXT_ACT_REPLY ? r.out + r.meta_len : f.buf;
+	cr_expect_eq(memcmp(e->data, out, cap), 0, "%s: captured bytes differ", c->name);
+	cr_expect_neq(e->end_ns, 0);
+	if (c->ran)
+		cr_expect_leq(e->start_ns, e->end_ns, "%s: dispatch after action", c->name);
+	else
+		cr_expect_eq(e->start_ns, e->end_ns, "%s: no run, yet a duration", c->name);
+	fx_frame_free(&f);
+}
