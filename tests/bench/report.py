@@ -389,6 +389,7 @@ def main():
                 and get(r, "client", "bits_per_second")])
     prot = [r for r in recs if r.get("test") == "protected"]
     router = [r for r in recs if r.get("test") == "router"]
+    trace = [r.get("text") for r in recs if r.get("test") == "trace" and r.get("text")]
     copy = {v: stat([r.get("wall_ms") for r in recs if r.get("test") == "copy" and
                      r.get("variant") == v and not r.get("error")])
             for v in ("xvi-cat", "kernel-tcp")}
@@ -481,6 +482,7 @@ def main():
         "copy_1mib_ms": copy, "copy_failed": copy_failed,
         "protected": [r.get("text") or r.get("client") for r in prot],
         "router": [r.get("text") for r in router],
+        "trace": trace,
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
         "stream_bandwidth": sbw, "jumbo": jumbo, "raw_xvi_bps_1500": raw_bps,
@@ -841,6 +843,17 @@ def main():
         w("")
     if unavailable.get("router"):
         w("Script problem: %s" % unavailable["router"])
+        w("")
+
+    # tracing (tests/bench/trace.sh): its table verbatim
+    if trace or "trace" in unavailable:
+        w("## 4c. Extension tracing, on and off")
+        w("")
+        w("From tests/bench/trace.sh (its own two-node lab; docs/EXTENSIONS.md, "
+          "\"Tracing and per-handler counters\"):")
+        w("")
+        w("\n\n".join(trace) if trace else
+          "Script problem: %s" % unavailable.get("trace"))
         w("")
 
     # optimisations
