@@ -178,7 +178,7 @@ static const struct cmd_def cmds[] = {
 	  "the nanoseconds from dispatch to action.  Tracing is off again when the\n"
 	  "command ends (^C, --count, --duration).  --pcap writes the frames with a\n"
 	  "side file of their events, --plot a timeline per handler.  See\n"
-	  "docs/EXTENSIONS.md, \"Tracing\"." },
+	  "docs/EXTENSIONS.md, \"Tracing and per-handler counters\"." },
 	{ "ext", NULL, "VERB ...", 0, 0, NULL,
 	  "active-message handlers: ext load, ext list, ext unload", .verbs = ext_cmds },
 	{ "router", NULL, "VERB ...", 0, 0, NULL,
