@@ -708,3 +708,38 @@ ParameterizedTest(unsigned int *i, ext, trace_events)
 		cr_expect_eq(e->start_ns, e->end_ns, "%s: no run, yet a duration", c->name);
 	fx_frame_free(&f);
 }
+
+/* A full ring buffer: the event is lost and counted, the message goes on. */
+Test(ext, trace_full_ring_counts_lost)
+{
+	const struct fx_frame_spec s = AM4(.am_handler = H_COUNT);
+	const __u32 n = XVI_TRACE_RING_SIZE / sizeof(struct xvi_trace_event) + 200;
+	struct xvi_global_counters g[env.ncpus];
+	struct ring_buffer *rb;
+	__u64 lost = 0;
+	struct fx_frame f;
+	struct taken t = {};
+	struct run r;
+	__u32 i, zero = 0;
+	int cpu;
+
+	set_trace(true);
+	cr_assert_eq(fx_frame_build(&s, &f), 0);
+	for (i = 0; i < n; i++) {
+		run_prog(bpf_program__fd(env.skel->progs.xvi_demux), &f, SLOT, &r);
+		cr_assert_eq(r.verdict, XDP_REDIRECT, "message %u: verdict %u", i, r.verdict);
+	}
+	rb = ring_buffer__new(bpf_map__fd(env.skel->maps.xvi_trace), take_event, &t, NULL);
+	cr_assert_not_null(rb);
+	cr_assert_geq(ring_buffer__consume(rb), 0);
+	ring_buffer__free(rb);
+	cr_assert_eq(bpf_map_lookup_elem(bpf_map__fd(env.skel->maps.xvi_global_stats), &zero,
+					 g), 0);
+	for (cpu = 0; cpu < env.ncpus; cpu++)
+		lost += g[cpu].trace_lost;
+	cr_expect_gt(lost, 0, "nothing lost of %u events into a %u-byte ring", n,
+		     XVI_TRACE_RING_SIZE);
+	cr_expect_eq(t.n + lost, n, "%d taken + %llu lost, expected %u", t.n,
+		     (unsigned long long)lost, n);
+	fx_frame_free(&f);
+}
