@@ -250,3 +250,31 @@ uninstall:
 
 clean:
 	rm -rf $(B)
+
+# ---- libfabric provider "xvi" (fabric/, docs/SCALE-OUT.md) -------------------
+# $(B)/lib/libxvi-fi.so, a DL provider with libxvi linked in, built when
+# libfabric's provider header is there (Debian: libfabric-dev).  libfabric
+# loads it from FI_PROVIDER_PATH or from its own libdir/libfabric/:
+# `make install` puts it in FABRIC_PROVDIR (default $(LIBDIR)/libfabric;
+# FABRIC_PROVDIR=/usr/lib/x86_64-linux-gnu/libfabric is where Debian's
+# libfabric looks without FI_PROVIDER_PATH).
+FABRIC_SRCS := $(wildcard fabric/*.c)
+FABRIC_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(FABRIC_SRCS))
+FABRIC_LIB  := $(B)/lib/libxvi-fi.so
+FABRIC_PROVDIR ?= $(LIBDIR)/libfabric
+HAVE_FABRIC := $(shell test -f /usr/include/rdma/providers/fi_prov.h && echo 1)
+
+$(FABRIC_OBJS): OBJ_CFLAGS = $(LIB_CFLAGS) -Ifabric
+$(FABRIC_LIB): $(FABRIC_OBJS) $(B)/lib/libxvi.a fabric/libxvi-fi.map | $(B)/lib
+	$(CC) -shared -Wl,--version-script=fabric/libxvi-fi.map -Wl,-z,defs -o $@ \
+		$(FABRIC_OBJS) $(B)/lib/libxvi.a $(LDLIBS) -lfabric
+
+.PHONY: install-fabric
+ifeq ($(HAVE_FABRIC),1)
+all: $(FABRIC_LIB)
+install: install-fabric
+INSTALLED += $(FABRIC_PROVDIR)/libxvi-fi.so
+endif
+install-fabric: $(FABRIC_LIB)
+	install -d $(DESTDIR)$(FABRIC_PROVDIR)
+	install -m 0755 $(FABRIC_LIB) $(DESTDIR)$(FABRIC_PROVDIR)/libxvi-fi.so

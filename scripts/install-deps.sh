@@ -14,6 +14,8 @@ PKGS=(
 	gnuplot-nox
 	# Promela model checker (tests/spin: the stream protocol model)
 	spin
+	# libfabric provider (fabric/): headers, fi_info/fi_pingpong, Open MPI
+	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
 )
 
 missing=()
