@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# fabric.sh: the libfabric provider xvi ($B/lib/libxvi-fi.so, loaded through
+# FI_PROVIDER_PATH) between node a and node b, the datapath attached on
+# both.  fi_info must list it (DGRAM) and ofi_rxd layered on it (RDM);
+# libfabric-bin's fi_pingpong must run over it in both modes with its data
+# check (-c: every received byte compared with the pattern sent); a wrong
+# interface must be refused with a message that names FI_XVI_IFACE.
+
+. "$(dirname "$0")/_tap.sh"
+
+PROVDIR=$T_B/lib
+export FI_PROVIDER_PATH=$PROVDIR
+# fi_pingpong's out-of-band TCP port (its default), on node b.
+PP_PORT=47592
+
+t_setup() {
+	t_need "$XDPVI" "$PROVDIR/libxvi-fi.so" || return 1
+	command -v fi_pingpong >/dev/null && command -v fi_info >/dev/null ||
+		{ fail "fi_pingpong/fi_info missing: install libfabric-bin (make deps)"; return 1; }
+	t_lab_up fab || return 1
+	t_attach a && t_attach b
+}
+
+# Wait until a TCP listener on node $1 has port $2.
+_wait_tcp_port() {
+	local i
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		[ -n "$(t_x "$1" ss -H -tln "sport = :$2" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+case_info() {
+	local out
+	out=$(t_x b fi_info -p xvi 2>&1) || { fail "fi_info -p xvi failed: ${out:0:300}"; return 1; }
+	grep -q 'provider: xvi$' <<<"$out" && grep -q 'type: FI_EP_DGRAM' <<<"$out" &&
+		grep -q "domain: $LAB_IFACE" <<<"$out" ||
+		{ fail "fi_info -p xvi does not list xvi DGRAM on $LAB_IFACE: ${out:0:300}"; return 1; }
+	out=$(t_x b fi_info -p 'xvi;ofi_rxd' 2>&1) ||
+		{ fail "fi_info -p 'xvi;ofi_rxd' failed: ${out:0:300}"; return 1; }
+	grep -q 'type: FI_EP_RDM' <<<"$out" ||
+		{ fail "no RDM endpoint from ofi_rxd over xvi: ${out:0:300}"; return 1; }
+}
+
+# _pingpong NAME ARGS...: fi_pingpong server on b, client on a, both with
+# ARGS and the data check; both must exit 0 and report every size.  When
+# one side fails the other would wait for its peer: it is stopped at once.
+_pingpong() {
+	local name=$1 srv=$T_TMP/$1.srv cli=$T_TMP/$1.cli rs=- rc=-
+	shift
+	t_x -T 120 b fi_pingpong -c -I 20 "$@" >"$srv" 2>&1 &
+	local spid=$!
+	_wait_tcp_port b $PP_PORT || { t_stop $spid
+		fail "fi_pingpong server on b never listened: $(tail -3 "$srv")"; return 1; }
+	t_x -T 120 a fi_pingpong -c -I 20 "$@" 198.18.0.2 >"$cli" 2>&1 &
+	local cpid=$!
+	while [ "$rs" = - ] || [ "$rc" = - ]; do
+		if [ "$rs" = - ] && ! kill -0 $spid 2>/dev/null; then
+			wait $spid && rs=0 || rs=$?
+			[ "$rs" = 0 ] || [ "$rc" != - ] || { t_stop $cpid; rc=stopped; }
+		fi
+		if [ "$rc" = - ] && ! kill -0 $cpid 2>/dev/null; then
+			wait $cpid && rc=0 || rc=$?
+			[ "$rc" = 0 ] || [ "$rs" != - ] || { t_stop $spid; rs=stopped; }
+		fi
+		sleep 0.1
+	done
+	sed "s/^/# $name client: /" "$cli" | tail -5 >&2
+	[ "$rc" = 0 ] && [ "$rs" = 0 ] || { fail "fi_pingpong $* exit client $rc, server $rs:" \
+		"$(grep -v '^bytes\|^[0-9]' "$cli" "$srv" | tail -3 | tr '\n' ' ')"; return 1; }
+	# A row per size: "SIZE 20 =20 ..." (sent and acknowledged counts).
+	local rows
+	rows=$(grep -cE '^[0-9.]+[kmg]? +20 +=20 ' "$cli")
+	[ "$rows" -ge "${PP_MIN_ROWS:-1}" ] ||
+		{ fail "fi_pingpong $*: $rows result rows, want ${PP_MIN_ROWS:-1}"; return 1; }
+}
+
+# Every size from 0 to the largest datagram (-S all), byte-exact.
+case_dgram() { PP_MIN_ROWS=20 _pingpong dgram -p xvi -e dgram -S all; }
+
+# Reliable, tagged-capable endpoints from ofi_rxd over xvi datagrams:
+# messages up to 1 MiB, segmented by rxd into datagrams.
+case_rdm() { PP_MIN_ROWS=30 _pingpong rdm -p 'xvi;ofi_rxd' -e rdm -S all; }
+
+case_bad_iface() {
+	local out rc
+	out=$(t_x b env FI_XVI_IFACE=nosuch0 fi_info -p xvi 2>&1) && rc=0 || rc=$?
+	[ $rc != 0 ] || { fail "fi_info accepted FI_XVI_IFACE=nosuch0: ${out:0:200}"; return 1; }
+	grep -q 'FI_XVI_IFACE=nosuch0' <<<"$out" ||
+		{ fail "no message naming FI_XVI_IFACE: ${out:0:300}"; return 1; }
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	info		case_info	"fi_info lists xvi (DGRAM on xv0) and xvi;ofi_rxd (RDM)"
+	dgram		case_dgram	"fi_pingpong -p xvi -e dgram -c -S all, a -> b"
+	rdm		case_rdm	"fi_pingpong -p 'xvi;ofi_rxd' -e rdm -c -S all, a -> b"
+	bad_iface	case_bad_iface	"FI_XVI_IFACE naming no interface: refused, named"
+)
+
+t_main "$@"
