@@ -261,10 +261,15 @@ t_wait_endpoint_port() {
 
 # Wait until a kernel UDP socket on NODE listens on PORT (`ss`): a server
 # program is ready for traffic.  Bounded like t_wait_file.
-t_wait_udp_port() {
-	local node=$1 port=$2 i
+t_wait_udp_port() { _t_wait_port -uln "$@"; }
+
+# The same for a TCP listener.
+t_wait_tcp_port() { _t_wait_port -tln "$@"; }
+
+_t_wait_port() {
+	local opt=$1 node=$2 port=$3 i
 	for i in $(seq "$T_WAIT_TENTHS"); do
-		[ -n "$(t_x "$node" ss -H -uln "sport = :$port" 2>/dev/null)" ] && return 0
+		[ -n "$(t_x "$node" ss -H "$opt" "sport = :$port" 2>/dev/null)" ] && return 0
 		sleep 0.1
 	done
 	return 1

@@ -23,16 +23,6 @@ t_setup() {
 	t_attach a && t_attach b
 }
 
-# Wait until a TCP listener on node $1 has port $2.
-_wait_tcp_port() {
-	local i
-	for i in $(seq "$T_WAIT_TENTHS"); do
-		[ -n "$(t_x "$1" ss -H -tln "sport = :$2" 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 case_info() {
 	local out
 	out=$(t_x b fi_info -p xvi 2>&1) || { fail "fi_info -p xvi failed: ${out:0:300}"; return 1; }
@@ -53,7 +43,7 @@ _pingpong() {
 	shift
 	t_x -T 120 b fi_pingpong -c -I 20 "$@" >"$srv" 2>&1 &
 	local spid=$!
-	_wait_tcp_port b $PP_PORT || { t_stop $spid
+	t_wait_tcp_port b $PP_PORT || { t_stop $spid
 		fail "fi_pingpong server on b never listened: $(tail -3 "$srv")"; return 1; }
 	t_x -T 120 a fi_pingpong -c -I 20 "$@" 198.18.0.2 >"$cli" 2>&1 &
 	local cpid=$!

@@ -75,16 +75,6 @@ _kfwd() {
 		END { print s + 0 }'
 }
 
-# Wait (bounded) until a TCP socket on NODE listens on PORT.
-_wait_tcp_listen() {
-	local i
-	for i in $(seq "$T_WAIT_TENTHS"); do
-		[ -n "$(t_x "$1" ss -H -tln "sport = :$2" 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 _pings() {	# NODE DST COUNT [ping args]: every echo answered
 	local node=$1 dst=$2 n=$3
 	shift 3
@@ -139,7 +129,7 @@ case_tcp() {
 	local f0 f1 k0 k1 spid
 	t_x -T 30 b iperf3 -s -1 -B $B4 -p 5201 >"$T_TMP/iperf-s.out" 2>&1 &
 	spid=$!
-	_wait_tcp_listen b 5201 || { t_stop $spid
+	t_wait_tcp_port b 5201 || { t_stop $spid
 		fail "iperf3 server on b did not start: $(cat "$T_TMP/iperf-s.out")"; return 1; }
 	f0=$(_rt rt_forwarded) k0=$(_kfwd)
 	t_x -T 30 a iperf3 -c $B4 -p 5201 -n 32M -J >"$T_TMP/iperf.json" 2>"$T_TMP/iperf.err" ||
