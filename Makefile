@@ -278,3 +278,13 @@ endif
 install-fabric: $(FABRIC_LIB)
 	install -d $(DESTDIR)$(FABRIC_PROVDIR)
 	install -m 0755 $(FABRIC_LIB) $(DESTDIR)$(FABRIC_PROVDIR)/libxvi-fi.so
+
+# The MPI job the fabric suite and the bench run over the provider
+# (tests/mpi/), built when Open MPI's mpicc is there (Debian: libopenmpi-dev).
+MPICC ?= mpicc
+HAVE_MPI := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
+$(B)/tests/mpi_check: tests/mpi/mpi_check.c | $(B)/tests
+	$(MPICC) -O2 -g $(WARN) -o $@ $<
+ifeq ($(HAVE_MPI),1)
+all: $(B)/tests/mpi_check
+endif

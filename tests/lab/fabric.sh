@@ -7,6 +7,9 @@
 # libfabric-bin's fi_pingpong must run over it in both modes with its data
 # check (-c: every received byte compared with the pattern sent); a wrong
 # interface must be refused with a message that names FI_XVI_IFACE.
+# Open MPI must run tests/mpi/mpi_check (ring, allreduce, ping-pong, each
+# result checked by the program) with one rank on a and one on b over the
+# OFI MTL on xvi;ofi_rxd (tests/mpi/lab-mpirun).
 
 . "$(dirname "$0")/_tap.sh"
 
@@ -75,6 +78,23 @@ case_dgram() { PP_MIN_ROWS=20 _pingpong dgram -p xvi -e dgram -S all; }
 # messages up to 1 MiB, segmented by rxd into datagrams.
 case_rdm() { PP_MIN_ROWS=30 _pingpong rdm -p 'xvi;ofi_rxd' -e rdm -S all; }
 
+case_mpi() {
+	local out=$T_TMP/mpi.out rc
+	t_need "$T_B/tests/mpi_check" || return 1
+	command -v mpirun >/dev/null || { fail "mpirun missing: install openmpi-bin (make deps)"
+		return 1; }
+	bash "$T_ROOT/tests/mpi/lab-mpirun" --name "$T_LAB" --transport xvi -T 120 \
+		"$T_B/tests/mpi_check" 20 >"$out" 2>&1 && rc=0 || rc=$?
+	sed 's/^/# mpi: /' "$out" | tail -14 >&2
+	[ $rc = 0 ] || { fail "mpirun exit $rc: $(grep -v '^pingpong' "$out" | tail -3 |
+		tr '\n' ' ')"; return 1; }
+	grep -q '^mpi_check: OK ranks 2$' "$out" ||
+		{ fail "mpi_check did not report OK for 2 ranks: $(tail -2 "$out" | tr '\n' ' ')"
+		return 1; }
+	# The job must have used the provider: the ping-pong rows came back.
+	[ "$(grep -c '^pingpong ' "$out")" -ge 11 ] || { fail "ping-pong rows missing"; return 1; }
+}
+
 case_bad_iface() {
 	local out rc
 	out=$(t_x b env FI_XVI_IFACE=nosuch0 fi_info -p xvi 2>&1) && rc=0 || rc=$?
@@ -88,6 +108,7 @@ CASES=(
 	info		case_info	"fi_info lists xvi (DGRAM on xv0) and xvi;ofi_rxd (RDM)"
 	dgram		case_dgram	"fi_pingpong -p xvi -e dgram -c -S all, a -> b"
 	rdm		case_rdm	"fi_pingpong -p 'xvi;ofi_rxd' -e rdm -c -S all, a -> b"
+	mpi		case_mpi	"Open MPI, 2 ranks (a, b), OFI MTL on xvi;ofi_rxd: mpi_check"
 	bad_iface	case_bad_iface	"FI_XVI_IFACE naming no interface: refused, named"
 )
 
