@@ -390,6 +390,7 @@ def main():
     prot = [r for r in recs if r.get("test") == "protected"]
     router = [r for r in recs if r.get("test") == "router"]
     trace = [r.get("text") for r in recs if r.get("test") == "trace" and r.get("text")]
+    fabric = [r for r in recs if r.get("test") == "fabric"]
     copy = {v: stat([r.get("wall_ms") for r in recs if r.get("test") == "copy" and
                      r.get("variant") == v and not r.get("error")])
             for v in ("xvi-cat", "kernel-tcp")}
@@ -483,6 +484,7 @@ def main():
         "protected": [r.get("text") or r.get("client") for r in prot],
         "router": [r.get("text") for r in router],
         "trace": trace,
+        "fabric": [r.get("text") for r in fabric],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
         "stream_bandwidth": sbw, "jumbo": jumbo, "raw_xvi_bps_1500": raw_bps,
@@ -854,6 +856,19 @@ def main():
         w("")
         w("\n\n".join(trace) if trace else
           "Script problem: %s" % unavailable.get("trace"))
+        w("")
+
+    # libfabric provider and MPI
+    texts = [r["text"] for r in fabric if r.get("text")]
+    if texts or "fabric" in unavailable:
+        w("## 4d. libfabric and MPI over xvi")
+        w("")
+        w("From tests/bench/fabric.sh (its own two-node lab; docs/SCALE-OUT.md):")
+        w("")
+        w("\n".join(texts))
+        w("")
+    if unavailable.get("fabric"):
+        w("Script problem: %s" % unavailable["fabric"])
         w("")
 
     # optimisations
