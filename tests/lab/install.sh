@@ -4,7 +4,8 @@
 # install.sh: make install and make uninstall as an application developer
 # sees them, into a temporary DESTDIR with PREFIX=/usr (no lab needed):
 #   - the files land under DESTDIR/usr: the programs, libxvi.a, libxvi.so.VERSION
-#     with its soname links, libxvi.pc, the public headers only, the man pages;
+#     with its soname links, libxvi.pc, the public headers only, the man pages,
+#     the libfabric provider lib/libfabric/libxvi-fi.so (with libfabric-dev);
 #   - the installed libxvi.pc names the install's prefix, not the build's, and
 #     its --static libraries cover every dependency of libxvi.a;
 #   - the README's example (tests/install/readme_example.c) builds from the
@@ -73,6 +74,9 @@ case_files() {
 		[ -x "$I_ROOT/bin/$f" ] || { fail "bin/$f not installed"; return 1; }
 	done
 	[ -f "$lib/libxvi.a" ] || { fail "lib/libxvi.a not installed"; return 1; }
+	# The libfabric provider, where it is built (libfabric-dev present).
+	[ ! -f /usr/include/rdma/providers/fi_prov.h ] || [ -x "$lib/libfabric/libxvi-fi.so" ] ||
+		{ fail "lib/libfabric/libxvi-fi.so not installed"; return 1; }
 	if [ ! -f "$lib/libxvi.so.$I_VERSION" ] || [ -L "$lib/libxvi.so.$I_VERSION" ]; then
 		fail "lib/libxvi.so.$I_VERSION is not a file"
 		return 1
