@@ -270,8 +270,12 @@ $(FABRIC_LIB): $(FABRIC_OBJS) $(B)/lib/libxvi.a fabric/libxvi-fi.map | $(B)/lib
 		$(FABRIC_OBJS) $(B)/lib/libxvi.a $(LDLIBS) -lfabric
 
 .PHONY: install-fabric
+# The lab's check of what fi_pingpong does not reach (tests/lab/fabric.sh).
+$(B)/tests/fi_check: tests/fabric/fi_check.c | $(B)/tests
+	$(CC) -O2 -g $(WARN) -std=gnu11 -o $@ $< -lfabric
+
 ifeq ($(HAVE_FABRIC),1)
-all: $(FABRIC_LIB)
+all: $(FABRIC_LIB) $(B)/tests/fi_check
 install: install-fabric
 INSTALLED += $(FABRIC_PROVDIR)/libxvi-fi.so
 endif

@@ -7,6 +7,9 @@
 # libfabric-bin's fi_pingpong must run over it in both modes with its data
 # check (-c: every received byte compared with the pattern sent); a wrong
 # interface must be refused with a message that names FI_XVI_IFACE.
+# tests/fabric/fi_check.c checks what fi_pingpong does not reach: sread
+# with a wait fd and its timeout, readfrom, iovecs, cancel, truncation,
+# datagrams that arrive before their receive is posted.
 # Open MPI must run tests/mpi/mpi_check (ring, allreduce, ping-pong, each
 # result checked by the program) with one rank on a and one on b over the
 # OFI MTL on xvi;ofi_rxd (tests/mpi/lab-mpirun).
@@ -95,6 +98,22 @@ case_mpi() {
 	[ "$(grep -c '^pingpong ' "$out")" -ge 11 ] || { fail "ping-pong rows missing"; return 1; }
 }
 
+case_cq() {
+	local srv=$T_TMP/cq.srv cli=$T_TMP/cq.cli rs rc
+	t_need "$T_B/tests/fi_check" || return 1
+	t_x -T 30 b "$T_B/tests/fi_check" server 198.18.0.2 198.18.0.1 >"$srv" 2>&1 &
+	local pid=$!
+	t_wait_endpoint_port b 7300 || { t_stop $pid
+		fail "fi_check server's endpoint never came up: $(tail -2 "$srv")"; return 1; }
+	t_x -T 30 a "$T_B/tests/fi_check" client 198.18.0.1 198.18.0.2 >"$cli" 2>&1 &&
+		rc=0 || rc=$?
+	[ $rc = 0 ] || t_stop $pid
+	wait $pid && rs=0 || rs=$?
+	[ $rc = 0 ] && [ $rs = 0 ] && grep -q 'fi_check: OK' "$srv" ||
+		{ fail "fi_check client $rc, server $rs: $(tail -2 "$cli" "$srv" | tr '\n' ' ')"
+		return 1; }
+}
+
 case_bad_iface() {
 	local out rc
 	out=$(t_x b env FI_XVI_IFACE=nosuch0 fi_info -p xvi 2>&1) && rc=0 || rc=$?
@@ -109,6 +128,7 @@ CASES=(
 	dgram		case_dgram	"fi_pingpong -p xvi -e dgram -c -S all, a -> b"
 	rdm		case_rdm	"fi_pingpong -p 'xvi;ofi_rxd' -e rdm -c -S all, a -> b"
 	mpi		case_mpi	"Open MPI, 2 ranks (a, b), OFI MTL on xvi;ofi_rxd: mpi_check"
+	cq		case_cq		"fi_check: sread, readfrom, iovecs, cancel, truncation"
 	bad_iface	case_bad_iface	"FI_XVI_IFACE naming no interface: refused, named"
 )
 
