@@ -110,7 +110,8 @@ case_cq() {
 	[ $rc = 0 ] || t_stop $pid
 	wait $pid && rs=0 || rs=$?
 	[ $rc = 0 ] && [ $rs = 0 ] && grep -q 'fi_check: OK' "$srv" ||
-		{ fail "fi_check client $rc, server $rs: $(tail -2 "$cli" "$srv" | tr '\n' ' ')"
+		{ fail "fi_check client $rc, server $rs:" \
+			"$(grep -h fi_check "$cli" "$srv" | tail -2 | tr '\n' ' ')"
 		return 1; }
 }
 
