@@ -104,6 +104,7 @@ for kind, title in (("dgram", "fi_pingpong -e dgram"), ("rdm", "fi_pingpong -e r
     print("\n%s: median (min-max) of %s rounds; ratio = other / %s "
           "(usec: above 1, xvi is faster; MB/s: below 1, xvi is faster)" %
           (title, max(len(v) for s in sizes for v in rows[(kind, s)].values()), base[kind]))
+    print()
     print("| size | metric | " + " | ".join(variants) + " | " +
           " | ".join("%s/%s" % (v, base[kind]) for v in variants[1:]) + " |")
     print("|---" * (2 + 2 * len(variants) - 1) + "|")
