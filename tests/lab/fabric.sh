@@ -14,6 +14,7 @@
 # result checked by the program) with one rank on a and one on b over the
 # OFI MTL on xvi;ofi_rxd (tests/mpi/lab-mpirun).
 
+# shellcheck source=tests/lab/_tap.sh
 . "$(dirname "$0")/_tap.sh"
 
 PROVDIR=$T_B/lib
