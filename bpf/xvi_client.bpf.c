@@ -13,10 +13,19 @@
  * the slot's drop_client_meta.  A veth has one queue: the socket is bound
  * to queue 0 and sits at index 0.  No socket yet (or any more): drop, the
  * client end has no stack to pass to.
+ *
+ * Handlers the owner loaded through xdp-vid (docs/EXTENSIONS.md, "Loading
+ * through xdp-vid") run here, not in xvi_demux: an XDP_TX from this end
+ * goes to the host end, whose TC ingress guard checks it like any frame
+ * the client sends.  The tables are this endpoint's own, so a handler
+ * runs only on its owner's frames.
  */
 #include <linux/bpf.h>
+#include <linux/pkt_cls.h>
 #include <bpf/bpf_helpers.h>
+#include <bpf/bpf_endian.h>
 #include "xvi_wire.h"
+#include "xvi_ext.h"
 
 /* The endpoint's slot: set by xdp-vid through the skeleton before load.
  * The default matches no metadata, so an unset program takes nothing. */
@@ -31,10 +40,87 @@ struct {
 } xvi_client_xsk SEC(".maps");
 
 /*
+ * The handlers, two generations of XVI_EXT_MAX_HANDLERS: generation g's
+ * handler h at g * XVI_EXT_MAX_HANDLERS + h.  Written by xdp-vid (the
+ * generation not in use only), read by XDP (bpf_tail_call).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, 2 * XVI_EXT_MAX_HANDLERS);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_client_ext SEC(".maps");
+
+/* [0] = the generation in use, 0 or 1.  Flipped by xdp-vid once the other
+ * generation is complete; read by XDP once per message. */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_client_gen SEC(".maps");
+
+/*
+ * xvi_ext_ret (from xvi_ext.h), this object's own: the handlers' way back
+ * here.  xdp-vid gives the handlers this map in place of theirs and puts
+ * xvi_client_deliver at [XVI_EXT_RET_DELIVER].
+ */
+
+/*
  * xvi_ep_stats: xdp-vid replaces it by the datapath's pinned map before
  * load, so drops here appear next to the endpoint's other counters.
  */
 #include "ep_stats.h"
+
+static __always_inline struct xvi_ep_counters *ep_of(__u32 slot)
+{
+	return bpf_map_lookup_elem(&xvi_ep_stats, &slot);
+}
+
+/*
+ * An active message (docs/EXTENSIONS.md, "Dispatch") runs the handler its
+ * index names in the generation in use, by a tail call that does not
+ * return.  Returns when the payload is no active message, or, counted,
+ * when its header is bad or no handler is at the index: delivered then.
+ */
+static __always_inline void xvi_client_dispatch(struct xdp_md *ctx, __u32 slot,
+						const struct xvi_rx_meta *meta)
+{
+	void *end = (void *)(long)ctx->data_end;
+	void *data = (void *)(long)ctx->data;
+	struct xvi_ep_counters *ep;
+	struct xvi_am_hdr *am;
+	__u32 zero = 0, off, *gen;
+	__u16 h;
+
+	if (meta->payload_len < XVI_AM_HDR_LEN)
+		return;
+	off = meta->payload_off;
+	if (off > 256)
+		return;
+	am = data + off;
+	/* An ordinary message costs these two compares and nothing else. */
+	if ((void *)(am + 1) > end || am->magic != bpf_htonl(XVI_AM_MAGIC))
+		return;
+	ep = ep_of(slot);
+	if (!ep)
+		return;
+	if (am->version != XVI_AM_VERSION) {
+		ep->ext_bad_version++;
+		return;
+	}
+	h = bpf_ntohs(am->handler);
+	if (h >= XVI_EXT_MAX_HANDLERS) {
+		ep->ext_bad_index++;
+		return;
+	}
+	gen = bpf_map_lookup_elem(&xvi_client_gen, &zero);
+	if (!gen)
+		return;
+	ep->ext_msgs++;
+	bpf_tail_call(ctx, &xvi_client_ext, (*gen & 1) * XVI_EXT_MAX_HANDLERS + h);
+	ep->ext_missing++;
+}
 
 SEC("xdp")
 int xvi_client(struct xdp_md *ctx)
@@ -58,7 +144,50 @@ int xvi_client(struct xdp_md *ctx)
 			ep->drop_client_meta++;
 		return XDP_DROP;
 	}
+	xvi_client_dispatch(ctx, slot, meta);
 	return bpf_redirect_map(&xvi_client_xsk, 0, XDP_DROP);
+}
+
+/*
+ * xvi_ext_deliver() of a handler: to the socket.  Only this endpoint's
+ * handlers reach it, and the socket is the owner's: whatever the handler
+ * did to the frame or its metadata reaches no one else.
+ */
+SEC("xdp")
+int xvi_client_deliver(struct xdp_md *ctx)
+{
+	struct xvi_ep_counters *ep = ep_of(xvi_slot);
+
+	if (ep)
+		ep->ext_delivered++;
+	return bpf_redirect_map(&xvi_client_xsk, 0, XDP_DROP);
+}
+
+/*
+ * On the host end while the endpoint has handlers: an XDP_TX from the
+ * client end reaches the host end only when it runs XDP (docs/KERNEL.md,
+ * facts 7 and 28); the frames go on to its TC ingress guard.
+ */
+SEC("xdp")
+int xvi_client_host_pass(struct xdp_md *ctx)
+{
+	return XDP_PASS;
+}
+
+/*
+ * At TC ingress of the client end while the endpoint has handlers: a
+ * handler's XDP_PASS would hand its frame, whatever it wrote into it, to
+ * the host's own stack as received on this end.  Nothing else ever
+ * reaches the client end's stack (xvi_client only redirects or drops).
+ */
+SEC("tc")
+int xvi_client_stack_drop(struct __sk_buff *skb)
+{
+	struct xvi_ep_counters *ep = ep_of(xvi_slot);
+
+	if (ep)
+		ep->drop_client_meta++;
+	return TC_ACT_SHOT;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

@@ -57,14 +57,81 @@ void xvi_broker__req_init(struct xvi_broker_req *req, __u16 op)
 	req->size = sizeof(*req);
 }
 
-static int send_req(int conn, const struct xvi_broker_req *req)
+ssize_t xvi_broker__send_fd(int sk, const void *buf, size_t len, int fd, int flags)
 {
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *cm;
 	ssize_t n;
 
-	n = send(conn, req, sizeof(*req), MSG_NOSIGNAL);
+	if (fd >= 0) {
+		memset(&cbuf, 0, sizeof(cbuf));
+		msg.msg_control = cbuf.buf;
+		msg.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
+	}
+	n = sendmsg(sk, &msg, flags | MSG_NOSIGNAL);
+	return n < 0 ? -errno : n;
+}
+
+ssize_t xvi_broker__recv_fd(int sk, void *buf, size_t len, int *fd, int flags, int *msg_flags)
+{
+	union {
+		char buf[CMSG_SPACE(sizeof(int))];
+		struct cmsghdr align;
+	} cbuf;
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+	struct msghdr msg = {
+		.msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
+	};
+	struct cmsghdr *cm;
+	ssize_t n;
+	size_t k;
+	int got;
+
+	if (fd)
+		*fd = -1;
+	n = recvmsg(sk, &msg, flags | MSG_CMSG_CLOEXEC);
 	if (n < 0)
 		return -errno;
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (k = 0; k < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); k++) {
+			memcpy(&got, CMSG_DATA(cm) + k * sizeof(int), sizeof(got));
+			if (fd && *fd < 0)
+				*fd = got;
+			else
+				close(got);
+		}
+	}
+	if (msg_flags)
+		*msg_flags = msg.msg_flags;
+	return n;
+}
+
+/* One request, with @fd attached (SCM_RIGHTS) if >= 0. */
+static int send_req_fd(int conn, const struct xvi_broker_req *req, int fd)
+{
+	ssize_t n = xvi_broker__send_fd(conn, req, sizeof(*req), fd, 0);
+
+	if (n < 0)
+		return n;
 	return n == sizeof(*req) ? 0 : -EIO;
+}
+
+static int send_req(int conn, const struct xvi_broker_req *req)
+{
+	return send_req_fd(conn, req, -1);
 }
 
 /*
@@ -73,19 +140,9 @@ static int send_req(int conn, const struct xvi_broker_req *req)
  */
 static int recv_resp(int conn, __u16 op, struct xvi_broker_resp *resp, int *fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { .iov_base = resp, .iov_len = sizeof(*resp) };
-	struct msghdr msg = {
-		.msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf),
-	};
 	struct pollfd pfd = { .fd = conn, .events = POLLIN };
-	struct cmsghdr *cm;
+	int r, mflags = 0;
 	ssize_t n;
-	int r;
 
 	if (fd)
 		*fd = -1;
@@ -96,21 +153,9 @@ static int recv_resp(int conn, __u16 op, struct xvi_broker_resp *resp, int *fd)
 		return -errno;
 	if (!r)
 		return -ETIMEDOUT;
-	n = recvmsg(conn, &msg, MSG_CMSG_CLOEXEC);
+	n = xvi_broker__recv_fd(conn, resp, sizeof(*resp), fd, 0, &mflags);
 	if (n < 0)
-		return -errno;
-	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm)) {
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS &&
-		    cm->cmsg_len == CMSG_LEN(sizeof(int))) {
-			int got;
-
-			memcpy(&got, CMSG_DATA(cm), sizeof(got));
-			if (fd && *fd < 0)
-				*fd = got;
-			else
-				close(got);
-		}
-	}
+		return n;
 	if (n == 0)
 		return -ECONNRESET;
 	if (n == sizeof(*resp) && resp->magic == XVI_BROKER_MAGIC &&
@@ -119,7 +164,7 @@ static int recv_resp(int conn, __u16 op, struct xvi_broker_resp *resp, int *fd)
 		pr_warn("xdp-vid revoked the endpoint: %s\n", resp->msg);
 		return resp->error < 0 ? resp->error : -ECONNRESET;
 	}
-	if (n != sizeof(*resp) || (msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) ||
+	if (n != sizeof(*resp) || (mflags & (MSG_TRUNC | MSG_CTRUNC)) ||
 	    resp->magic != XVI_BROKER_MAGIC || resp->size != sizeof(*resp) ||
 	    resp->op != op) {
 		if (fd && *fd >= 0) {
@@ -133,32 +178,45 @@ static int recv_resp(int conn, __u16 op, struct xvi_broker_resp *resp, int *fd)
 	return 0;
 }
 
-int xvi_broker__open(const char *ifname, const struct xvi_tag *tag,
-		     __u32 frame_size, __u32 num_frames, int *conn, int *xsk,
-		     struct xvi_broker_resp *resp)
+/* A connection to the broker of @ifname in @*fd; a negative errno, logged. */
+static int broker_connect(const char *ifname, int *fd)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct xvi_broker_req req;
-	int fd, err, sfd = -1;
+	int err;
 
-	*conn = -1;
-	*xsk = -1;
+	*fd = -1;
 	err = xvi_broker__path(ifname, sun.sun_path, sizeof(sun.sun_path));
 	if (err) {
 		pr_warn("%s: cannot name the xdp-vid socket: %s\n", ifname, strerror(-err));
 		return err;
 	}
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
+	*fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (*fd < 0)
 		return -errno;
-	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun))) {
+	if (connect(*fd, (struct sockaddr *)&sun, sizeof(sun))) {
 		err = -errno;
 		pr_warn("%s: no endpoint broker at %s (%s): start 'xdp-vid %s' as root "
 			"for unprivileged endpoints, or run with CAP_NET_RAW and CAP_BPF\n",
 			ifname, sun.sun_path, strerror(-err), ifname);
-		close(fd);
+		close(*fd);
+		*fd = -1;
 		return err == -ENOENT ? -ECONNREFUSED : err;
 	}
+	return 0;
+}
+
+int xvi_broker__open(const char *ifname, const struct xvi_tag *tag,
+		     __u32 frame_size, __u32 num_frames, int *conn, int *xsk,
+		     struct xvi_broker_resp *resp)
+{
+	struct xvi_broker_req req;
+	int fd, err, sfd = -1;
+
+	*conn = -1;
+	*xsk = -1;
+	err = broker_connect(ifname, &fd);
+	if (err)
+		return err;
 	xvi_broker__req_init(&req, XVI_BROKER_OPEN);
 	req.frame_size = frame_size;
 	req.num_frames = num_frames;
@@ -260,6 +318,81 @@ int xvi_broker__revoked(int conn)
 		return err == -ECONNRESET ? err : 0;
 	pr_warn("xdp-vid revoked the endpoint: %s\n", resp.msg);
 	return resp.error < 0 ? resp.error : -ECONNRESET;
+}
+
+/* An EXT_* request on a connection of its own: the reply in @resp. */
+static int ext_request(const char *ifname, struct xvi_broker_req *req, int obj_fd,
+		       struct xvi_broker_resp *resp, char *log, size_t log_size)
+{
+	struct pollfd pfd;
+	int fd, err;
+	ssize_t n;
+
+	if (log && log_size)
+		log[0] = '\0';
+	err = broker_connect(ifname, &fd);
+	if (err)
+		return err;
+	req->tag.pad = 0;
+	snprintf(req->ifname, sizeof(req->ifname), "%s", ifname);
+	err = send_req_fd(fd, req, obj_fd);
+	if (!err)
+		err = recv_resp(fd, req->op, resp, NULL);
+	if (err) {
+		pr_warn("%s: xdp-vid did not answer the handler request: %s\n", ifname,
+			strerror(-err));
+		goto out;
+	}
+	/* The verifier's log follows the reply as one message of its own. */
+	if (resp->log_len && log && log_size > 1) {
+		pfd.fd = fd;
+		pfd.events = POLLIN;
+		if (poll(&pfd, 1, XVI_BROKER_TIMEOUT_MS) == 1) {
+			n = recv(fd, log, log_size - 1, 0);
+			log[n > 0 ? n : 0] = '\0';
+		}
+	}
+	if (resp->error) {
+		err = resp->error < 0 ? resp->error : -EPROTO;
+		pr_warn("%s: xdp-vid refused: %s\n", ifname,
+			resp->msg[0] ? resp->msg : strerror(-err));
+	}
+out:
+	close(fd);
+	return err;
+}
+
+int xvi_broker__ext_load(const char *ifname, const struct xvi_tag *tag, __u32 handler,
+			 int obj_fd, const char *prog, bool replace, char *log, size_t log_size,
+			 __u32 *prog_id)
+{
+	struct xvi_broker_resp resp;
+	struct xvi_broker_req req;
+	int err;
+
+	if (prog && strlen(prog) >= sizeof(req.ext_prog))
+		return -ENAMETOOLONG;
+	xvi_broker__req_init(&req, XVI_BROKER_EXT_LOAD);
+	req.tag = *tag;
+	req.ext_handler = handler;
+	req.ext_flags = replace ? XVI_BROKER_EXT_REPLACE : 0;
+	if (prog)
+		snprintf(req.ext_prog, sizeof(req.ext_prog), "%s", prog);
+	err = ext_request(ifname, &req, obj_fd, &resp, log, log_size);
+	if (!err && prog_id)
+		*prog_id = resp.prog_id;
+	return err;
+}
+
+int xvi_broker__ext_unload(const char *ifname, const struct xvi_tag *tag, __u32 handler)
+{
+	struct xvi_broker_resp resp;
+	struct xvi_broker_req req;
+
+	xvi_broker__req_init(&req, XVI_BROKER_EXT_UNLOAD);
+	req.tag = *tag;
+	req.ext_handler = handler;
+	return ext_request(ifname, &req, -1, &resp, NULL, 0);
 }
 
 /* The socket setup by hand (xvi_xsk__setup_fd) lives in xsk/setup.c. */

@@ -23,10 +23,21 @@
  *   RESOLVE(next hop)        --->   (any time) the daemon routes it and starts
  *                                   resolution of its on-link next hop (rate
  *                            <---   limited); reply with the MAC once known
- *   close / exit / crash     --->   veth pair, programs, table entries gone
+ *   close / exit / crash     --->   veth pair, programs, table entries,
+ *                                   handlers gone
  *                            <---   REVOKE(why), unasked, when the daemon
  *                                   takes the endpoint away (its address
  *                                   left the interface); then it closes
+ *
+ * Extension handlers (docs/EXTENSIONS.md), on a connection of their own,
+ * one request each, by the endpoint owner's uid:
+ *
+ *   EXT_LOAD(tag, index, prog)  policy "ext", limits, load in a child with
+ *   + the object's fd  ------>  CAP_BPF + CAP_NET_ADMIN only, install as a
+ *                               new generation of the endpoint's handlers
+ *                        <---   reply (+ the verifier's log, log_len bytes,
+ *                               in a second message); then it closes
+ *   EXT_UNLOAD(tag, index) -->  a new generation without it
  */
 #ifndef XVI_BROKER_H
 #define XVI_BROKER_H
@@ -40,7 +51,7 @@
 #include "xsk/setup.h"
 
 #define XVI_BROKER_MAGIC	0x78766962u	/* "xvib" */
-#define XVI_BROKER_VERSION	1
+#define XVI_BROKER_VERSION	2
 
 enum xvi_broker_op {
 	XVI_BROKER_OPEN = 1,
@@ -52,7 +63,13 @@ enum xvi_broker_op {
 	 * connection closes after it.
 	 */
 	XVI_BROKER_REVOKE = 4,
+	XVI_BROKER_EXT_LOAD = 5,	/* the object's fd with it (SCM_RIGHTS) */
+	XVI_BROKER_EXT_UNLOAD = 6,
 };
+
+#define XVI_BROKER_EXT_REPLACE	1	/* ext_flags: replace a handler at the index */
+/* The verifier's log a refused EXT_LOAD gets back, at most. */
+#define XVI_BROKER_EXT_LOG_MAX	(64 * 1024)
 
 struct xvi_broker_req {
 	__u32 magic;		/* XVI_BROKER_MAGIC */
@@ -64,7 +81,10 @@ struct xvi_broker_req {
 	__u32 family;		/* RESOLVE: AF_INET or AF_INET6 */
 	__u8 addr[16];		/* RESOLVE: next hop */
 	struct xvi_tag tag;	/* OPEN: the endpoint (unused bytes zero) */
-	char ifname[IF_NAMESIZE]; /* OPEN: must be the daemon's interface */
+	char ifname[IF_NAMESIZE]; /* OPEN, EXT_*: must be the daemon's interface */
+	__u32 ext_handler;	/* EXT_*: the index, < XVI_EXT_MAX_HANDLERS */
+	__u32 ext_flags;	/* EXT_LOAD: XVI_BROKER_EXT_* */
+	char ext_prog[64];	/* EXT_LOAD: the program in the object, "" for its only one */
 	__u8 reserved[32];	/* zero */
 };
 
@@ -79,6 +99,8 @@ struct xvi_broker_resp {
 	char dev[IF_NAMESIZE];	/* OPEN: bind the socket here, queue 0 */
 	__u8 mac[6];		/* RESOLVE: the next hop's MAC */
 	__u8 pad[2];
+	__u32 log_len;		/* EXT_LOAD: bytes of verifier log in the next message */
+	__u32 prog_id;		/* EXT_LOAD: the handler's program id */
 	char msg[256];		/* why, when error != 0 (names the rule) */
 };
 
@@ -89,6 +111,19 @@ int xvi_broker__path(const char *ifname, char *buf, size_t len);
  * daemon that died leaves it behind: the open then says so.)
  */
 bool xvi_broker__listening(const char *ifname);
+
+/*
+ * One message of @len bytes on @sk, @fd attached (SCM_RIGHTS) if >= 0;
+ * @flags for sendmsg, MSG_NOSIGNAL added.  Bytes sent or a negative errno.
+ */
+ssize_t xvi_broker__send_fd(int sk, const void *buf, size_t len, int fd, int flags);
+/*
+ * One message into @buf (recvmsg @flags, MSG_CMSG_CLOEXEC added): the
+ * first fd it carried in *fd (-1 if none; any other is closed), the
+ * message's flags in *msg_flags.  Bytes or a negative errno.
+ */
+ssize_t xvi_broker__recv_fd(int sk, void *buf, size_t len, int *fd, int flags,
+			    int *msg_flags);
 
 /* Fill magic, version, op and size of a request. */
 void xvi_broker__req_init(struct xvi_broker_req *req, __u16 op);
@@ -121,6 +156,20 @@ int xvi_broker__resolve(int conn, int family, const __u8 *nexthop, __u8 mac[6],
  * daemon's message.  For a send that failed because the device is gone.
  */
 int xvi_broker__revoked(int conn);
+
+/*
+ * Client: load handler @handler of the protected endpoint @tag from the
+ * object file @obj_fd (program @prog, NULL or "" for its only one), as
+ * the calling uid, on a connection of its own.  0, or a negative errno
+ * logged with the daemon's reason; the verifier's log of a refused
+ * program goes to @log (NUL-terminated, if @log_size).  *prog_id: the
+ * handler's program id.
+ */
+int xvi_broker__ext_load(const char *ifname, const struct xvi_tag *tag, __u32 handler,
+			 int obj_fd, const char *prog, bool replace, char *log, size_t log_size,
+			 __u32 *prog_id);
+/* Client: unload handler @handler of the protected endpoint @tag. */
+int xvi_broker__ext_unload(const char *ifname, const struct xvi_tag *tag, __u32 handler);
 
 /*
  * Client: the broker's socket is set up with xvi_xsk__setup_fd()

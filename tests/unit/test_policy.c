@@ -58,14 +58,25 @@ static struct xvi_tag udp4(const char *ip, __u16 port)
 	return t;
 }
 
-/* xvid_policy_check for uid @uid (no groups); @bits gets the allowances. */
-static int check(uid_t uid, const struct xvi_tag *tag, __u32 *bits)
+/* xvid_policy_check for uid @uid (no groups): what the deciding rule grants. */
+static int check_grant(uid_t uid, const struct xvi_tag *tag, struct xvid_grant *g)
 {
 	struct xvid_client_id c = { .uid = uid, .gid = uid };
 	char why[256];
 
-	*bits = ~0u;
-	return xvid_policy_check(&policy, &c, tag, true, "xv0", bits, why, sizeof(why));
+	memset(g, 0xff, sizeof(*g));
+	g->ext = true;
+	return xvid_policy_check(&policy, &c, tag, true, "xv0", g, why, sizeof(why));
+}
+
+/* As check_grant; @bits gets the guard's allowances. */
+static int check(uid_t uid, const struct xvi_tag *tag, __u32 *bits)
+{
+	struct xvid_grant g;
+	int err = check_grant(uid, tag, &g);
+
+	*bits = g.guard_allow;
+	return err;
 }
 
 Test(policy, guard_allow_none_by_default)
@@ -158,4 +169,69 @@ Test(policy, numbers_are_decimal)
 	cr_assert_eq(load("allow uid:010 udp 5000\n"), 0);
 	cr_assert_eq(check(10, &t, &bits), 0);
 	cr_assert_eq(check(8, &t, &bits), -EPERM);
+}
+
+Test(policy, ext_granted_only_by_the_deciding_rule)
+{
+	struct xvi_tag t = udp4("198.18.0.2", 5000);
+	struct xvid_grant g;
+
+	cr_assert_eq(load("allow uid:1000 udp 5000 ext\n"
+			  "allow * udp 5000-5001 guard-allow group\n"), 0);
+	cr_assert_eq(check_grant(1000, &t, &g), 0);
+	cr_assert(g.ext);
+	cr_assert_eq(g.guard_allow, 0);
+	cr_assert_eq(check_grant(1001, &t, &g), 0);
+	cr_assert(!g.ext, "uid 1001 matched a rule without ext");
+	cr_assert_eq(g.guard_allow, XVI_GUARD_ALLOW_GROUP);
+}
+
+Test(policy, ext_with_guard_allow_in_either_order)
+{
+	cr_assert_eq(load("allow * udp 5000 guard-allow group ext\n"), 0);
+	cr_assert(policy.rules[0].ext);
+	cr_assert_eq(policy.rules[0].guard_allow, XVI_GUARD_ALLOW_GROUP);
+	cr_assert_eq(load("allow * raw 7-9 ext guard-allow all\n"), 0);
+	cr_assert(policy.rules[0].ext);
+	cr_assert_eq(load("allow * udp 5000 addr any ext\n"), 0);
+	cr_assert(policy.rules[0].ext);
+	cr_assert_eq(load("allow * udp 5000\n"), 0);
+	cr_assert(!policy.rules[0].ext, "ext is never the default");
+}
+
+Test(policy, ext_mistakes_refused_by_name)
+{
+	static const char *const bad[] = {
+		"deny * udp 5000 ext\n",		/* deny: nothing to grant */
+		"allow * udp 5000 ext ext\n",		/* twice */
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		cr_assert_eq(load(bad[i]), -EINVAL, "'%s' loaded", bad[i]);
+		cr_assert(strstr(last_warning, "ext goes once on allow rules"), "'%s': %s", bad[i],
+			  last_warning);
+	}
+	cr_assert_eq(load("allow * udp 5000 exts\n"), -EINVAL);
+	cr_assert(strstr(last_warning, "syntax"), "%s", last_warning);
+	cr_assert_eq(load("allow * udp 5000 guard-allow group guard-allow ip-options\n"),
+		     -EINVAL);
+}
+
+Test(policy, ext_limits)
+{
+	cr_assert_eq(load("allow * udp 5000 ext\n"), 0);
+	cr_assert_eq(policy.ext_handlers_per_uid, 4, "default handlers per uid");
+	cr_assert_eq(policy.ext_insns, 4096, "default instructions");
+	cr_assert_eq(policy.ext_map_bytes, 1u << 20, "default map bytes");
+	cr_assert_eq(load("limit ext-handlers-per-uid 2\nlimit ext-insns 100\n"
+			  "limit ext-map-bytes 65536\n"), 0);
+	cr_assert_eq(policy.ext_handlers_per_uid, 2);
+	cr_assert_eq(policy.ext_insns, 100);
+	cr_assert_eq(policy.ext_map_bytes, 65536);
+	cr_assert_eq(load("limit ext-insns 0\n"), 0);
+	cr_assert_eq(policy.ext_insns, 1, "clamped: a handler has at least one instruction");
+	cr_assert_eq(load("limit ext-handlers 2\n"), -EINVAL);
+	cr_assert(strstr(last_warning, "unknown limit") &&
+		  strstr(last_warning, "ext-handlers-per-uid"), "%s", last_warning);
 }

@@ -107,6 +107,8 @@ struct xvid_ep {
 	int guard_cfg;			/* the guard's xvi_guard_cfg map, kept for
 					 * address changes, or -1 */
 	__u32 guard_allow;		/* XVI_GUARD_ALLOW_*: from the policy rule */
+	bool ext_ok;			/* the rule grants ext: handlers may be loaded */
+	struct xvid_ext_tab ext;	/* the handler tables (ext.c) */
 	struct xvi_client_bpf *cskel;
 	struct xvi_guard_bpf *gskel;
 	char tagstr[80];
@@ -187,29 +189,12 @@ static void resp_init(struct xvi_broker_resp *r, __u16 op, int error)
 /* One reply on @conn, with @fd attached (SCM_RIGHTS) if >= 0. */
 static int send_resp(int conn, const struct xvi_broker_resp *r, int fd)
 {
-	union {
-		char buf[CMSG_SPACE(sizeof(int))];
-		struct cmsghdr align;
-	} cbuf;
-	struct iovec iov = { .iov_base = (void *)r, .iov_len = sizeof(*r) };
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-
-	if (fd >= 0) {
-		struct cmsghdr *cm;
-
-		memset(&cbuf, 0, sizeof(cbuf));
-		msg.msg_control = cbuf.buf;
-		msg.msg_controllen = sizeof(cbuf.buf);
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &fd, sizeof(fd));
-	}
 	/* Never block on a client that does not read: it only loses its reply. */
-	if (sendmsg(conn, &msg, MSG_NOSIGNAL | MSG_DONTWAIT) != sizeof(*r))
-		return -errno ?: -EIO;
-	return 0;
+	ssize_t n = xvi_broker__send_fd(conn, r, sizeof(*r), fd, MSG_DONTWAIT);
+
+	if (n < 0)
+		return n;
+	return n == sizeof(*r) ? 0 : -EIO;
 }
 
 static int reply(struct xvid_ep *e, __u16 op, int error, int fd, const char *fmt, ...)
@@ -361,6 +346,25 @@ static void ep_reset(struct xvid_ep *e)
 	e->xsk = -1;
 	e->resv = -1;
 	e->guard_cfg = -1;
+	e->ext.ext_fd = e->ext.gen_fd = e->ext.ret_fd = -1;
+	e->ext.host_pass_fd = e->ext.stack_drop_fd = -1;
+}
+
+/*
+ * The handler tables' last fds: the kernel empties a PROG_ARRAY with its
+ * last file reference (docs/KERNEL.md, fact 27), and with it go the
+ * handlers and their maps.
+ */
+static void ext_close(struct xvid_ext_tab *t)
+{
+	int *fds[] = { &t->ext_fd, &t->gen_fd, &t->ret_fd, &t->host_pass_fd, &t->stack_drop_fd };
+	size_t i;
+
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
+		if (*fds[i] >= 0)
+			close(*fds[i]);
+		*fds[i] = -1;
+	}
 }
 
 static void teardown(struct xvid_ep *e, const char *why)
@@ -385,6 +389,9 @@ static void teardown(struct xvid_ep *e, const char *why)
 		close(e->xsk);
 	if (e->guard_cfg >= 0)
 		close(e->guard_cfg);
+	if (e->ext.mask)
+		log_info("%s: %s: its handlers go with it\n", d.ifname, e->tagstr);
+	ext_close(&e->ext);
 	/* After the fds above: out of fds, the netlink socket needs one. */
 	if (e->veth)
 		xvid_veth_delete(e->host);
@@ -523,6 +530,34 @@ static int veth_cap_mtu(const struct xvid_ep *e, __u32 frame_size, char *why, si
 	return err ? err : (int)mtu;
 }
 
+/*
+ * Where the policy grants ext: keep xvi_client's handler tables and the
+ * two programs of the first handler load past READY, with the handlers'
+ * way back (xvi_client_deliver) in place.
+ */
+static int ext_keep(struct xvid_ep *e)
+{
+	struct xvi_client_bpf *c = e->cskel;
+	int fd = bpf_program__fd(c->progs.xvi_client_deliver);
+	__u32 zero = XVI_EXT_RET_DELIVER;
+
+	if (bpf_map_update_elem(bpf_map__fd(c->maps.xvi_ext_ret), &zero, &fd, 0))
+		return -errno;
+	e->ext.ext_fd = fcntl(bpf_map__fd(c->maps.xvi_client_ext), F_DUPFD_CLOEXEC, 0);
+	e->ext.gen_fd = fcntl(bpf_map__fd(c->maps.xvi_client_gen), F_DUPFD_CLOEXEC, 0);
+	e->ext.ret_fd = fcntl(bpf_map__fd(c->maps.xvi_ext_ret), F_DUPFD_CLOEXEC, 0);
+	e->ext.host_pass_fd = fcntl(bpf_program__fd(c->progs.xvi_client_host_pass),
+				    F_DUPFD_CLOEXEC, 0);
+	e->ext.stack_drop_fd = fcntl(bpf_program__fd(c->progs.xvi_client_stack_drop),
+				     F_DUPFD_CLOEXEC, 0);
+	if (e->ext.ext_fd < 0 || e->ext.gen_fd < 0 || e->ext.ret_fd < 0 ||
+	    e->ext.host_pass_fd < 0 || e->ext.stack_drop_fd < 0) {
+		ext_close(&e->ext);
+		return -EMFILE;
+	}
+	return 0;
+}
+
 static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 frame_size,
 			 char *why, size_t len)
 {
@@ -547,6 +582,13 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 fra
 	if (err) {
 		snprintf(why, len, "cannot load %s: %s", XVI_CLIENT_PROG_NAME, strerror(-err));
 		return err;
+	}
+	if (e->ext_ok) {
+		err = ext_keep(e);
+		if (err) {
+			snprintf(why, len, "cannot keep the handler tables: %s", strerror(-err));
+			return err;
+		}
 	}
 	e->gskel = xvi_guard_bpf__open();
 	if (!e->gskel) {
@@ -859,13 +901,16 @@ static int check_datapath(struct xvid_ep *except)
 /* Returns false when the connection must be closed. */
 static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 {
-	char why[200] = "", allowed[64];
+	char why[256] = "", allowed[64];
+	struct xvid_grant grant = {};
 	int err;
 
 	xvi_tag__format(&q->tag, e->tagstr, sizeof(e->tagstr));
 	/* The policy first: a refused request is charged nothing. */
 	err = xvid_policy_check(&d.policy, &e->id, &q->tag, addr_on_iface(&q->tag), d.ifname,
-				&e->guard_allow, why, sizeof(why));
+				&grant, why, sizeof(why));
+	e->guard_allow = grant.guard_allow;
+	e->ext_ok = grant.ext;
 	if (err) {
 		log_info("%s\n", why);
 		reply(e, q->op, err, -1, "%s", why);
@@ -905,9 +950,10 @@ static bool handle_open(struct xvid_ep *e, const struct xvi_broker_req *q)
 	}
 	if (reply(e, q->op, 0, e->xsk, NULL))
 		return false;
-	log_info("%s: pid %d uid %u: %s on slot %u via %s/%s, guard allows %s too\n", d.ifname,
-		 (int)e->id.pid, e->id.uid, e->tagstr, e->slot, e->host, e->client,
-		 xvid_guard_allow_str(e->guard_allow, allowed, sizeof(allowed)));
+	log_info("%s: pid %d uid %u: %s on slot %u via %s/%s, guard allows %s too%s\n",
+		 d.ifname, (int)e->id.pid, e->id.uid, e->tagstr, e->slot, e->host, e->client,
+		 xvid_guard_allow_str(e->guard_allow, allowed, sizeof(allowed)),
+		 e->ext_ok ? ", handlers allowed" : "");
 	e->state = ST_WAIT_READY;
 	e->deadline = xvi_now_ms() + READY_TIMEOUT_MS;
 	return true;
@@ -1049,6 +1095,171 @@ static bool handle_resolve(struct xvid_ep *e, const struct xvi_broker_req *q)
 	return !reply_mac(e, q->op, mac);
 }
 
+/* ---- extension handlers (ext.c does the loading and the generations) ------ */
+
+static struct xvid_ep *ext_target(const struct xvi_tag *tag)
+{
+	int i;
+
+	for (i = 0; i < MAX_CONNS; i++)
+		if (d.eps[i].state == ST_LIVE && !memcmp(&d.eps[i].owner.tag, tag, sizeof(*tag)))
+			return &d.eps[i];
+	return NULL;
+}
+
+/* Handlers the endpoints of @uid have loaded. */
+static int ext_count_uid(uid_t uid)
+{
+	int i, n = 0;
+
+	for (i = 0; i < MAX_CONNS; i++)
+		if (d.eps[i].state != ST_FREE && d.eps[i].id.uid == uid)
+			n += __builtin_popcount(d.eps[i].ext.mask);
+	return n;
+}
+
+/*
+ * Before the first handler: the host end runs XDP, so that a handler's
+ * XDP_TX reaches it and its guard (docs/KERNEL.md, facts 7 and 28), and
+ * the client end's stack takes nothing a handler passes.  Both stay until
+ * the pair goes.
+ */
+static int ext_attach(struct xvid_ep *t, char *why, size_t len)
+{
+	int err;
+
+	if (t->ext.attached)
+		return 0;
+	err = tc_attach(t->client_ifx, BPF_TC_INGRESS, t->ext.stack_drop_fd);
+	if (err) {
+		snprintf(why, len, "cannot attach TC ingress of %s: %s", t->client, strerror(-err));
+		return err;
+	}
+	err = bpf_xdp_attach(t->host_ifx, t->ext.host_pass_fd, XDP_FLAGS_DRV_MODE, NULL);
+	if (err) {
+		snprintf(why, len, "cannot attach XDP to %s: %s", t->host, strerror(-err));
+		return err;
+	}
+	t->ext.attached = true;
+	return 0;
+}
+
+/* The answer to an EXT_* request, then the verifier's @log if any. */
+static void ext_reply(struct xvid_ep *e, __u16 op, int error, __u32 prog_id, const char *log,
+		      const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void ext_reply(struct xvid_ep *e, __u16 op, int error, __u32 prog_id, const char *log,
+		      const char *fmt, ...)
+{
+	struct xvi_broker_resp r;
+	va_list ap;
+
+	resp_init(&r, op, error);
+	r.prog_id = prog_id;
+	r.log_len = log ? strlen(log) : 0;
+	if (fmt) {
+		va_start(ap, fmt);
+		vsnprintf(r.msg, sizeof(r.msg), fmt, ap);
+		va_end(ap);
+		if (error)
+			log_info("pid %d uid %u: %s\n", (int)e->id.pid, e->id.uid, r.msg);
+	}
+	if (send_resp(e->conn, &r, -1) == 0 && r.log_len)
+		send(e->conn, log, r.log_len, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+/*
+ * EXT_LOAD (with the object's fd, @obj_fd) or EXT_UNLOAD from @e, for an
+ * endpoint of the same uid that the policy lets load handlers.  The
+ * connection is done after the answer.
+ */
+static void handle_ext(struct xvid_ep *e, const struct xvi_broker_req *q, int obj_fd)
+{
+	struct xvid_ext_limits lim = { .insns = d.policy.ext_insns,
+				       .map_bytes = d.policy.ext_map_bytes };
+	__u32 h = q->ext_handler, prog_id = 0;
+	char why[200] = "", tagstr[80], *log;
+	struct xvid_ep *t;
+	bool have;
+	int fd, err;
+
+	xvi_tag__format(&q->tag, tagstr, sizeof(tagstr));
+	t = ext_target(&q->tag);
+	if (!t) {
+		ext_reply(e, q->op, -ENOENT, 0, NULL, "no open protected endpoint %s on %s: "
+			  "handlers are loaded for an open endpoint of yours", tagstr, d.ifname);
+		return;
+	}
+	if (t->id.uid != e->id.uid) {
+		ext_reply(e, q->op, -EPERM, 0, NULL, "%s on %s belongs to uid %u, not to uid %u: "
+			  "a handler runs for its owner's endpoints only", tagstr, d.ifname,
+			  t->id.uid, e->id.uid);
+		return;
+	}
+	if (!t->ext_ok || t->ext.ext_fd < 0) {
+		ext_reply(e, q->op, -EPERM, 0, NULL, "the policy rule that allowed %s on %s does "
+			  "not grant ext: ask the administrator to add 'ext' to it (xdp-vid(8))",
+			  tagstr, d.ifname);
+		return;
+	}
+	have = t->ext.mask & (1u << h);
+	if (q->op == XVI_BROKER_EXT_UNLOAD) {
+		if (!have) {
+			ext_reply(e, q->op, -ENOENT, 0, NULL, "%s has no handler at index %u",
+				  tagstr, h);
+			return;
+		}
+		err = xvid_ext_swap(&t->ext, h, -1, why, sizeof(why));
+		ext_reply(e, q->op, err, 0, NULL, "%s", err ? why : "");
+		if (!err)
+			log_info("%s: uid %u: handler %u of %s unloaded\n", d.ifname, e->id.uid, h,
+				 tagstr);
+		return;
+	}
+	if (have && !(q->ext_flags & XVI_BROKER_EXT_REPLACE)) {
+		ext_reply(e, q->op, -EEXIST, 0, NULL, "%s has a handler at index %u already: "
+			  "unload it first (or replace it)", tagstr, h);
+		return;
+	}
+	if (!have && ext_count_uid(e->id.uid) >= (int)d.policy.ext_handlers_per_uid) {
+		ext_reply(e, q->op, -EDQUOT, 0, NULL, "uid %u has %d handlers loaded on %s "
+			  "(policy limit ext-handlers-per-uid %u)", e->id.uid,
+			  ext_count_uid(e->id.uid), d.ifname, d.policy.ext_handlers_per_uid);
+		return;
+	}
+	if (obj_fd < 0) {
+		ext_reply(e, q->op, -EINVAL, 0, NULL, "EXT_LOAD comes with the object's fd");
+		return;
+	}
+	err = ext_attach(t, why, sizeof(why));
+	if (err) {
+		ext_reply(e, q->op, err, 0, NULL, "%s", why);
+		return;
+	}
+	log = malloc(XVI_BROKER_EXT_LOG_MAX);
+	if (!log) {
+		ext_reply(e, q->op, -ENOMEM, 0, NULL, "out of memory");
+		return;
+	}
+	fd = xvid_ext_load(obj_fd, q->ext_prog, t->ext.ret_fd, &lim, &prog_id, log,
+			   XVI_BROKER_EXT_LOG_MAX, why, sizeof(why));
+	if (fd < 0) {
+		ext_reply(e, q->op, fd, 0, log[0] ? log : NULL, "%s", why);
+		free(log);
+		return;
+	}
+	free(log);
+	err = xvid_ext_swap(&t->ext, h, fd, why, sizeof(why));
+	close(fd);	/* the table holds the program */
+	if (err) {
+		ext_reply(e, q->op, err, 0, NULL, "%s", why);
+		return;
+	}
+	ext_reply(e, q->op, 0, prog_id, NULL, NULL);
+	log_info("%s: uid %u: handler %u of %s is program %u (generation %u)\n", d.ifname,
+		 e->id.uid, h, tagstr, prog_id, t->ext.gen);
+}
+
 static enum xvid_req_stage stage_of(const struct xvid_ep *e)
 {
 	return e->state == ST_WAIT_OPEN ? XVID_REQ_WAIT_OPEN :
@@ -1059,9 +1270,7 @@ static enum xvid_req_stage stage_of(const struct xvid_ep *e)
 static void handle_msg(struct xvid_ep *e)
 {
 	__u8 buf[sizeof(struct xvi_broker_req) + 1];
-	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
-	/* No control buffer: fds a client tries to pass are discarded by the kernel. */
-	struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+	int obj_fd = -1, mflags = 0;
 	struct xvid_req_limits lim = { .ifname = d.ifname,
 				       .max_segment = d.policy.max_segment };
 	struct xvi_broker_req q;
@@ -1081,15 +1290,28 @@ static void handle_msg(struct xvid_ep *e)
 				 (int)e->id.pid, MSG_PER_SEC);
 		return;
 	}
-	n = recvmsg(e->conn, &msg, MSG_DONTWAIT);
-	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+	/* Room for one fd, the EXT_LOAD object's; any other is closed unread. */
+	n = xvi_broker__recv_fd(e->conn, buf, sizeof(buf), &obj_fd, MSG_DONTWAIT, &mflags);
+	if (n == -EAGAIN || n == -EINTR)
 		return;
+	if (obj_fd >= 0) {
+		__u16 rop = 0;
+
+		if (n >= (ssize_t)offsetof(struct xvi_broker_req, size))
+			memcpy(&rop, buf + offsetof(struct xvi_broker_req, op), sizeof(rop));
+		if ((mflags & MSG_CTRUNC) || rop != XVI_BROKER_EXT_LOAD) {
+			close(obj_fd);
+			obj_fd = -1;
+		}
+	}
 	if (n <= 0) {
 		teardown(e, n ? "connection error" : "client closed the connection");
 		return;
 	}
-	err = xvid_req_decode(buf, n, msg.msg_flags & MSG_TRUNC, stage_of(e), &lim, &q, &op,
+	err = xvid_req_decode(buf, n, mflags & MSG_TRUNC, stage_of(e), &lim, &q, &op,
 			      why, sizeof(why));
+	if (err && obj_fd >= 0)
+		close(obj_fd);
 	if (err) {
 		log_info("pid %d: refused a request: %s\n", (int)e->id.pid, why);
 		reply(e, op, err, -1, "%s", why);
@@ -1097,6 +1319,13 @@ static void handle_msg(struct xvid_ep *e)
 		return;
 	}
 	switch (q.op) {
+	case XVI_BROKER_EXT_LOAD:
+	case XVI_BROKER_EXT_UNLOAD:
+		handle_ext(e, &q, obj_fd);
+		if (obj_fd >= 0)
+			close(obj_fd);
+		teardown(e, "handler request answered");
+		return;
 	case XVI_BROKER_OPEN:
 		keep = handle_open(e, &q);
 		break;

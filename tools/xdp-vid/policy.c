@@ -5,14 +5,17 @@
  * File (default /etc/xdp-vi/policy), one rule a line, '#' comments, the
  * first rule that matches the request decides; no match is a refusal:
  *
- *   allow|deny  WHO  udp PORT[-PORT] [addr iface|any|IP] [guard-allow KINDS]
- *   allow|deny  WHO  raw TAG[-TAG] [guard-allow KINDS]
+ *   allow|deny  WHO  udp PORT[-PORT] [addr iface|any|IP] [guard-allow KINDS] [ext]
+ *   allow|deny  WHO  raw TAG[-TAG] [guard-allow KINDS] [ext]
  *   limit endpoints-per-uid N
  *   limit connections-per-uid N
  *   limit opens-per-second N
  *   limit segment-bytes N
  *   limit pending-connections N		(all uids together)
  *   limit total-opens-per-second N	(all uids together)
+ *   limit ext-handlers-per-uid N		(handlers one uid may have loaded)
+ *   limit ext-insns N			(instructions of one handler program)
+ *   limit ext-map-bytes N		(map memory of one loaded handler)
  *
  *   WHO = *  |  uid:N  |  user:NAME  |  gid:N  |  group:NAME
  *   N, PORT = decimal ("uid:010" is uid 10, never octal);  TAG = decimal or
@@ -25,6 +28,8 @@
  *   drops by default and lets out for endpoints this rule allows:
  *   group (multicast and broadcast destinations), ip-options,
  *   net-control (DSCP 48-63), control-ports; or all.
+ *   ext (allow rules only): the owner of an endpoint this rule allows may
+ *   load extension handlers for it (EXT_LOAD, docs/EXTENSIONS.md).
  *
  * Without a file the built-in policy is one rule, for the members of one
  * group an administrator grants (xdp-vid --group, default "xdp-vi"):
@@ -52,6 +57,11 @@
 /* Every OPEN makes a veth pair under RTNL, which the whole host shares. */
 #define DEF_PENDING		32
 #define DEF_TOTAL_OPENS_PER_SEC	20
+/* Extension handlers (rules with "ext"): small by default. */
+#define DEF_EXT_HANDLERS	4
+#define DEF_EXT_INSNS		4096
+#define MAX_EXT_INSNS		1000000		/* the verifier's own bound */
+#define DEF_EXT_MAP_BYTES	(1U << 20)
 
 /*
  * Decimal only, unless @hex_ok and the number starts with an explicit 0x:
@@ -260,18 +270,30 @@ const char *xvid_guard_allow_str(__u32 bits, char *buf, size_t len)
 }
 
 /*
- * The optional "guard-allow KINDS" ending a rule at @tok[@i]: 0 when there
- * is none (@i == @n) or it parsed; -EBADMSG for a guard-allow the reader
+ * What may end a rule, from @tok[@i] on, each at most once, in any order:
+ * "guard-allow KINDS" and "ext".  0 when there is none (@i == @n) or they
+ * parsed; -EBADMSG for a guard-allow and -ENOTSUP for an ext the reader
  * should be told about (bad kind, on a deny rule), -EINVAL otherwise.
  */
 static int parse_rule_tail(struct xvid_rule *r, char **tok, int i, int n)
 {
-	if (i == n)
-		return 0;
-	if (i + 2 != n || strcmp(tok[i], "guard-allow"))
-		return -EINVAL;
-	if (!r->allow || parse_guard_allow(tok[i + 1], &r->guard_allow))
-		return -EBADMSG;
+	bool guard = false;
+
+	while (i < n) {
+		if (!strcmp(tok[i], "ext")) {
+			if (!r->allow || r->ext)
+				return -ENOTSUP;
+			r->ext = true;
+			i++;
+			continue;
+		}
+		if (strcmp(tok[i], "guard-allow") || guard)
+			return -EINVAL;
+		if (i + 1 == n || !r->allow || parse_guard_allow(tok[i + 1], &r->guard_allow))
+			return -EBADMSG;
+		guard = true;
+		i += 2;
+	}
 	return 0;
 }
 
@@ -283,6 +305,13 @@ static const char *parse_error_str(int err)
 	case -EBADMSG:
 		return "guard-allow goes on allow rules and takes group, ip-options, "
 		       "net-control, control-ports (comma-separated) or all";
+	case -ENOTSUP:
+		return "ext goes once on allow rules: it lets the endpoints they allow load "
+		       "handlers";
+	case -ERANGE:
+		return "unknown limit: endpoints-per-uid, connections-per-uid, opens-per-second, "
+		       "segment-bytes, pending-connections, total-opens-per-second, "
+		       "ext-handlers-per-uid, ext-insns or ext-map-bytes";
 	case -E2BIG:
 		return "too many words";
 	}
@@ -292,10 +321,10 @@ static const char *parse_error_str(int err)
 /* One line, already stripped of comments; 0 for a rule, 1 for blank/limit. */
 static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 {
-	char *tok[8], *save = NULL, *t;
+	char *tok[9], *save = NULL, *t;
 	int n = 0;
 
-	for (t = strtok_r(line, " \t\r\n", &save); t && n < 8; t = strtok_r(NULL, " \t\r\n", &save))
+	for (t = strtok_r(line, " \t\r\n", &save); t && n < 9; t = strtok_r(NULL, " \t\r\n", &save))
 		tok[n++] = t;
 	if (t)
 		return -E2BIG;
@@ -319,8 +348,14 @@ static int parse_line(struct xvid_policy *p, char *line, struct xvid_rule *r)
 			p->max_pending = clamp_u32(v, 1, XVID_MAX_CONNS);
 		else if (!strcmp(tok[1], "total-opens-per-second"))
 			p->total_opens_per_sec = clamp_u32(v, 1, MAX_OPENS_PER_SEC);
+		else if (!strcmp(tok[1], "ext-handlers-per-uid"))
+			p->ext_handlers_per_uid = clamp_u32(v, 0, XVI_MAX_ENDPOINTS * 16);
+		else if (!strcmp(tok[1], "ext-insns"))
+			p->ext_insns = clamp_u32(v, 1, MAX_EXT_INSNS);
+		else if (!strcmp(tok[1], "ext-map-bytes"))
+			p->ext_map_bytes = v;
 		else
-			return -EINVAL;
+			return -ERANGE;
 		return 1;
 	}
 	memset(r, 0, sizeof(*r));
@@ -420,6 +455,9 @@ int xvid_policy_load(struct xvid_policy *p, const char *path, bool explicit_path
 	p->max_segment = DEF_MAX_SEGMENT;
 	p->max_pending = DEF_PENDING;
 	p->total_opens_per_sec = DEF_TOTAL_OPENS_PER_SEC;
+	p->ext_handlers_per_uid = DEF_EXT_HANDLERS;
+	p->ext_insns = DEF_EXT_INSNS;
+	p->ext_map_bytes = DEF_EXT_MAP_BYTES;
 	if (path)
 		f = fopen(path, "re");
 	if (!f) {
@@ -555,7 +593,7 @@ void xvid_policy_explain(const struct xvid_policy *p, const struct xvid_client_i
 
 int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *c,
 		      const struct xvi_tag *tag, bool addr_on_iface, const char *ifname,
-		      __u32 *guard_allow, char *why, size_t len)
+		      struct xvid_grant *grant, char *why, size_t len)
 {
 	char tagstr[80], ex[64], note[128] = "";
 	const char *excl = NULL;
@@ -568,7 +606,8 @@ int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *
 		if (!who_matches(r, c) || !what_matches(r, tag, addr_on_iface))
 			continue;
 		if (r->allow) {
-			*guard_allow = r->guard_allow;
+			grant->guard_allow = r->guard_allow;
+			grant->ext = r->ext;
 			return 0;
 		}
 		if (r->line)

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include "broker/broker.h"
+#include "xvi_ext.h"
 #include "xvid.h"
 
 static bool zero_bytes(const void *p, size_t n)
@@ -48,15 +49,33 @@ static int check_tag(const struct xvi_tag *t, char *why, size_t len)
 	return -EINVAL;
 }
 
+/* The EXT_* fields, which other requests leave zero. */
+static bool ext_zero(const struct xvi_broker_req *q)
+{
+	return !q->ext_handler && !q->ext_flags && zero_bytes(q->ext_prog, sizeof(q->ext_prog));
+}
+
+static int check_ifname(const struct xvi_broker_req *q, const struct xvid_req_limits *lim,
+			char *why, size_t len)
+{
+	if (strnlen(q->ifname, sizeof(q->ifname)) == sizeof(q->ifname) ||
+	    strcmp(q->ifname, lim->ifname)) {
+		snprintf(why, len, "this is the broker of %s, not of the requested interface",
+			 lim->ifname);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int check_open(const struct xvi_broker_req *q, const struct xvid_req_limits *lim,
 		      char *why, size_t len)
 {
 	__u64 seg = (__u64)q->frame_size * q->num_frames;
 
-	if (strnlen(q->ifname, sizeof(q->ifname)) == sizeof(q->ifname) ||
-	    strcmp(q->ifname, lim->ifname)) {
-		snprintf(why, len, "this is the broker of %s, not of the requested interface",
-			 lim->ifname);
+	if (check_ifname(q, lim, why, len))
+		return -EINVAL;
+	if (!ext_zero(q)) {
+		snprintf(why, len, "OPEN carries no handler fields");
 		return -EINVAL;
 	}
 	if (q->family || !zero_bytes(q->addr, sizeof(q->addr))) {
@@ -80,11 +99,54 @@ static int check_resolve(const struct xvi_broker_req *q, char *why, size_t len)
 
 	if ((q->family != AF_INET && q->family != AF_INET6) ||
 	    !zero_bytes(q->addr + alen, 16 - alen) || !zero_bytes(&q->tag, sizeof(q->tag)) ||
-	    q->frame_size || q->num_frames || !zero_bytes(q->ifname, sizeof(q->ifname))) {
+	    q->frame_size || q->num_frames || !zero_bytes(q->ifname, sizeof(q->ifname)) ||
+	    !ext_zero(q)) {
 		snprintf(why, len, "malformed RESOLVE");
 		return -EINVAL;
 	}
 	return 0;
+}
+
+/*
+ * EXT_LOAD and EXT_UNLOAD: the endpoint's tag, an index, for a load a
+ * program name of C identifier characters (or "" for the object's only
+ * program) and known flags; no OPEN or RESOLVE fields.
+ */
+static int check_ext(const struct xvi_broker_req *q, const struct xvid_req_limits *lim,
+		     char *why, size_t len)
+{
+	size_t n = strnlen(q->ext_prog, sizeof(q->ext_prog)), i;
+
+	if (check_ifname(q, lim, why, len))
+		return -EINVAL;
+	if (q->frame_size || q->num_frames || q->family || !zero_bytes(q->addr, sizeof(q->addr))) {
+		snprintf(why, len, "a handler request carries no OPEN or RESOLVE fields");
+		return -EINVAL;
+	}
+	if (q->ext_handler >= XVI_EXT_MAX_HANDLERS) {
+		snprintf(why, len, "handler index %u: must be below %d", q->ext_handler,
+			 XVI_EXT_MAX_HANDLERS);
+		return -EINVAL;
+	}
+	if (n == sizeof(q->ext_prog) || !zero_bytes(q->ext_prog + n, sizeof(q->ext_prog) - n)) {
+		snprintf(why, len, "program name not NUL-terminated and zero-padded");
+		return -EINVAL;
+	}
+	for (i = 0; i < n; i++) {
+		char c = q->ext_prog[i];
+
+		if (!(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+		      (c >= '0' && c <= '9'))) {
+			snprintf(why, len, "program name: letters, digits and '_' only");
+			return -EINVAL;
+		}
+	}
+	if (q->op == XVI_BROKER_EXT_UNLOAD ? (n || q->ext_flags) :
+	    (q->ext_flags & ~XVI_BROKER_EXT_REPLACE)) {
+		snprintf(why, len, "unknown handler request flags or fields");
+		return -EINVAL;
+	}
+	return check_tag(&q->tag, why, len);
 }
 
 int xvid_req_decode(const void *buf, size_t n, bool truncated, enum xvid_req_stage stage,
@@ -124,6 +186,14 @@ int xvid_req_decode(const void *buf, size_t n, bool truncated, enum xvid_req_sta
 			return -EINVAL;
 		}
 		return 0;
+	case XVI_BROKER_EXT_LOAD:
+	case XVI_BROKER_EXT_UNLOAD:
+		/* a connection of its own: the endpoint is another connection's */
+		if (stage != XVID_REQ_WAIT_OPEN) {
+			snprintf(why, len, "handler requests go on a connection of their own");
+			return -EPROTO;
+		}
+		return check_ext(q, lim, why, len);
 	case XVI_BROKER_RESOLVE:
 		if (stage == XVID_REQ_WAIT_OPEN) {
 			snprintf(why, len, "RESOLVE before OPEN");

@@ -36,6 +36,7 @@ struct xvid_rule {
 	__u8 ip[16];
 	__u32 guard_allow;		/* allow rules: XVI_GUARD_ALLOW_* the guard
 					 * lets out ("guard-allow ...") */
+	bool ext;			/* allow rules: the owner may load handlers */
 	int line;			/* in the file, 0 for the default rule */
 	char text[128];			/* the rule as written, for messages */
 };
@@ -51,6 +52,15 @@ struct xvid_policy {
 	__u64 max_segment;		/* bytes of segment a request may announce */
 	__u32 max_pending;		/* connections not OPENed yet, all uids */
 	__u32 total_opens_per_sec;	/* OPEN rate of all uids (burst: 4 s worth) */
+	__u32 ext_handlers_per_uid;	/* handlers one uid may have loaded */
+	__u32 ext_insns;		/* instructions of one handler program */
+	__u64 ext_map_bytes;		/* map memory of one loaded handler object */
+};
+
+/* What the allowing rule grants an endpoint besides the endpoint itself. */
+struct xvid_grant {
+	__u32 guard_allow;		/* XVI_GUARD_ALLOW_* */
+	bool ext;			/* its owner may load handlers for it */
 };
 
 /* Who a connection belongs to, taken at accept (peer.c). */
@@ -93,12 +103,12 @@ void xvid_policy_explain(const struct xvid_policy *p, const struct xvid_client_i
 
 /*
  * Decide a request.  @addr_on_iface: the UDP address is one of the
- * interface's or the wildcard.  Returns 0, with @guard_allow set to the
- * allowing rule's XVI_GUARD_ALLOW_* bits, or -EPERM with @why filled.
+ * interface's or the wildcard.  Returns 0, with @grant set from the
+ * allowing rule, or -EPERM with @why filled.
  */
 int xvid_policy_check(const struct xvid_policy *p, const struct xvid_client_id *c,
 		      const struct xvi_tag *tag, bool addr_on_iface, const char *ifname,
-		      __u32 *guard_allow, char *why, size_t len);
+		      struct xvid_grant *grant, char *why, size_t len);
 /* "group,ip-options" for XVI_GUARD_ALLOW_* bits, "none" for 0. */
 const char *xvid_guard_allow_str(__u32 bits, char *buf, size_t len);
 
@@ -124,6 +134,45 @@ struct xvid_req_limits {
 int xvid_req_decode(const void *buf, size_t n, bool truncated, enum xvid_req_stage stage,
 		    const struct xvid_req_limits *lim, struct xvi_broker_req *q, __u16 *op,
 		    char *why, size_t len);
+
+/* ---- extension handlers (ext.c) ------------------------------------------ */
+
+struct xvid_ext_limits {
+	__u32 insns;			/* policy limit ext-insns */
+	__u64 map_bytes;		/* policy limit ext-map-bytes */
+};
+
+/*
+ * Load program @prog ("" for the only one) of the object in the regular
+ * file @obj_fd as a handler sharing @ret_fd as its xvi_ext_ret, in a child
+ * with CAP_BPF and CAP_NET_ADMIN only, checked against @lim and the
+ * helpers a handler may call.  Returns the program's fd (its id in
+ * *prog_id), or a negative errno with @why, and for a verifier rejection
+ * the verifier's log in @log.
+ */
+int xvid_ext_load(int obj_fd, const char *prog, int ret_fd, const struct xvid_ext_limits *lim,
+		  __u32 *prog_id, char *log, size_t log_size, char *why, size_t len);
+
+/* An endpoint's handler tables (bpf/xvi_client.bpf.c), fds kept by the daemon. */
+struct xvid_ext_tab {
+	int ext_fd;			/* xvi_client_ext: -1 when the policy grants no ext */
+	int gen_fd;			/* xvi_client_gen */
+	int ret_fd;			/* xvi_ext_ret of xvi_client */
+	int host_pass_fd;		/* xvi_client_host_pass, attached at the first handler */
+	int stack_drop_fd;		/* xvi_client_stack_drop, likewise */
+	bool attached;
+	__u32 gen;			/* the generation in use */
+	__u16 mask;			/* its handler indices */
+};
+
+/*
+ * Make a new generation: the one in use with handler @index set to
+ * @prog_fd (-1: removed), installed whole in the other half of the table,
+ * then made live by one update of the generation index; the old
+ * generation is emptied after a grace period.  0, or a negative errno with
+ * @why and nothing changed.
+ */
+int xvid_ext_swap(struct xvid_ext_tab *t, __u32 index, int prog_fd, char *why, size_t len);
 
 /* ---- links and programs (link.c) ---------------------------------------- */
 
