@@ -82,14 +82,17 @@ struct xvi_ext_opts {
  * Load the handler program of the BPF object file @obj_path and install it
  * as handler @handler of the endpoint @endpoint on @ifname.  @endpoint is
  * the endpoint's tag as its owner bound it: "198.18.0.2:7000",
- * "[2001:2::2]:7000", "0.0.0.0:7000" (wildcard) or "raw:0x2a".  Only a
- * direct endpoint takes handlers.  The handler stays loaded until unloaded,
- * until the endpoint is released, or until the datapath is detached.
+ * "[2001:2::2]:7000", "0.0.0.0:7000" (wildcard) or "raw:0x2a".  The handler
+ * stays loaded until unloaded, until the endpoint is released, or until the
+ * datapath is detached.  A protected endpoint's handler, and any handler of
+ * a caller without CAP_BPF and CAP_NET_ADMIN where xdp-vid serves @ifname,
+ * is loaded by xdp-vid, for the caller's own endpoint, where its policy
+ * grants "ext" (-EPERM otherwise; -EDQUOT or -E2BIG beyond its limits).
  * Returns 0 or a negative errno (also in errno): -EEXIST if a handler is
  * at the index (see .replace), -ENOENT if no such endpoint or the datapath
- * is not attached or its maps are not pinned, -EOPNOTSUPP for a protected
- * endpoint, -EACCES (or another load error) when the verifier rejected the
- * program, whose log is then in .log_buf if given, else printed.
+ * is not attached or its maps are not pinned, -EACCES (or another load
+ * error) when the verifier rejected the program, whose log is then in
+ * .log_buf if given, else printed.
  */
 XVI_API int xvi_ext__load(const char *ifname, const char *endpoint, __u32 handler,
 			  const char *obj_path, const struct xvi_ext_opts *opts);

@@ -9,12 +9,18 @@
  * after the loader exits.  The kernel empties a PROG_ARRAY when its last
  * file reference closes, so handlers need the map's pin: without one the
  * load is refused rather than lost when the loader exits.
+ *
+ * A protected endpoint's handlers are xdp-vid's: they run on the client
+ * end of the endpoint's veth pair, in tables the broker holds, and are
+ * loaded by the broker on the owner's request (broker/broker.h), whether
+ * the caller is unprivileged or the endpoint is protected.
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <bpf/bpf.h>
@@ -23,6 +29,7 @@
 #include "xvi_ext.h"
 #include "ext/ext.h"
 #include "ctl/ctl.h"
+#include "broker/broker.h"
 #include "common/log.h"
 #include "common/opts.h"
 
@@ -244,6 +251,53 @@ static int begin(const char *ifname, const char *endpoint, __u32 handler,
 	return slot;
 }
 
+/*
+ * Through xdp-vid: for a protected endpoint, or for a caller who cannot
+ * open the datapath's maps (@why: what the direct way said).
+ */
+static int broker_load(const char *ifname, const char *endpoint, __u32 handler,
+		       const char *obj_path, const struct xvi_ext_opts *opts)
+{
+	struct xvi_tag tag;
+	__u32 id = 0;
+	int fd, err;
+
+	err = parse_endpoint(endpoint, &tag);
+	if (err)
+		return err;
+	fd = open(obj_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		pr_warn("%s: cannot open the handler object: %s\n", obj_path, strerror(-err));
+		return err;
+	}
+	err = xvi_broker__ext_load(ifname, &tag, handler, fd, OPTS_GET(opts, prog_name, NULL),
+				   OPTS_GET(opts, replace, false), OPTS_GET(opts, log_buf, NULL),
+				   OPTS_GET(opts, log_size, 0), &id);
+	close(fd);
+	if (!err)
+		pr_info("%s: handler %u of %s is program %u from %s (through xdp-vid)\n", ifname,
+			handler, endpoint, id, obj_path);
+	return err;
+}
+
+/*
+ * Without CAP_BPF (or CAP_SYS_ADMIN) and CAP_NET_ADMIN a handler cannot be
+ * loaded here: where xdp-vid serves @ifname, it goes through xdp-vid.
+ */
+static bool use_broker(const char *ifname)
+{
+	__u64 eff;
+	bool priv;
+
+	if (xvi_ctl__cap_effective(&eff))
+		priv = geteuid() == 0;
+	else
+		priv = (eff & XVI_CAP(CAP_NET_ADMIN)) &&
+		       (eff & (XVI_CAP(CAP_BPF) | XVI_CAP(CAP_SYS_ADMIN)));
+	return !priv && xvi_broker__listening(ifname);
+}
+
 int xvi_ext__load(const char *ifname, const char *endpoint, __u32 handler,
 		  const char *obj_path, const struct xvi_ext_opts *opts)
 {
@@ -255,16 +309,17 @@ int xvi_ext__load(const char *ifname, const char *endpoint, __u32 handler,
 
 	if (!obj_path)
 		return xvi_err(-EINVAL);
+	if (!OPTS_VALID(opts, xvi_ext_opts) || !ifname)
+		return xvi_err(-EINVAL);
+	if (use_broker(ifname))
+		return xvi_err(broker_load(ifname, endpoint, handler, obj_path, opts));
 	slot = begin(ifname, endpoint, handler, opts, &ctl, &owner);
 	if (slot < 0)
 		return xvi_err(slot);
 	err = 0;
 	if (owner.mode == XVI_EP_MODE_PROTECTED) {
-		pr_warn("%s: %s is a protected endpoint: handlers run for direct endpoints "
-			"only (a handler's output would not pass the endpoint's guard)\n",
-			ifname, endpoint);
-		err = -EOPNOTSUPP;
-		goto out;
+		xvi_ctl__close(ctl);
+		return xvi_err(broker_load(ifname, endpoint, handler, obj_path, opts));
 	}
 	err = check_pinned(ctl, ifname, opts);
 	if (err)
@@ -304,10 +359,26 @@ int xvi_ext__unload(const char *ifname, const char *endpoint, __u32 handler,
 		    const struct xvi_ext_opts *opts)
 {
 	struct xvi_slot_owner owner;
-	struct xvi_ctl *ctl;
+	struct xvi_ctl *ctl = NULL;
+	bool via_broker;
 	int slot, err;
 
-	slot = begin(ifname, endpoint, handler, opts, &ctl, &owner);
+	if (!OPTS_VALID(opts, xvi_ext_opts) || !ifname)
+		return xvi_err(-EINVAL);
+	via_broker = use_broker(ifname);
+	if (!via_broker) {
+		slot = begin(ifname, endpoint, handler, opts, &ctl, &owner);
+		via_broker = slot >= 0 && owner.mode == XVI_EP_MODE_PROTECTED;
+	}
+	if (via_broker) {
+		struct xvi_tag tag;
+
+		xvi_ctl__close(ctl);
+		err = parse_endpoint(endpoint, &tag);
+		if (!err)
+			err = xvi_broker__ext_unload(ifname, &tag, handler);
+		return err ? xvi_err(err) : 0;
+	}
 	if (slot < 0)
 		return xvi_err(slot);
 	err = xvi_ctl__ext_clear(ctl, (__u32)slot, handler);
