@@ -8,6 +8,10 @@ usage:
       within 5 s byte for byte from (DST, PORT).  Prints "ok N replies".
   am_client.py DST PORT HANDLER --count N
       N messages, no reply expected.  Prints "sent N".
+  am_client.py DST PORT HANDLER --expect-echo --until FILE [--progress FILE]
+      messages one at a time, each echoed as above, until FILE exists;
+      the number sent so far is written to --progress after each reply.
+      Prints "ok N replies".
 
 Each message is the 16-byte header (magic "XVAM", version 1, flags 0,
 HANDLER, arg0 = the message's number, arg1 = 0) and the text
@@ -39,29 +43,37 @@ def main():
     ap.add_argument("--count", type=int, default=1)
     ap.add_argument("--expect-echo", action="store_true")
     ap.add_argument("--token", default=os.urandom(6).hex())
+    ap.add_argument("--until")
+    ap.add_argument("--progress")
     a = ap.parse_args()
 
     fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_DGRAM)
     s.connect((a.dst, a.port))
     s.settimeout(5.0)
-    for i in range(a.count):
+    i = 0
+    while (os.path.exists(a.until) is False) if a.until else i < a.count:
         m = message(a.handler, i, a.token)
+        i += 1
         s.send(m)
         if not a.expect_echo:
             continue
         try:
             r, src = s.recvfrom(65536)
         except socket.timeout:
-            print("message %d: no reply within 5 s" % i)
+            print("message %d: no reply within 5 s" % (i - 1))
             return 1
         if r != m:
-            print("message %d: reply differs: %r, sent %r" % (i, r[:40], m[:40]))
+            print("message %d: reply differs: %r, sent %r" % (i - 1, r[:40], m[:40]))
             return 1
         if src[0] != a.dst or src[1] != a.port:
-            print("message %d: reply from %s:%d" % (i, src[0], src[1]))
+            print("message %d: reply from %s:%d" % (i - 1, src[0], src[1]))
             return 1
-    print("ok %d replies" % a.count if a.expect_echo else "sent %d" % a.count)
+        if a.progress:
+            with open(a.progress + ".tmp", "w") as f:
+                f.write("%d\n" % i)
+            os.replace(a.progress + ".tmp", a.progress)
+    print("ok %d replies" % i if a.expect_echo else "sent %d" % i)
     return 0
 
 
