@@ -1,0 +1,169 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * xvi_client's handler dispatch (protected endpoints, docs/EXTENSIONS.md
+ * "Generations"): an active message runs the handler of the generation
+ * xvi_client_gen names, at gen * 16 + index; an index empty in that
+ * generation delivers and counts ext_missing; an ordinary message is
+ * delivered without touching the tables.  Two stand-in handlers, one
+ * answering XDP_DROP and one XDP_TX, tell which generation ran.
+ *
+ *   build/tests/xdp-fixtures --filter 'client_ext/...' --verbose
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <linux/bpf.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <criterion/criterion.h>
+#include "xvi_wire.h"
+#include "xvi_ext.h"
+#include "xvi_client.skel.h"
+#include "fx_frame.h"
+#include "fx_env.h"
+
+#define CE_IFACE	"xvice0"
+#define CE_PEER		"xvice1"
+#define CE_SLOT		21
+
+static struct {
+	struct xvi_client_bpf *skel;
+	struct fx_xsk x;
+	int drop_fd, tx_fd;
+} ce;
+
+/* r0 = @verdict; exit: a single-buffer XDP program like the loader's handlers. */
+static int stand_in(int verdict)
+{
+	struct bpf_insn insns[] = {
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = verdict },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_XDP);
+	int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "ce_stand_in", "GPL", insns, 2, &o);
+
+	cr_assert_geq(fd, 0, "stand-in handler: %s", strerror(errno));
+	return fd;
+}
+
+static void ce_setup(void)
+{
+	__u32 zero = 0;
+	int fd;
+
+	fx_netns_veth(CE_IFACE, CE_PEER);
+	ce.skel = xvi_client_bpf__open();
+	cr_assert_not_null(ce.skel, "xvi_client_bpf__open: %s", strerror(errno));
+	ce.skel->rodata->xvi_slot = CE_SLOT;
+	cr_assert_eq(xvi_client_bpf__load(ce.skel), 0, "load: %s", strerror(errno));
+	fx_xsk_open(&ce.x, CE_IFACE);
+	fd = xsk_socket__fd(ce.x.xsk);
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(ce.skel->maps.xvi_client_xsk), &zero, &fd,
+					 0), 0);
+	ce.drop_fd = stand_in(XDP_DROP);
+	ce.tx_fd = stand_in(XDP_TX);
+}
+
+static void ce_teardown(void)
+{
+	close(ce.drop_fd);
+	close(ce.tx_fd);
+	fx_xsk_close(&ce.x);
+	xvi_client_bpf__destroy(ce.skel);
+}
+
+static void put(__u32 gen, __u32 index, int fd)
+{
+	__u32 key = gen * XVI_EXT_MAX_HANDLERS + index;
+
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(ce.skel->maps.xvi_client_ext), &key, &fd, 0),
+		     0, "xvi_client_ext[%u]: %s", key, strerror(errno));
+}
+
+static void set_gen(__u32 gen)
+{
+	__u32 zero = 0;
+
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(ce.skel->maps.xvi_client_gen), &zero, &gen,
+					 0), 0);
+}
+
+/* Run one message (@am: an active message naming @handler): its verdict. */
+static __u32 run(bool am, __u16 handler)
+{
+	struct fx_frame_spec spec = { .l3 = FX_IP4, .dport = 9000, .payload = 48, .am = am,
+				      .am_handler = handler };
+	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC, .flags = XVI_RX_CSUM_VERIFIED,
+				 .slot = CE_SLOT };
+	struct xdp_md ctx = {};
+	__u8 in[sizeof(m) + 256];
+	struct fx_frame f;
+	int err;
+
+	cr_assert_eq(fx_frame_build(&spec, &f), 0);
+	m.l3_off = f.l3_off;
+	m.l4_off = f.l4_off;
+	m.payload_off = f.payload_off;
+	m.payload_len = f.payload_len;
+	cr_assert_leq(sizeof(m) + f.len, sizeof(in));
+	memcpy(in, &m, sizeof(m));
+	memcpy(in + sizeof(m), f.buf, f.len);
+	ctx.data = sizeof(m);
+	ctx.data_end = sizeof(m) + f.len;
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in, .data_size_in = sizeof(m) + f.len,
+		    .ctx_in = &ctx, .ctx_size_in = sizeof(ctx), .repeat = 1);
+	err = bpf_prog_test_run_opts(bpf_program__fd(ce.skel->progs.xvi_client), &opts);
+	cr_assert_eq(err, 0, "BPF_PROG_RUN: %s", strerror(-err));
+	fx_frame_free(&f);
+	return opts.retval;
+}
+
+static struct xvi_ep_counters counters(void)
+{
+	struct xvi_ep_counters c;
+
+	fx_read_slot(bpf_map__fd(ce.skel->maps.xvi_ep_stats), CE_SLOT, &c);
+	return c;
+}
+
+/* Generation 0 drops, generation 1 transmits: the flip alone switches. */
+Test(client_ext, generation_selects_the_handler, .init = ce_setup, .fini = ce_teardown)
+{
+	put(0, 1, ce.drop_fd);
+	put(1, 1, ce.tx_fd);
+	cr_expect_eq(run(true, 1), XDP_DROP, "generation 0 (the initial one) ran");
+	set_gen(1);
+	cr_expect_eq(run(true, 1), XDP_TX, "generation 1 ran after the flip");
+	set_gen(0);
+	cr_expect_eq(run(true, 1), XDP_DROP, "generation 0 again");
+	cr_expect_eq(counters().ext_msgs, 3);
+	cr_expect_eq(counters().ext_missing, 0);
+}
+
+/* An index filled only in the other generation is missing: delivered, counted. */
+Test(client_ext, missing_in_this_generation, .init = ce_setup, .fini = ce_teardown)
+{
+	put(1, 2, ce.tx_fd);
+	cr_expect_eq(run(true, 2), XDP_REDIRECT, "generation 0 has no handler 2: delivered");
+	cr_expect_eq(counters().ext_missing, 1);
+	cr_expect_eq(counters().ext_msgs, 1);
+}
+
+/* Not an active message: delivered, no handler and no ext counter touched. */
+Test(client_ext, ordinary_message, .init = ce_setup, .fini = ce_teardown)
+{
+	struct xvi_ep_counters c;
+
+	put(0, 0, ce.drop_fd);
+	cr_expect_eq(run(false, 0), XDP_REDIRECT);
+	c = counters();
+	cr_expect_eq(c.ext_msgs + c.ext_missing + c.ext_bad_index + c.ext_bad_version, 0);
+}
+
+/* An index of 16 or more never reaches the other generation's entries. */
+Test(client_ext, index_out_of_range, .init = ce_setup, .fini = ce_teardown)
+{
+	put(1, 0, ce.tx_fd);	/* key 16: what index 16 of generation 0 would hit */
+	cr_expect_eq(run(true, XVI_EXT_MAX_HANDLERS), XDP_REDIRECT);
+	cr_expect_eq(counters().ext_bad_index, 1);
+}
