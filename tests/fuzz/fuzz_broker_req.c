@@ -47,6 +47,14 @@ static void check_accepted(const struct xvi_broker_req *q, enum xvid_req_stage s
 		if (stage == XVID_REQ_WAIT_OPEN || (q->family != AF_INET && q->family != AF_INET6))
 			abort();
 		break;
+	case XVI_BROKER_EXT_LOAD:
+	case XVI_BROKER_EXT_UNLOAD:
+		/* a connection of its own; the program name is a terminated string */
+		if (stage != XVID_REQ_WAIT_OPEN || strcmp(q->ifname, lim->ifname) ||
+		    q->ext_handler >= 16 || !memchr(q->ext_prog, '\0', sizeof(q->ext_prog)) ||
+		    q->frame_size || q->num_frames || q->family)
+			abort();
+		break;
 	default:
 		abort();
 	}

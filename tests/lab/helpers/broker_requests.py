@@ -54,7 +54,7 @@ import sys
 import time
 
 import xvid_proto
-from xvid_proto import (MAGIC, OP_OPEN, REQ, RESP, answer, ask, conn, error_of, hold_conns,
+from xvid_proto import (MAGIC, OP_OPEN, REQ, RESP, VERSION, answer, ask, conn, error_of, hold_conns,
                         open_req, resolve_req, talk)
 
 CLONE_NEWUSER = 0x10000000
@@ -72,13 +72,13 @@ def garbage():
         s.close()
         return error_of(r)
 
-    hdr = struct.pack("<IHHI", MAGIC, 1, OP_OPEN, REQ)
+    hdr = struct.pack("<IHHI", MAGIC, VERSION, OP_OPEN, REQ)
     res = [
         ("short", once(b"\x01" * 10)),
         ("long", once(os.urandom(1000))),
         ("random", once(os.urandom(REQ))),
         ("truncated_open", once(hdr + b"\0" * 20)),
-        ("bad_op", once(struct.pack("<IHHI", MAGIC, 1, 99, REQ) + b"\0" * (REQ - 12))),
+        ("bad_op", once(struct.pack("<IHHI", MAGIC, VERSION, 99, REQ) + b"\0" * (REQ - 12))),
         ("reserved", once(hdr + b"\0" * (REQ - 13) + b"\x01")),
     ]
     for name, e in res:

@@ -21,7 +21,8 @@ import socket
 import struct
 import time
 
-REQ, RESP, MAGIC = 112, 304, 0x78766962   # request and reply sizes, "xvib"
+REQ, RESP, MAGIC = 184, 312, 0x78766962   # request and reply sizes, "xvib"
+VERSION = 2
 OP_OPEN, OP_RESOLVE = 1, 3
 RUN_DIR = "."
 TIMEOUT = 5
@@ -32,9 +33,10 @@ def path():
 
 
 def req(op, frame_size=0, num_frames=0, family=0, addr=b"", tag=b"", ifname=b""):
-    return (struct.pack("<IHHIIII16s", MAGIC, 1, op, REQ, frame_size, num_frames, family,
-                        addr.ljust(16, b"\0")) + tag.ljust(24, b"\0") +
-            ifname.ljust(16, b"\0") + b"\0" * 32)
+    # ext_handler, ext_flags, ext_prog (EXT_* requests only) and reserved: zero
+    return (struct.pack("<IHHIIII16s", MAGIC, VERSION, op, REQ, frame_size, num_frames,
+                        family, addr.ljust(16, b"\0")) + tag.ljust(24, b"\0") +
+            ifname.ljust(16, b"\0") + b"\0" * (4 + 4 + 64) + b"\0" * 32)
 
 
 def open_req(port, ip="198.18.0.2"):
@@ -66,7 +68,7 @@ def answer(s):
             os.close(struct.unpack("i", d[:4])[0])
     if len(msg) != RESP:
         return None, ""
-    return error_of(msg), msg[48:].split(b"\0")[0].decode()
+    return error_of(msg), msg[56:].split(b"\0")[0].decode()
 
 
 def ask(s, data):
