@@ -1231,6 +1231,16 @@ static void handle_ext(struct xvid_ep *e, const struct xvi_broker_req *q, int ob
 		ext_reply(e, q->op, -EINVAL, 0, NULL, "EXT_LOAD comes with the object's fd");
 		return;
 	}
+	/* A load forks and runs the verifier while the daemon waits: it is
+	 * charged as an OPEN, to the uid and to everyone's bucket. */
+	if (!open_allowed(e->id.uid) ||
+	    !bucket_take(&d.open_tb, d.policy.total_opens_per_sec * OPEN_BURST_SECONDS,
+			 d.policy.total_opens_per_sec, xvi_now_ms())) {
+		ext_reply(e, q->op, -EAGAIN, 0, NULL, "uid %u loads handlers or opens endpoints "
+			  "faster than policy limits opens-per-second or total-opens-per-second "
+			  "allow on %s: retry later", e->id.uid, d.ifname);
+		return;
+	}
 	err = ext_attach(t, why, sizeof(why));
 	if (err) {
 		ext_reply(e, q->op, err, 0, NULL, "%s", why);
