@@ -102,7 +102,8 @@ t_setup() {
 		"allow uid:$UIDB udp 7410-7419 addr iface" \
 		"allow uid:$UIDB udp 7420 addr iface guard-allow group ext" \
 		"limit ext-handlers-per-uid 2" "limit ext-insns 300" \
-		"limit ext-map-bytes 1024" >"$T_TMP/policy"
+		"limit ext-map-bytes 1024" "limit opens-per-second 100" \
+		"limit total-opens-per-second 100" >"$T_TMP/policy"
 	_start_vid
 }
 
@@ -227,10 +228,12 @@ case_hot_swap() {
 		out=$(_xas ASA ext load "$LAB_IFACE" "$BIN/echo.bpf.o" --endpoint "$EPA" \
 			--handler 1 --replace 2>&1) || { fail "swap $i: $out"; break; }
 		ids+=("$(_prog_id "$EPA" 1)")
-		# traffic between two swaps (bounded wait for the next echo)
+		# traffic between two swaps (bounded wait for the next echo), unless
+		# the client gave up (a message lost)
 		for _ in $(seq "$T_WAIT_TENTHS"); do
 			p1=$(<"$T_TMP/progress")
 			[ "$p1" != "$p0" ] && break
+			kill -0 "$cpid" 2>/dev/null || break 2
 			sleep 0.1
 		done
 	done
