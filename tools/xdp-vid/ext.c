@@ -12,7 +12,7 @@
  *    without it the verifier refuses a packet pointer plus a variable
  *    offset (its Spectre v1 sanitation knows only stack and map values),
  *    which every handler built on xvi_ext_msg() does (docs/KERNEL.md,
- *    fact 33); what it lets through besides (kernel reads by helper) the
+ *    fact 35); what it lets through besides (kernel reads by helper) the
  *    helper check refuses, what it does not (addresses written into a
  *    frame) docs/SECURITY.md states;
  *  - the endpoint's two generations of handlers in xvi_client's tables
@@ -451,7 +451,7 @@ int xvid_ext_load(int obj_fd, const char *prog, int ret_fd, const struct xvid_ex
  * Wait until every XDP run that may have read the old generation is over:
  * MEMBARRIER_CMD_GLOBAL waits for an RCU grace period (synchronize_rcu),
  * and an XDP program runs from start to end, tail calls included, inside
- * one RCU read-side section (docs/KERNEL.md, fact 32).
+ * one RCU read-side section (docs/KERNEL.md, fact 34).
  */
 static int grace_period(void)
 {
