@@ -16,6 +16,8 @@ PKGS=(
 	spin
 	# libfabric provider (fabric/): headers, fi_info/fi_pingpong, Open MPI
 	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
+	# the key-value cache extension's lab suite and bench (a real memcached)
+	memcached
 )
 
 missing=()
