@@ -11,7 +11,6 @@
  *   slot 10 198.18.0.2:7003   protected, echo at index 1 (never runs)
  */
 #include <errno.h>
-#include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,21 +60,6 @@ static struct {
 #define AMRAW(...)	{ .l3 = FX_RAW, .raw_tag = RAW_TAG, .payload = 48, .am = true, \
 			  __VA_ARGS__ }
 
-/*
- * NAME relative to $(B)/tests/, where this program lives: the samples are
- * in ../ext/, the tests' own handlers here.
- */
-static void ext_path(const char *name, char *buf, size_t len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	cr_assert_gt(n, 0, "readlink /proc/self/exe: %s", strerror(errno));
-	exe[n] = '\0';
-	snprintf(buf, len, "%s/%s", dirname(exe), name);
-	cr_assert_eq(access(buf, R_OK), 0, "%s: %s (run make first)", buf, strerror(errno));
-}
-
 /* Load a sample handler the way xvi_ext__load does, and install it. */
 static struct bpf_object *install(const char *file, __u32 slot, __u32 handler)
 {
@@ -86,7 +70,7 @@ static struct bpf_object *install(const char *file, __u32 slot, __u32 handler)
 	__u32 key = slot * XVI_EXT_MAX_HANDLERS + handler;
 	int fd;
 
-	ext_path(file, path, sizeof(path));
+	fx_ext_path(file, path, sizeof(path));
 	obj = xvi_ext_open(bpf_map__fd(env.skel->maps.xvi_ext_ret), path, &opts, &prog);
 	cr_assert_not_null(obj, "%s: %s", path, strerror(errno));
 	cr_assert_eq(bpf_object__load(obj), 0, "%s rejected: %s", path, log);

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #include <errno.h>
+#include <libgen.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,4 +82,15 @@ struct criterion_test_params fx_case_indices(unsigned int *idx, unsigned int n)
 	for (i = 0; i < n; i++)
 		idx[i] = i;
 	return cr_make_param_array(unsigned int, idx, n);
+}
+
+void fx_ext_path(const char *name, char *buf, size_t len)
+{
+	char exe[PATH_MAX];
+	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+	cr_assert_gt(n, 0, "readlink /proc/self/exe: %s", strerror(errno));
+	exe[n] = '\0';
+	snprintf(buf, len, "%s/%s", dirname(exe), name);
+	cr_assert_eq(access(buf, R_OK), 0, "%s: %s (run make first)", buf, strerror(errno));
 }

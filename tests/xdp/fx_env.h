@@ -28,6 +28,12 @@ void fx_netns_veth(const char *a, const char *b);
 void fx_xsk_open(struct fx_xsk *x, const char *ifname);
 void fx_xsk_close(struct fx_xsk *x);
 
+/*
+ * @name relative to $(B)/tests/, where the fixtures live (asserts): the
+ * samples are in ../ext/, the tests' own handlers here.
+ */
+void fx_ext_path(const char *name, char *buf, size_t len);
+
 /* Slot @slot of the per-CPU counters map @map_fd, summed over CPUs (asserts). */
 void fx_read_slot(int map_fd, __u32 slot, struct xvi_ep_counters *sum);
 

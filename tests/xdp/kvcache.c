@@ -1,0 +1,406 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The key-value cache extension (examples/ext/kvcache.bpf.c) through
+ * BPF_PROG_RUN: requests into kv_ingress, memcached's replies into
+ * kv_egress, in the orders that matter for consistency.  Each case loads a
+ * fresh copy (criterion runs each in its own process), memcached's port
+ * 11211; the client is 198.18.0.1:40000, memcached 198.18.0.2.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <linux/if_ether.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <linux/pkt_cls.h>
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <criterion/criterion.h>
+#include "xvi_kvcache.h"
+#include "fx_frame.h"
+#include "fx_env.h"
+
+#define KV_PORT		11211
+#define KV_CLIENT_PORT	40000
+
+static struct {
+	struct bpf_object *obj;
+	int in_fd, eg_fd, stats_fd;
+	int ncpus;
+} kv;
+
+static void kv_setup(void)
+{
+	struct xvi_kv_cfg cfg = { .port = KV_PORT };
+	char path[PATH_MAX];
+	__u32 zero = 0;
+
+	fx_ext_path("../ext/kvcache.bpf.o", path, sizeof(path));
+	kv.obj = bpf_object__open_file(path, NULL);
+	cr_assert_not_null(kv.obj, "%s: %s", path, strerror(errno));
+	cr_assert_eq(bpf_object__load(kv.obj), 0, "%s rejected", path);
+	kv.in_fd = bpf_program__fd(bpf_object__find_program_by_name(kv.obj, "kv_ingress"));
+	kv.eg_fd = bpf_program__fd(bpf_object__find_program_by_name(kv.obj, "kv_egress"));
+	kv.stats_fd = bpf_object__find_map_fd_by_name(kv.obj, "xvi_kv_stats");
+	cr_assert_eq(bpf_map_update_elem(bpf_object__find_map_fd_by_name(kv.obj, "xvi_kv_cfg"),
+					 &zero, &cfg, 0), 0);
+	kv.ncpus = libbpf_num_possible_cpus();
+}
+
+static void kv_teardown(void)
+{
+	bpf_object__close(kv.obj);
+}
+
+static __u64 kv_stat(enum xvi_kv_stat idx)
+{
+	__u64 vals[kv.ncpus], sum = 0;
+	__u32 k = idx;
+	int i;
+
+	cr_assert_eq(bpf_map_lookup_elem(kv.stats_fd, &k, vals), 0);
+	for (i = 0; i < kv.ncpus; i++)
+		sum += vals[i];
+	return sum;
+}
+
+struct kv_frame {
+	__u8 buf[2048];
+	__u32 len;
+};
+
+/*
+ * An IPv4/UDP frame carrying memcached's frame header (@rid, one datagram)
+ * and @text: a request to memcached (@reply false) or its reply to the
+ * client.  The UDP checksum is left out (0), which the cache never reads.
+ */
+static void kv_build(struct kv_frame *f, bool reply, __u16 rid, const char *text, size_t n)
+{
+	const __u8 cmac[] = FX_SMAC, smac[] = FX_DMAC;
+	struct xvi_kv_frame fr = { .req_id = htons(rid), .total = htons(1) };
+	struct ethhdr *eth = (void *)f->buf;
+	struct iphdr *ip = (void *)(eth + 1);
+	struct udphdr *uh = (void *)(ip + 1);
+	__u32 plen = sizeof(fr) + n;
+
+	cr_assert_leq(sizeof(*eth) + sizeof(*ip) + sizeof(*uh) + plen, sizeof(f->buf));
+	memset(f->buf, 0, sizeof(f->buf));
+	memcpy(eth->h_dest, reply ? cmac : smac, ETH_ALEN);
+	memcpy(eth->h_source, reply ? smac : cmac, ETH_ALEN);
+	eth->h_proto = htons(ETH_P_IP);
+	ip->version = 4;
+	ip->ihl = 5;
+	ip->ttl = 64;
+	ip->protocol = IPPROTO_UDP;
+	ip->tot_len = htons(sizeof(*ip) + sizeof(*uh) + plen);
+	inet_pton(AF_INET, reply ? FX_DST4 : FX_SRC4, &ip->saddr);
+	inet_pton(AF_INET, reply ? FX_SRC4 : FX_DST4, &ip->daddr);
+	ip->check = fx_csum_finish(fx_csum_add(0, ip, sizeof(*ip)));
+	uh->source = htons(reply ? KV_PORT : KV_CLIENT_PORT);
+	uh->dest = htons(reply ? KV_CLIENT_PORT : KV_PORT);
+	uh->len = htons(sizeof(*uh) + plen);
+	memcpy(uh + 1, &fr, sizeof(fr));
+	memcpy((__u8 *)(uh + 1) + sizeof(fr), text, n);
+	f->len = sizeof(*eth) + sizeof(*ip) + sizeof(*uh) + plen;
+}
+
+/* Run @text through @prog_fd; the verdict, and the frame out in *out. */
+static int kv_run(int prog_fd, bool reply, __u16 rid, const char *text, struct kv_frame *out)
+{
+	struct kv_frame in, tmp;
+	struct kv_frame *o = out ? out : &tmp;
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_in = in.buf, .data_out = o->buf,
+		    .data_size_out = sizeof(o->buf), .repeat = 1);
+
+	kv_build(&in, reply, rid, text, strlen(text));
+	opts.data_size_in = in.len;
+	cr_assert_eq(bpf_prog_test_run_opts(prog_fd, &opts), 0, "BPF_PROG_RUN: %s",
+		     strerror(errno));
+	o->len = opts.data_size_out;
+	return opts.retval;
+}
+
+static int req(__u16 rid, const char *text, struct kv_frame *out)
+{
+	return kv_run(kv.in_fd, false, rid, text, out);
+}
+
+static int rep(__u16 rid, const char *text)
+{
+	return kv_run(kv.eg_fd, true, rid, text, NULL);
+}
+
+#define VAL_HELLO	"VALUE k1 0 5\r\nhello\r\nEND\r\n"
+#define VAL_WORLD	"VALUE k1 0 5\r\nworld\r\nEND\r\n"
+
+/* A GET of k1 that misses, and memcached's reply @val to it: cached. */
+static void fill_k1(__u16 rid, const char *val)
+{
+	cr_assert_eq(req(rid, "get k1\r\n", NULL), TC_ACT_OK, "a first GET must go to memcached");
+	cr_assert_eq(rep(rid, val), TC_ACT_OK);
+}
+
+static void expect_miss(__u16 rid)
+{
+	__u64 m = kv_stat(XVI_KV_MISS);
+	int v = req(rid, "get k1\r\n", NULL);
+
+	cr_expect_eq(v, TC_ACT_OK, "verdict %d: the GET was answered from a stale entry", v);
+	cr_expect_eq(kv_stat(XVI_KV_MISS), m + 1);
+}
+
+static void expect_hit(__u16 rid, const char *body)
+{
+	const size_t hdr = sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr);
+	struct kv_frame in, out;
+	struct iphdr *ip, *ip_in;
+	struct udphdr *uh;
+	struct xvi_kv_frame fr;
+	int v;
+
+	kv_build(&in, false, rid, "get k1\r\n", 8);
+	v = req(rid, "get k1\r\n", &out);
+	cr_assert_eq(v, TC_ACT_REDIRECT, "verdict %d, expected the answer (TC_ACT_REDIRECT)", v);
+	cr_assert_eq(out.len, hdr + sizeof(fr) + strlen(body), "reply of %u bytes", out.len);
+	cr_expect_eq(memcmp(out.buf, in.buf + 6, 6), 0, "destination MAC is not the client's");
+	ip = (void *)(out.buf + sizeof(struct ethhdr));
+	ip_in = (void *)(in.buf + sizeof(struct ethhdr));
+	uh = (void *)(ip + 1);
+	cr_expect_eq(ip->daddr, ip_in->saddr);
+	cr_expect_eq(ip->saddr, ip_in->daddr);
+	cr_expect_eq(ntohs(ip->tot_len), out.len - sizeof(struct ethhdr));
+	cr_expect_eq(fx_csum_finish(fx_csum_add(0, ip, sizeof(*ip))), 0, "bad IP checksum");
+	cr_expect_eq(ntohs(uh->source), KV_PORT);
+	cr_expect_eq(ntohs(uh->dest), KV_CLIENT_PORT);
+	cr_expect_eq(ntohs(uh->len), out.len - sizeof(struct ethhdr) - sizeof(*ip));
+	cr_expect_eq(uh->check, 0);
+	memcpy(&fr, uh + 1, sizeof(fr));
+	cr_expect_eq(ntohs(fr.req_id), rid, "request id %u, expected %u", ntohs(fr.req_id), rid);
+	cr_expect_eq(fr.seq, 0);
+	cr_expect_eq(ntohs(fr.total), 1);
+	cr_expect_eq(memcmp((__u8 *)(uh + 1) + sizeof(fr), body, strlen(body)), 0,
+		     "reply body differs: %.*s", (int)strlen(body), (char *)(uh + 1) + sizeof(fr));
+}
+
+TestSuite(kvcache, .init = kv_setup, .fini = kv_teardown);
+
+Test(kvcache, miss_goes_to_memcached)
+{
+	expect_miss(1);
+	cr_expect_eq(kv_stat(XVI_KV_HIT), 0);
+}
+
+Test(kvcache, filled_then_hit)
+{
+	fill_k1(1, VAL_HELLO);
+	cr_expect_eq(kv_stat(XVI_KV_FILL), 1);
+	expect_hit(2, VAL_HELLO);
+	expect_hit(3, VAL_HELLO);
+	cr_expect_eq(kv_stat(XVI_KV_HIT), 2);
+}
+
+/* memcached's "END": a miss there, nothing cached. */
+Test(kvcache, miss_reply_not_cached)
+{
+	fill_k1(1, "END\r\n");
+	cr_expect_eq(kv_stat(XVI_KV_FILL), 0);
+	expect_miss(2);
+}
+
+Test(kvcache, set_invalidates)
+{
+	fill_k1(1, VAL_HELLO);
+	cr_assert_eq(req(2, "set k1 0 0 5\r\nworld\r\n", NULL), TC_ACT_OK);
+	expect_miss(3);
+	cr_assert_eq(rep(2, "STORED\r\n"), TC_ACT_OK);
+	/* That GET arrived while the write was in flight: its reply is
+	 * not cached, whichever value it carries. */
+	cr_assert_eq(rep(3, VAL_WORLD), TC_ACT_OK);
+	cr_expect_eq(kv_stat(XVI_KV_FILL_STALE), 1);
+	expect_miss(4);
+	/* A GET after the write completed fills the new value. */
+	cr_assert_eq(rep(4, VAL_WORLD), TC_ACT_OK);
+	expect_hit(5, VAL_WORLD);
+}
+
+Test(kvcache, delete_invalidates)
+{
+	fill_k1(1, VAL_HELLO);
+	cr_assert_eq(req(2, "delete k1\r\n", NULL), TC_ACT_OK);
+	expect_miss(3);
+}
+
+Test(kvcache, other_writes_invalidate)
+{
+	static const char *const w[] = {
+		"add k1 0 0 1\r\nx\r\n", "replace k1 0 0 1\r\nx\r\n", "append k1 0 0 1\r\nx\r\n",
+		"prepend k1 0 0 1\r\nx\r\n", "cas k1 0 0 1 7\r\nx\r\n", "incr k1 1\r\n",
+		"decr k1 1\r\n", "touch k1 0\r\n",
+	};
+	__u16 rid = 1;
+	size_t i;
+
+	for (i = 0; i < sizeof(w) / sizeof(w[0]); i++, rid += 10) {
+		fill_k1(rid, VAL_HELLO);
+		expect_hit(rid + 1, VAL_HELLO);
+		cr_assert_eq(req(rid + 2, w[i], NULL), TC_ACT_OK);
+		expect_miss(rid + 3);
+		cr_assert_eq(rep(rid + 2, "STORED\r\n"), TC_ACT_OK);
+		rep(rid + 3, "END\r\n");
+	}
+}
+
+/* A write of another key leaves k1 cached. */
+Test(kvcache, other_key_kept)
+{
+	fill_k1(1, VAL_HELLO);
+	cr_assert_eq(req(2, "set k2 0 0 1\r\nx\r\n", NULL), TC_ACT_OK);
+	cr_assert_eq(rep(2, "STORED\r\n"), TC_ACT_OK);
+	expect_hit(3, VAL_HELLO);
+}
+
+/*
+ * The GET reads the old value before the write lands, its reply leaves
+ * after the write arrived: not cached.
+ */
+Test(kvcache, get_reply_after_set_not_cached)
+{
+	cr_assert_eq(req(1, "get k1\r\n", NULL), TC_ACT_OK);
+	cr_assert_eq(req(2, "set k1 0 0 5\r\nworld\r\n", NULL), TC_ACT_OK);
+	cr_assert_eq(rep(1, VAL_HELLO), TC_ACT_OK);
+	cr_expect_eq(kv_stat(XVI_KV_FILL), 0);
+	cr_expect_eq(kv_stat(XVI_KV_FILL_STALE), 1);
+	expect_miss(3);
+}
+
+/*
+ * The write arrives first, the GET after it, but memcached (threads)
+ * serves the GET before the write and its old value is cached: the
+ * write's own reply must invalidate it before the writer hears "STORED".
+ */
+Test(kvcache, write_reply_invalidates_racing_fill)
+{
+	cr_assert_eq(req(1, "set k1 0 0 5\r\nworld\r\n", NULL), TC_ACT_OK);
+	fill_k1(2, VAL_HELLO);
+	cr_assert_eq(rep(1, "STORED\r\n"), TC_ACT_OK);
+	expect_miss(3);
+}
+
+/* The same client reuses a request id for two GETs: the reply fills nothing. */
+Test(kvcache, reused_request_id_not_cached)
+{
+	cr_assert_eq(req(1, "get k1\r\n", NULL), TC_ACT_OK);
+	cr_assert_eq(req(1, "get k1\r\n", NULL), TC_ACT_OK);
+	cr_assert_eq(rep(1, VAL_HELLO), TC_ACT_OK);
+	cr_expect_eq(kv_stat(XVI_KV_FILL), 0);
+	expect_miss(2);
+}
+
+/* An expiring item would outlive its expiry in the cache: never cached. */
+Test(kvcache, expiring_write_never_cached)
+{
+	cr_assert_eq(req(1, "set k1 0 100 5\r\nhello\r\n", NULL), TC_ACT_OK);
+	cr_assert_eq(rep(1, "STORED\r\n"), TC_ACT_OK);
+	cr_expect_eq(kv_stat(XVI_KV_NOCACHE), 1);
+	fill_k1(2, VAL_HELLO);
+	expect_miss(3);
+}
+
+/* A noreply write has no reply to invalidate on: never cached. */
+Test(kvcache, noreply_write_never_cached)
+{
+	cr_assert_eq(req(1, "set k1 0 0 5 noreply\r\nhello\r\n", NULL), TC_ACT_OK);
+	cr_expect_eq(kv_stat(XVI_KV_NOCACHE), 1);
+	fill_k1(2, VAL_HELLO);
+	expect_miss(3);
+}
+
+/* What the cache cannot read might be a write: everything invalidated. */
+Test(kvcache, malformed_invalidates_all)
+{
+	static const char *const bad[] = {
+		"flush_all\r\n", "bogus k1\r\n", "set\r\n", "gat 0 k1\r\n",
+	};
+	__u16 rid = 1;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++, rid += 10) {
+		__u64 e = kv_stat(XVI_KV_EPOCH);
+
+		fill_k1(rid, VAL_HELLO);
+		expect_hit(rid + 1, VAL_HELLO);
+		cr_assert_eq(req(rid + 2, bad[i], NULL), TC_ACT_OK, "%s", bad[i]);
+		cr_expect_gt(kv_stat(XVI_KV_EPOCH), e, "%s did not invalidate", bad[i]);
+		expect_miss(rid + 3);
+		rep(rid + 3, "END\r\n");
+	}
+}
+
+/* A datagram too short for the frame header: to memcached, everything invalid. */
+Test(kvcache, short_datagram)
+{
+	struct kv_frame in;
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .repeat = 1);
+
+	fill_k1(1, VAL_HELLO);
+	kv_build(&in, false, 2, "", 0);
+	/* Cut to 4 bytes of payload, IP and UDP lengths to match. */
+	in.len -= 4;
+	((struct iphdr *)(in.buf + ETH_HLEN))->tot_len = htons(in.len - ETH_HLEN);
+	((struct udphdr *)(in.buf + ETH_HLEN + 20))->len = htons(in.len - ETH_HLEN - 20);
+	opts.data_in = in.buf;
+	opts.data_size_in = in.len;
+	cr_assert_eq(bpf_prog_test_run_opts(kv.in_fd, &opts), 0);
+	cr_expect_eq(opts.retval, TC_ACT_OK);
+	expect_miss(3);
+}
+
+/* Malformed GETs go to memcached, which answers them: none answered here. */
+Test(kvcache, malformed_get_passed)
+{
+	fill_k1(1, VAL_HELLO);
+	cr_expect_eq(req(2, "get k1", NULL), TC_ACT_OK, "no \\r\\n");
+	cr_expect_eq(req(3, "get k1 k2\r\n", NULL), TC_ACT_OK, "two keys");
+	cr_expect_eq(req(4, "get k1\r\nextra", NULL), TC_ACT_OK, "bytes after the line");
+	cr_expect_eq(kv_stat(XVI_KV_HIT), 0);
+	/* Reads: k1 is still cached. */
+	expect_hit(5, VAL_HELLO);
+}
+
+/* A reply that does not parse as one VALUE is not cached. */
+Test(kvcache, malformed_reply_not_cached)
+{
+	static const char *const bad[] = {
+		"VALUE k1 0 6\r\nhello\r\nEND\r\n",		/* length off */
+		"VALUE k1 0 5\r\nhello\r\n",			/* no END */
+		"VALUE k2 0 5\r\nhello\r\nEND\r\n",		/* another key */
+		"VALUE k1 x 5\r\nhello\r\nEND\r\n",		/* flags */
+	};
+	__u16 rid = 1;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++, rid += 10) {
+		fill_k1(rid, bad[i]);
+		expect_miss(rid + 1);
+		rep(rid + 1, "END\r\n");
+	}
+	cr_expect_eq(kv_stat(XVI_KV_FILL), 0);
+}
+
+/* Traffic of other ports is not looked at. */
+Test(kvcache, other_port_ignored)
+{
+	struct kv_frame in;
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .repeat = 1);
+
+	kv_build(&in, false, 1, "flush_all\r\n", 11);
+	((struct udphdr *)(in.buf + ETH_HLEN + 20))->dest = htons(KV_PORT + 1);
+	opts.data_in = in.buf;
+	opts.data_size_in = in.len;
+	cr_assert_eq(bpf_prog_test_run_opts(kv.in_fd, &opts), 0);
+	cr_expect_eq(opts.retval, TC_ACT_OK);
+	cr_expect_eq(kv_stat(XVI_KV_EPOCH), 0);
+}
