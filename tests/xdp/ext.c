@@ -27,6 +27,7 @@
 #include <criterion/parameterized.h>
 #include "xvi_wire.h"
 #include "xvi_ext.h"
+#include "xvi_place.h"
 #include "ext/ext.h"
 #include "xvi_demux.skel.h"
 #include "fx_frame.h"
@@ -42,6 +43,7 @@
 #define H_COUNT		2
 #define H_ACT		3
 #define H_NONE		5
+#define H_PLACE		4
 
 #define FX_IFACE	"xvixt0"
 #define FX_PEER		"xvixt1"
@@ -49,7 +51,7 @@
 static struct {
 	struct xvi_demux_bpf *skel;
 	struct fx_xsk x;
-	struct bpf_object *echo, *count, *act;
+	struct bpf_object *echo, *count, *act, *place;
 	int count_map;		/* the count handler's xvi_count_by_arg */
 	int ncpus;
 } env;
@@ -141,6 +143,7 @@ static void ext_setup(void)
 	env.act = install("ext_act.bpf.o", SLOT, H_ACT);
 	bpf_object__close(install("../ext/count.bpf.o", SLOT_RAW, H_COUNT));
 	bpf_object__close(install("../ext/echo.bpf.o", SLOT_PROT, H_ECHO));
+	env.place = install("../ext/place.bpf.o", SLOT, H_PLACE);
 	env.count_map = bpf_map__fd(bpf_object__find_map_by_name(env.count, "xvi_count_by_arg"));
 	cr_assert_geq(env.count_map, 0);
 }
@@ -150,6 +153,7 @@ static void ext_teardown(void)
 	bpf_object__close(env.echo);
 	bpf_object__close(env.count);
 	bpf_object__close(env.act);
+	bpf_object__close(env.place);
 	fx_xsk_close(&env.x);
 	xvi_demux_bpf__destroy(env.skel);
 	memset(&env, 0, sizeof(env));
@@ -726,4 +730,154 @@ Test(ext, trace_full_ring_counts_lost)
 	cr_expect_eq(t.n + lost, n, "%d taken + %llu lost, expected %u", t.n,
 		     (unsigned long long)lost, n);
 	fx_frame_free(&f);
+}
+
+/* ---- direct placement (examples/ext/place.bpf.c) ------------------------ */
+
+/* The byte at @off of a transfer: a pattern no two nearby offsets share. */
+static __u8 place_byte(__u32 off)
+{
+	return (off * 7 + (off >> 8)) & 0xff;
+}
+
+/* The placement handler on a message for [@off, @off + @len) of @total bytes. */
+static void run_place(__u32 off, __u32 total, __u32 len, struct fx_frame *f, struct run *r)
+{
+	/* No UDP checksum (IPv4 allows it): the arguments are written after. */
+	const struct fx_frame_spec s = AM4(.am_handler = H_PLACE, .payload = XVI_AM_HDR_LEN + len,
+					   .zero_l4_csum = true);
+	struct xvi_am_hdr *am;
+	__u32 i;
+
+	cr_assert_eq(fx_frame_build(&s, f), 0);
+	am = (void *)(f->buf + f->payload_off);
+	am->arg[0] = htonl(off);
+	am->arg[1] = htonl(total);
+	for (i = 0; i < len; i++)
+		f->buf[f->payload_off + XVI_AM_HDR_LEN + i] = place_byte(off + i);
+	run_prog(bpf_program__fd(env.skel->progs.xvi_demux), f, SLOT, r);
+}
+
+static int place_map(const char *name)
+{
+	int fd = bpf_object__find_map_fd_by_name(env.place, name);
+
+	cr_assert_geq(fd, 0, "no map %s", name);
+	return fd;
+}
+
+static struct xvi_place_state place_state(void)
+{
+	struct xvi_place_state st;
+	__u32 zero = 0;
+
+	cr_assert_eq(bpf_map_lookup_elem(place_map(XVI_PLACE_STATE_MAP), &zero, &st), 0);
+	return st;
+}
+
+/* Chunk @idx holds the transfer's bytes from @idx's offset, @len of them. */
+static void expect_placed(__u32 idx, __u32 len)
+{
+	struct xvi_place_chunk c;
+	__u32 got, i;
+
+	cr_assert_eq(bpf_map_lookup_elem(place_map(XVI_PLACE_REGION_MAP), &idx, &c), 0);
+	for (i = 0; i < len; i++)
+		cr_assert_eq(c.b[i], place_byte(idx * XVI_PLACE_CHUNK + i),
+			     "chunk %u byte %u: %u", idx, i, c.b[i]);
+	cr_assert_eq(bpf_map_lookup_elem(place_map(XVI_PLACE_GOT_MAP), &idx, &got), 0);
+	cr_expect_eq(got, 1, "chunk %u not marked placed", idx);
+}
+
+static int place_event_cb(void *ctx, void *data, size_t size)
+{
+	struct xvi_place_event *ev = data;
+
+	cr_expect_eq(size, sizeof(*ev));
+	*(struct xvi_place_event *)ctx = *ev;
+	return 0;
+}
+
+/* How many completion events are waiting; the last one in *ev. */
+static int place_events(struct xvi_place_event *ev)
+{
+	struct ring_buffer *rb = ring_buffer__new(place_map(XVI_PLACE_EVENTS_MAP),
+						  place_event_cb, ev, NULL);
+	int n;
+
+	cr_assert_not_null(rb);
+	n = ring_buffer__consume(rb);
+	ring_buffer__free(rb);
+	return n;
+}
+
+/* A message is placed at its offset and consumed: the socket never sees it. */
+Test(ext, place_writes_at_offset)
+{
+	struct xvi_place_event ev;
+	struct fx_frame f;
+	struct run r;
+
+	run_place(2 * XVI_PLACE_CHUNK, 8 * XVI_PLACE_CHUNK, XVI_PLACE_CHUNK, &f, &r);
+	cr_expect_eq(r.verdict, XDP_DROP, "verdict %u, expected XDP_DROP", r.verdict);
+	cr_expect_eq(r.d.ext_msgs, 1);
+	cr_expect_eq(r.d.rx_frames, 0, "a placed message must not reach the socket");
+	expect_placed(2, XVI_PLACE_CHUNK);
+	cr_expect_eq(place_state().bytes, XVI_PLACE_CHUNK);
+	cr_expect_eq(place_events(&ev), 0, "completion before the transfer was complete");
+	fx_frame_free(&f);
+}
+
+/* The last byte in: one completion event, with the transfer's length. */
+Test(ext, place_completes_once)
+{
+	const __u32 total = XVI_PLACE_CHUNK + 100;
+	struct xvi_place_event ev = {};
+	struct fx_frame f;
+	struct run r;
+
+	run_place(XVI_PLACE_CHUNK, total, 100, &f, &r);
+	fx_frame_free(&f);
+	cr_expect_eq(place_events(&ev), 0);
+	run_place(0, total, XVI_PLACE_CHUNK, &f, &r);
+	fx_frame_free(&f);
+	expect_placed(0, XVI_PLACE_CHUNK);
+	expect_placed(1, 100);
+	cr_assert_eq(place_events(&ev), 1, "no completion event");
+	cr_expect_eq(ev.total, total);
+	cr_expect_eq(ev.bytes, total);
+	/* A late duplicate neither counts nor signals again. */
+	run_place(0, total, XVI_PLACE_CHUNK, &f, &r);
+	fx_frame_free(&f);
+	cr_expect_eq(r.verdict, XDP_DROP);
+	cr_expect_eq(place_state().dups, 1);
+	cr_expect_eq(place_state().bytes, total);
+	cr_expect_eq(place_events(&ev), 0, "a second completion event");
+}
+
+/*
+ * Offsets and lengths the region cannot take: delivered to the endpoint as
+ * ordinary messages, counted, nothing placed.
+ */
+Test(ext, place_rejects_bad_messages)
+{
+	static const struct { __u32 off, total, len; } bad[] = {
+		{ 100, 4096, XVI_PLACE_CHUNK },			/* not at a chunk */
+		{ 4096, 4096, XVI_PLACE_CHUNK },		/* past the end */
+		{ 0, 4096, 100 },				/* short, not the last */
+		{ 3072, 3500, XVI_PLACE_CHUNK },		/* longer than what is left */
+		{ 0, (__u32)XVI_PLACE_REGION + 1, XVI_PLACE_CHUNK }, /* bigger than the region */
+		{ 0, 4096, 0 },					/* no data */
+	};
+	struct fx_frame f;
+	struct run r;
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		run_place(bad[i].off, bad[i].total, bad[i].len, &f, &r);
+		expect_delivered(&r, &f, SLOT);
+		cr_expect_eq(place_state().rejected, i + 1, "case %zu not rejected", i);
+		fx_frame_free(&f);
+	}
+	cr_expect_eq(place_state().bytes, 0);
 }
