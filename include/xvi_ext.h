@@ -117,6 +117,16 @@ struct xvi_ext_info {
 XVI_API int xvi_ext__info(const char *ifname, struct xvi_ext_info *infos, __u32 max,
 			  const struct xvi_ext_opts *opts);
 
+/*
+ * A file descriptor of the map @map_name (as the handler's object names it;
+ * the kernel compares 15 characters) of handler @handler of @endpoint, for
+ * the application to read, update or mmap its handler's maps.  The caller
+ * closes it.  Returns the fd or a negative errno: -ENOENT if there is no
+ * such endpoint, handler or map.
+ */
+XVI_API int xvi_ext__map_fd(const char *ifname, const char *endpoint, __u32 handler,
+			    const char *map_name, const struct xvi_ext_opts *opts);
+
 #ifdef __cplusplus
 }
 #endif

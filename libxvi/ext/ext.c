@@ -438,3 +438,59 @@ int xvi_ext__info(const char *ifname, struct xvi_ext_info *infos, __u32 max,
 	xvi_ctl__close(ctl);
 	return ret < 0 ? xvi_err(ret) : n;
 }
+
+int xvi_ext__map_fd(const char *ifname, const char *endpoint, __u32 handler,
+		    const char *map_name, const struct xvi_ext_opts *opts)
+{
+	struct bpf_prog_info info = {};
+	struct xvi_slot_owner owner;
+	__u32 ids[64], len = sizeof(info), i, id;
+	int slot, pfd = -1, fd = -ENOENT;
+	struct xvi_ctl *ctl;
+
+	if (!map_name)
+		return xvi_err(-EINVAL);
+	slot = begin(ifname, endpoint, handler, opts, &ctl, &owner);
+	if (slot < 0)
+		return xvi_err(slot);
+	if (xvi_ctl__ext_get(ctl, (__u32)slot, handler, &id)) {
+		pr_warn("%s: %s has no handler at index %u\n", ifname, endpoint, handler);
+		goto out;
+	}
+	pfd = bpf_prog_get_fd_by_id(id);
+	if (pfd < 0) {
+		fd = -errno;
+		pr_warn("%s: handler %u of %s (program %u): %s\n", ifname, handler, endpoint, id,
+			strerror(errno));
+		goto out;
+	}
+	info.nr_map_ids = sizeof(ids) / sizeof(ids[0]);
+	info.map_ids = (__u64)(unsigned long)ids;
+	if (bpf_obj_get_info_by_fd(pfd, &info, &len)) {
+		fd = -errno;
+		goto out;
+	}
+	for (i = 0; i < info.nr_map_ids && i < sizeof(ids) / sizeof(ids[0]); i++) {
+		struct bpf_map_info mi = {};
+		__u32 mlen = sizeof(mi);
+		int mfd = bpf_map_get_fd_by_id(ids[i]);
+
+		if (mfd < 0)
+			continue;
+		/* The kernel keeps 15 characters of a map's name. */
+		if (!bpf_obj_get_info_by_fd(mfd, &mi, &mlen) &&
+		    !strncmp(mi.name, map_name, sizeof(mi.name) - 1)) {
+			fd = mfd;
+			break;
+		}
+		close(mfd);
+	}
+	if (fd == -ENOENT)
+		pr_warn("%s: handler %u of %s has no map %s\n", ifname, handler, endpoint,
+			map_name);
+out:
+	if (pfd >= 0)
+		close(pfd);
+	xvi_ctl__close(ctl);
+	return fd < 0 ? xvi_err(fd) : fd;
+}
