@@ -21,7 +21,7 @@
 
 /* Map names (the kernel keeps 15 characters). */
 #define XVI_PLACE_REGION_MAP	"place_region"	/* ARRAY, mmapable: the data */
-#define XVI_PLACE_GOT_MAP	"place_got"	/* ARRAY, mmapable: __u32 per chunk, 1 = placed */
+#define XVI_PLACE_GOT_MAP	"place_got"	/* ARRAY, mmapable: __u64 per chunk, 1 = placed */
 #define XVI_PLACE_STATE_MAP	"place_state"	/* ARRAY, mmapable: one struct xvi_place_state */
 #define XVI_PLACE_EVENTS_MAP	"place_events"	/* RINGBUF: struct xvi_place_event */
 

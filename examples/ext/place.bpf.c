@@ -26,7 +26,9 @@ struct {
 	__uint(map_flags, BPF_F_MMAPABLE);
 	__uint(max_entries, XVI_PLACE_CHUNKS);
 	__type(key, __u32);
-	__type(value, __u32);
+	/* 8 bytes: an mmapable array lays its values out 8-byte aligned,
+	 * so a __u32 value would sit at a stride of 8 in the mapping. */
+	__type(value, __u64);
 } place_got SEC(".maps");
 
 struct {
@@ -47,7 +49,8 @@ XVI_EXT_HANDLER(xvi_place)
 	struct xvi_place_chunk *dst;
 	struct xvi_place_state *st;
 	struct xvi_ext_msg m;
-	__u32 zero = 0, off, total, len, idx, *got;
+	__u32 zero = 0, off, total, len, idx;
+	__u64 *got;
 
 	if (xvi_ext_msg(ctx, &m))
 		return xvi_ext_deliver(ctx);

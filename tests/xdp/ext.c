@@ -779,7 +779,8 @@ static struct xvi_place_state place_state(void)
 static void expect_placed(__u32 idx, __u32 len)
 {
 	struct xvi_place_chunk c;
-	__u32 got, i;
+	__u64 got;
+	__u32 i;
 
 	cr_assert_eq(bpf_map_lookup_elem(place_map(XVI_PLACE_REGION_MAP), &idx, &c), 0);
 	for (i = 0; i < len; i++)
