@@ -161,7 +161,9 @@ static int cmd_attach(const char *ifname, int ifindex, int port, const char *obj
 		goto out;
 	}
 	hook_init(&h, ifindex, BPF_TC_INGRESS | BPF_TC_EGRESS);
+	kv_quiet = true;	/* a clsact qdisc already there is fine */
 	err = bpf_tc_hook_create(&h);
+	kv_quiet = false;
 	if (err && err != -EEXIST) {
 		fprintf(stderr, "xvi-kvcache: %s: cannot create the clsact qdisc: %s\n", ifname,
 			strerror(-err));
