@@ -485,6 +485,8 @@ def main():
         "router": [r.get("text") for r in router],
         "trace": trace,
         "fabric": [r.get("text") for r in fabric],
+        "kvcache": [r.get("text") for r in recs if r.get("test") == "kvcache"],
+        "place": [r.get("text") for r in recs if r.get("test") == "place"],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
         "stream_bandwidth": sbw, "jumbo": jumbo, "raw_xvi_bps_1500": raw_bps,
@@ -829,47 +831,33 @@ def main():
         w("Not measured: %s." % (unavailable.get("protected") or "no records"))
     w("")
 
-    # router
-    texts = [r["text"] for r in router if r.get("text")]
-    if texts or "router" in unavailable:
-        w("## 4b. The IP router against kernel forwarding")
+    # sections with their own scripts and labs: their output verbatim
+    # (fenced unless the script writes markdown tables itself)
+    for test, title, lab, fenced in (
+            ("router", "4b. The IP router against kernel forwarding", "three-node", True),
+            ("kvcache", "4c. The key-value cache against memcached alone", "two-node", True),
+            ("place", "4d. Direct placement against endpoint receive + memcpy", "two-node",
+             True),
+            ("trace", "4e. Extension tracing, on and off", "two-node", False),
+            ("fabric", "4f. libfabric and MPI over xvi", "two-node", False)):
+        texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
+        if not texts and test not in unavailable:
+            continue
+        w("## " + title)
         w("")
-    if texts:
-        w("From tests/bench/router.sh (its own three-node lab, run by make bench; "
-          "its output verbatim):")
-        w("")
-        w("```")
-        for t in texts:
-            w(t)
-        w("```")
-        w("")
-    if unavailable.get("router"):
-        w("Script problem: %s" % unavailable["router"])
-        w("")
-
-    # tracing (tests/bench/trace.sh): its table verbatim
-    if trace or "trace" in unavailable:
-        w("## 4c. Extension tracing, on and off")
-        w("")
-        w("From tests/bench/trace.sh (its own two-node lab; docs/EXTENSIONS.md, "
-          "\"Tracing and per-handler counters\"):")
-        w("")
-        w("\n\n".join(trace) if trace else
-          "Script problem: %s" % unavailable.get("trace"))
-        w("")
-
-    # libfabric provider and MPI
-    texts = [r["text"] for r in fabric if r.get("text")]
-    if texts or "fabric" in unavailable:
-        w("## 4d. libfabric and MPI over xvi")
-        w("")
-        w("From tests/bench/fabric.sh (its own two-node lab; docs/SCALE-OUT.md):")
-        w("")
-        w("\n".join(texts))
-        w("")
-    if unavailable.get("fabric"):
-        w("Script problem: %s" % unavailable["fabric"])
-        w("")
+        if texts:
+            w("From tests/bench/%s.sh (its own %s lab, run by make bench; "
+              "its output verbatim):" % (test, lab))
+            w("")
+            if fenced:
+                w("```")
+            w("\n\n".join(texts))
+            if fenced:
+                w("```")
+            w("")
+        if unavailable.get(test):
+            w("Script problem: %s" % unavailable[test])
+            w("")
 
     # optimisations
     w("## Optimisations, each on and off")
