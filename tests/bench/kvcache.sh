@@ -44,6 +44,7 @@ x() { local n=$1; shift; lab_exec --name "$L" -T 60 "$n" -- "$@"; }
 die() { echo "kvcache.sh: $*" >&2; exit 1; }
 PORT=11411
 x b "$BB/bin/xdp-vi" attach xv0 >/dev/null || die "attach on b"
+# shellcheck disable=SC2016 # expanded by the inner shell
 x b sh -c 'echo $$ >"$0"; exec memcached -u nobody -U "$1" -p 0 -l 198.18.0.2 -t 2 -m 64' \
 	"$TMP/mc.pid" "$PORT" >"$TMP/mc.err" 2>&1 &
 MCW=$!
@@ -78,7 +79,7 @@ print(sys.argv[2], j["gets_per_s"], j["p50_us"], j["p99_us"], j["hits"] + j["mis
       k["hits"])' "$TMP/cli.json" "$v" "$TMP/kv.json"
 }
 
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	for v in cache memcached; do
 		run_one "$v" | tee -a "$TMP/rows" >&2
 	done

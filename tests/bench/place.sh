@@ -62,7 +62,7 @@ print(sys.argv[2], j["MBps"], j["cpu_user_s"] + j["cpu_sys_s"], j["rounds"])' \
 		"$TMP/recv.json" "$v"
 }
 
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	for v in place copy; do
 		run_one "$v" | tee -a "$TMP/rows" >&2
 	done

@@ -48,8 +48,10 @@ case_attach() {
 	local err
 	err=$(_kv attach "$LAB_IFACE" --port "$PORT" 2>&1) ||
 		fail "xvi-kvcache attach: ${err//$'\n'/ }" || return
-	err=$(_kv attach "$LAB_IFACE" --port "$PORT" 2>&1) &&
-		fail "a second attach succeeded" || true
+	if err=$(_kv attach "$LAB_IFACE" --port "$PORT" 2>&1); then
+		fail "a second attach succeeded"
+		return
+	fi
 	[[ $err == *"already attached"* ]] || fail "second attach: $err" || return
 	_stat hits >/dev/null || fail "no stats: $(cat "$T_TMP/kv.err")"
 }
@@ -114,12 +116,16 @@ print(" ".join(str(f["options"]["prog"]["id"]) for f in json.load(sys.stdin)
 	[[ $out != *kv_egress* ]] || fail "kv_egress still attached: $out" || return
 	# memcached answers alone, the values as they are.
 	if [ -n "$MC_PID" ]; then
-		out=$(_mc set hm-key after 2>&1) && out=$(_mc get hm-key 2>&1) ||
-			{ t_stop "$MC_PID"; fail "memcached after detach: $out"; return 1; }
+		if ! out=$(_mc set hm-key after 2>&1) || ! out=$(_mc get hm-key 2>&1); then
+			t_stop "$MC_PID"
+			fail "memcached after detach: $out"
+			return
+		fi
 		t_stop "$MC_PID"
 		MC_PID=
 		[ "$out" = after ] || fail "GET after detach returned '$out'" || return
 	fi
+	# shellcheck disable=SC2086 # one argument per id
 	[ -z "$ids" ] || t_ids_gone prog $ids >/dev/null ||
 		fail "the cache's programs ($ids) are still loaded after detach"
 }
@@ -133,6 +139,7 @@ CASES=(
 	concurrent	case_concurrent		"4 writers and 4 readers on a: no stale GET, some hits"
 	detached	case_detached		"detach: memcached alone answers, programs gone"
 )
+# shellcheck disable=SC2034 # read by t_main
 CASES_ALWAYS=(detached)
 
 t_main "$@"

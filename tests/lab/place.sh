@@ -34,13 +34,13 @@ t_setup() {
 		fail "xdp-vi attach on node b failed: ${err//$'\n'/ }"
 }
 
-# _transfer MODE...: one transfer of $T_TMP/in into $T_TMP/out; the
+# _transfer: one transfer of $T_TMP/in into $T_TMP/out; the
 # receiver's JSON line in $T_TMP/recv.json.
 _transfer() {
 	local pid rc err
 	rm -f "$T_TMP/out" "$T_TMP/recv.json"
 	t_x -T 300 b "$PLACE" recv -i "$LAB_IFACE" -a 198.18.0.2 -p "$PORT" -c "$CTL" \
-		-o "$T_TMP/out" -b "$BPFFS" "$@" >"$T_TMP/recv.json" 2>"$T_TMP/recv.err" &
+		-o "$T_TMP/out" -b "$BPFFS" >"$T_TMP/recv.json" 2>"$T_TMP/recv.err" &
 	pid=$!
 	t_wait_grep "$T_TMP/recv.json" '^ready' ||
 		{ t_stop $pid; fail "receiver not ready: $(head -c 300 "$T_TMP/recv.err")"; return 1; }
@@ -80,6 +80,7 @@ CASES=(
 	unloaded	case_unloaded		"the receiver's handler is gone after it exits"
 	nothing_left	case_nothing_left	"detach, bpffs unmounted"
 )
+# shellcheck disable=SC2034 # read by t_main
 CASES_ALWAYS=(nothing_left)
 
 t_main "$@"
