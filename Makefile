@@ -97,6 +97,12 @@ $(B)/tests/%.bpf.o: tests/lab/bpf/%.bpf.c include/xvi_ext.h include/xvi_wire.h
 	@mkdir -p $(@D)
 	$(CLANG) -O2 -g -target bpf -Wall -Werror -Iinclude -I$(ARCH_INC) -c $< -o $@
 
+# xvi-kvcache carries the cache's programs inside (a skeleton of the
+# sample's object), so that an installed copy needs no file beside it.
+$(B)/include/kvcache.skel.h: $(B)/ext/kvcache.bpf.o | $(B)/include
+	$(BPFTOOL) gen skeleton $< name kvcache_bpf > $@.tmp && mv $@.tmp $@
+$(B)/obj/tools/xvi-kvcache/main.o: $(B)/include/kvcache.skel.h
+
 # ---- C objects ---------------------------------------------------------------
 # Every object records the headers it includes (-MMD -MP, $(B)/obj/**/*.d),
 # so an edited header rebuilds exactly the objects that use it.  The BPF

@@ -3,7 +3,7 @@
  * xvi-kvcache: put the key-value cache extension (kvcache.bpf.o) in front of
  * a memcached on this host (docs/EXTENSIONS.md, "Key-value cache").
  *
- *   xvi-kvcache attach IFACE --port PORT [--obj FILE]
+ *   xvi-kvcache attach IFACE --port PORT [--obj FILE]   (default: built in)
  *   xvi-kvcache stats IFACE [--json]
  *   xvi-kvcache detach IFACE
  *
@@ -15,8 +15,6 @@
 #include <getopt.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <libgen.h>
-#include <limits.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +23,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "xvi_kvcache.h"
+#include "kvcache.skel.h"
 
 /* Our tc filters: this handle and priority on both hooks. */
 #define KV_TC_HANDLE	0x5856
@@ -52,19 +51,6 @@ static void usage(FILE *f)
 	fprintf(f, "usage: xvi-kvcache attach IFACE --port PORT [--obj FILE]\n"
 		   "       xvi-kvcache stats IFACE [--json]\n"
 		   "       xvi-kvcache detach IFACE\n");
-}
-
-/* kvcache.bpf.o next to our build: $(B)/bin/../ext/kvcache.bpf.o. */
-static int default_obj(char *buf, size_t len)
-{
-	char exe[PATH_MAX];
-	ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
-
-	if (n <= 0)
-		return -1;
-	exe[n] = '\0';
-	snprintf(buf, len, "%s/../ext/kvcache.bpf.o", dirname(exe));
-	return 0;
 }
 
 static void hook_init(struct bpf_tc_hook *h, int ifindex, enum bpf_tc_attach_point ap)
@@ -135,10 +121,18 @@ static int cmd_attach(const char *ifname, int ifindex, int port, const char *obj
 				"first\n", ifname, ifname);
 		return 1;
 	}
-	obj = bpf_object__open_file(obj_path, NULL);
+	if (obj_path) {
+		obj = bpf_object__open_file(obj_path, NULL);
+	} else {
+		/* The programs built into this binary (kvcache.skel.h). */
+		size_t sz;
+		const void *elf = kvcache_bpf__elf_bytes(&sz);
+
+		obj_path = "the built-in kvcache.bpf.o";
+		obj = bpf_object__open_mem(elf, sz, NULL);
+	}
 	if (!obj) {
-		fprintf(stderr, "xvi-kvcache: %s: %s (build it with make, or give --obj)\n",
-			obj_path, strerror(errno));
+		fprintf(stderr, "xvi-kvcache: %s: %s\n", obj_path, strerror(errno));
 		return 1;
 	}
 	err = bpf_object__load(obj);
@@ -286,7 +280,6 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
-	char objbuf[PATH_MAX];
 	const char *obj = NULL, *cmd, *ifname;
 	int c, port = 0, json = 0, ifindex;
 	char *end;
@@ -334,11 +327,6 @@ int main(int argc, char **argv)
 			fprintf(stderr, "xvi-kvcache: attach needs --port, memcached's UDP port "
 					"(memcached -U PORT)\n");
 			return 2;
-		}
-		if (!obj) {
-			if (default_obj(objbuf, sizeof(objbuf)))
-				return 1;
-			obj = objbuf;
 		}
 		return cmd_attach(ifname, ifindex, port, obj);
 	}
