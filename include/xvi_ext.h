@@ -245,6 +245,16 @@ static __always_inline int xvi_ext_drop(struct xdp_md *ctx)
 	return xvi_ext__ret(ctx, XVI_EXT_RET_DROP, XDP_DROP);
 }
 
+/*
+ * The handler has placed the message's data where the application reads it
+ * (a region map): the frame itself is done with.  Counted as `place`, not
+ * as a drop, so the counters tell placement from refusal.
+ */
+static __always_inline int xvi_ext_placed(struct xdp_md *ctx)
+{
+	return xvi_ext__ret(ctx, XVI_EXT_RET_PLACE, XDP_DROP);
+}
+
 /* The kernel's stack gets the frame, as if no endpoint owned it. */
 static __always_inline int xvi_ext_pass(struct xdp_md *ctx)
 {

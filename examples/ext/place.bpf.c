@@ -87,7 +87,7 @@ XVI_EXT_HANDLER(xvi_place)
 		st->notified = 1;
 		bpf_ringbuf_output(&place_events, &ev, sizeof(ev), 0);
 	}
-	return xvi_ext_drop(ctx);
+	return xvi_ext_placed(ctx);
 reject:
 	__sync_fetch_and_add(&st->rejected, 1);
 	return xvi_ext_deliver(ctx);

@@ -823,6 +823,8 @@ Test(ext, place_writes_at_offset)
 	cr_expect_eq(r.verdict, XDP_DROP, "verdict %u, expected XDP_DROP", r.verdict);
 	cr_expect_eq(r.d.ext_msgs, 1);
 	cr_expect_eq(r.d.rx_frames, 0, "a placed message must not reach the socket");
+	/* Counted as placed, not as dropped. */
+	expect_handler(&r, H_PLACE, 1, XVI_EXT_ACT_PLACE);
 	expect_placed(2, XVI_PLACE_CHUNK);
 	cr_expect_eq(place_state().bytes, XVI_PLACE_CHUNK);
 	cr_expect_eq(place_events(&ev), 0, "completion before the transfer was complete");
