@@ -6,7 +6,7 @@
 # See netns-lab/lab for the topology drawings and docs/LAB.md for usage.
 #
 #   lab_up    [--name NAME] [--nodes 2|3] [--impair SPEC] [--tune]
-#                                           build a lab, set $LAB
+#             [--queues N]                  build a lab, set $LAB
 #   lab_exec  [--name NAME] [-T SEC] NODE -- CMD...
 #   lab_shell [--name NAME] NODE
 #   lab_status [--name NAME] [--json]
@@ -87,7 +87,10 @@ _lab_try() {
 }
 
 _lab_build() {
-	local name=$1 nodes=$2 impair=${3:-} tune=${4:-0} dir=$LAB_STATE/$1 n ns
+	local name=$1 nodes=$2 impair=${3:-} tune=${4:-0} queues=${5:-1} dir=$LAB_STATE/$1 n ns
+	# veth takes its queue counts at creation only (ethtool -L cannot add
+	# queues past them): the same N receive and transmit queues on both ends.
+	local -a mq=(numtxqueues "$queues" numrxqueues "$queues")
 	local letters
 	read -r -a letters <<<"$(_lab_letters "$nodes")"
 
@@ -99,6 +102,7 @@ _lab_build() {
 		echo "LAB_IFACE=$LAB_IFACE"
 		echo "LAB_CREATED=$(date +%s)"
 		echo "LAB_TUNED=$tune"
+		echo "LAB_QUEUES=$queues"
 		for n in "${letters[@]}"; do
 			if [ "$n" = m ]; then
 				echo "LAB_NS_m=$(_lab_ns "$name" m)"
@@ -125,14 +129,14 @@ _lab_build() {
 	# exists in the root namespace, even for a moment.
 	if [ "$nodes" = 2 ]; then
 		_lab_try ip link add "$(_lab_veth "$name" a)" netns "$(_lab_ns "$name" a)" \
-			type veth peer name "$(_lab_veth "$name" b)" \
-			netns "$(_lab_ns "$name" b)" || return 1
+			"${mq[@]}" type veth peer name "$(_lab_veth "$name" b)" \
+			netns "$(_lab_ns "$name" b)" "${mq[@]}" || return 1
 	else
 		for n in a b; do
 			_lab_try ip link add "$(_lab_veth "$name" "$n")" \
-				netns "$(_lab_ns "$name" "$n")" type veth \
+				netns "$(_lab_ns "$name" "$n")" "${mq[@]}" type veth \
 				peer name "$(_lab_veth "$name" "m$n")" \
-				netns "$(_lab_ns "$name" m)" || return 1
+				netns "$(_lab_ns "$name" m)" "${mq[@]}" || return 1
 		done
 		_lab_build_m "$name" || return 1
 	fi
@@ -166,6 +170,7 @@ _lab_build() {
 			_lab_try ip netns exec "$ns" ethtool -K "$LAB_IFACE" gro on tx off ||
 				return 1
 		fi
+		[ "$queues" = 1 ] || _lab_spread_tx "$ns" "$queues" || return 1
 	done
 
 	# Carrier comes up once both ends are up; wait for it (bounded).
@@ -186,6 +191,20 @@ _lab_build() {
 		_lab_relay_start "$name" "$impair" || return 1
 	fi
 	echo ready >"$dir/status"
+}
+
+# Multi-queue: a veth hands a frame to the peer's receive queue of the
+# same index as the transmit queue the sending kernel chose (docs/KERNEL.md,
+# fact 32).  Without XPS the kernel picks that queue by the flow's hash, so
+# the flows of different sockets spread over every queue; a transmit queue
+# with XPS CPUs would pin flows to the sending CPU instead, and a 2-core
+# machine would then feed 2 queues at most.  XPS is off for every queue.
+_lab_spread_tx() {
+	local ns=$1 queues=$2 q
+	for ((q = 0; q < queues; q++)); do
+		_lab_try ip netns exec "$ns" sh -c \
+			"echo 0 >/sys/class/net/$LAB_IFACE/queues/tx-$q/xps_cpus" || return 1
+	done
 }
 
 # The middle node: two interfaces and no address of its own.  M forwards
@@ -380,7 +399,7 @@ _lab_trap() {
 }
 
 lab_up() {
-	local name="" nodes=2 impair= impair_set=0 tune=0
+	local name="" nodes=2 impair= impair_set=0 tune=0 queues=1
 	while [ $# -gt 0 ]; do
 		case $1 in
 		--name) name=${2:-}; shift 2 || { _lab_err "--name needs a value"; return 1; } ;;
@@ -391,6 +410,8 @@ lab_up() {
 			shift 2 || { _lab_err "--impair needs a SPEC"; return 1; } ;;
 		--impair=*) impair=${1#--impair=}; impair_set=1; shift ;;
 		--tune) tune=1; shift ;;
+		--queues) queues=${2:-}; shift 2 || { _lab_err "--queues needs a value"; return 1; } ;;
+		--queues=*) queues=${1#--queues=}; shift ;;
 		*) _lab_err "up: unknown argument '$1'"; return 1 ;;
 		esac
 	done
@@ -398,6 +419,10 @@ lab_up() {
 	_lab_check_name "$name" || return 1
 	if [ "$nodes" != 2 ] && [ "$nodes" != 3 ]; then
 		_lab_err "--nodes $nodes: give 2 (a -- b) or 3 (a -- m -- b, relay on m)"
+		return 1
+	fi
+	if [[ ! $queues =~ ^[0-9]+$ ]] || [ "$queues" -lt 1 ] || [ "$queues" -gt 64 ]; then
+		_lab_err "--queues '$queues': give 1..64 receive and transmit queues per veth"
 		return 1
 	fi
 	if [ "$impair_set" = 1 ] && [ "$nodes" != 3 ]; then
@@ -422,7 +447,7 @@ lab_up() {
 		_LAB_MINE+=("$name")
 		_lab_trap
 	fi
-	if ! _lab_build "$name" "$nodes" "$impair" "$tune"; then
+	if ! _lab_build "$name" "$nodes" "$impair" "$tune" "$queues"; then
 		lab_down --name "$name" >/dev/null 2>&1
 		_lab_err "up: lab '$name' not created (partial state removed)"
 		return 1
