@@ -19,7 +19,7 @@
 /* tag -> slot.  Written by the control plane (publish/release), read by XDP. */
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, XVI_MAX_ENDPOINTS);
+	__uint(max_entries, XVI_MAX_TAGS);
 	__type(key, struct xvi_tag);
 	__type(value, struct xvi_ep_value);
 } xvi_endpoints SEC(".maps");

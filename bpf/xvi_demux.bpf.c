@@ -51,29 +51,58 @@ struct xvi_ph6_tail {
 };
 
 /*
- * The exact tag, else the wildcard of its family.  The wildcard takes a
+ * A tag spread over receive queues: the member endpoint of the frame's
+ * receive queue @queue, whose socket is the only one the redirect can
+ * reach (docs/KERNEL.md, fact 2).  NULL (*no_queue) if that queue has
+ * none.  Any other tag's entry is returned as it is, for one flag test.
+ */
+static __always_inline struct xvi_ep_value *xvi_spread(struct xvi_tag *tag,
+							struct xvi_ep_value *v, __u32 queue,
+							bool *no_queue)
+{
+	if (!v || !(v->flags & XVI_EP_F_SPREAD))
+		return v;
+	if (queue >= XVI_SPREAD_MAX_QUEUES) {
+		*no_queue = true;
+		return NULL;
+	}
+	tag->queue = queue + 1;
+	v = bpf_map_lookup_elem(&xvi_endpoints, tag);
+	tag->queue = 0;
+	if (!v)
+		*no_queue = true;
+	return v;
+}
+
+/*
+ * The exact tag, else the wildcard of its family, each resolved to the
+ * member of receive queue @queue if it is spread.  The wildcard takes a
  * datagram only for one of this host's addresses (xvi_local_addrs), as a
  * kernel socket bound to 0.0.0.0 or :: would: a destination the host
  * merely routes to (a container, another namespace) stays with the kernel
- * (*not_local).  Only wildcard hits pay for the second lookup.
+ * (*not_local).  Only wildcard hits pay for the second lookup, only spread
+ * tags for the member's.
  */
-static __always_inline struct xvi_ep_value *xvi_lookup(struct xvi_tag *tag, bool *not_local)
+static __always_inline struct xvi_ep_value *xvi_lookup(struct xvi_tag *tag, __u32 queue,
+						       bool *not_local, bool *no_queue)
 {
 	struct xvi_ep_value *v;
 	__u8 dst[16];
 
 	v = bpf_map_lookup_elem(&xvi_endpoints, tag);
 	if (v || tag->kind == XVI_TAG_RAW)
-		return v;
+		return xvi_spread(tag, v, queue, no_queue);
 	__builtin_memcpy(dst, tag->addr, sizeof(dst));
 	__builtin_memset(tag->addr, 0, sizeof(tag->addr));
 	v = bpf_map_lookup_elem(&xvi_endpoints, tag);
 	if (!v)
 		return NULL;
+	v = xvi_spread(tag, v, queue, no_queue);
 	__builtin_memcpy(tag->addr, dst, sizeof(dst));
 	tag->port = 0;
 	if (bpf_map_lookup_elem(&xvi_local_addrs, tag))
 		return v;
+	*no_queue = false;
 	*not_local = true;
 	return NULL;
 }
@@ -318,22 +347,29 @@ static __always_inline int xvi_dispatch_deliver(struct xdp_md *ctx, struct xvi_e
  * Look the tag up and map its slot to the endpoint's counters.  NULL (and
  * no_endpoint counted) for an unknown tag, a tag still being set up
  * (XVI_SLOT_PENDING is past the stats array) or a corrupt entry; NULL and
- * not_local for a wildcard's datagram to another host's address.  A
+ * not_local for a wildcard's datagram to another host's address, and
+ * spread_no_queue for a spread tag's frame on a queue it has no member on
+ * (the kernel then has it, as it has the frames of a closed port).  A
  * protected endpoint takes no 802.1Q-tagged frame (vlan_protected, passed):
  * endpoints are not per VLAN, so a tagged frame is for a VLAN interface of
  * this host, if any, not for the endpoint on the untagged one.
  */
 static __always_inline struct xvi_ep_counters *xvi_match(struct xvi_tag *tag,
 							  struct xvi_global_counters *g,
-							  __u16 flags, __u32 *slot, __u32 *vflags)
+							  __u16 flags, __u32 queue, __u32 *slot,
+							  __u32 *vflags)
 {
+	bool not_local = false, no_queue = false;
 	struct xvi_ep_counters *ep = NULL;
-	bool not_local = false;
 	struct xvi_ep_value *v;
 
-	v = xvi_lookup(tag, &not_local);
+	v = xvi_lookup(tag, queue, &not_local, &no_queue);
 	if (not_local) {
 		g->not_local++;
+		return NULL;
+	}
+	if (no_queue) {
+		g->spread_no_queue++;
 		return NULL;
 	}
 	if (v && (v->flags & XVI_EP_F_DEVMAP) && (flags & XVI_RX_VLAN)) {
@@ -391,7 +427,7 @@ static __always_inline void xvi_meta_init(struct xvi_rx_meta *m, __u16 flags, __
  */
 static __always_inline struct xvi_ep_counters *
 xvi_udp_match(struct xvi_cursor *c, struct xvi_global_counters *g, __u16 flags, __u8 kind,
-	      const void *daddr, __u32 addr_len, struct udphdr **uhp, __u32 *slot,
+	      const void *daddr, __u32 addr_len, __u32 queue, struct udphdr **uhp, __u32 *slot,
 	      __u32 *vflags)
 {
 	struct xvi_tag tag = {};
@@ -408,7 +444,7 @@ xvi_udp_match(struct xvi_cursor *c, struct xvi_global_counters *g, __u16 flags, 
 	tag.kind = kind;
 	tag.port = uh->dest;
 	__builtin_memcpy(tag.addr, daddr, addr_len);
-	return xvi_match(&tag, g, flags, slot, vflags);
+	return xvi_match(&tag, g, flags, queue, slot, vflags);
 }
 
 /*
@@ -506,8 +542,8 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	if (iph->protocol != IPPROTO_UDP)
 		goto no_ep;
 	l4_off = c->off;
-	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP4, &iph->daddr, sizeof(iph->daddr), &uh,
-			   &slot, &vflags);
+	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP4, &iph->daddr, sizeof(iph->daddr),
+			   ctx->rx_queue_index, &uh, &slot, &vflags);
 	if (!ep)
 		goto no_ep;
 
@@ -563,8 +599,8 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	if (ip6h->nexthdr != IPPROTO_UDP)
 		goto no_ep;
 	l4_off = c->off;
-	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP6, &ip6h->daddr, sizeof(ip6h->daddr), &uh,
-			   &slot, &vflags);
+	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP6, &ip6h->daddr, sizeof(ip6h->daddr),
+			   ctx->rx_queue_index, &uh, &slot, &vflags);
 	if (!ep)
 		goto no_ep;
 
@@ -600,7 +636,7 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	}
 	tag.kind = XVI_TAG_RAW;
 	tag.raw_tag = rh->dst_tag;
-	ep = xvi_match(&tag, g, flags, &slot, &vflags);
+	ep = xvi_match(&tag, g, flags, ctx->rx_queue_index, &slot, &vflags);
 	if (!ep)
 		return XDP_PASS;
 

@@ -166,6 +166,18 @@ enum xvi_endpoint_flags {
 	 * kernel, the driver or the open path cannot do it.
 	 */
 	XVI_EP_MULTI_BUFFER = 1 << 2,
+	/*
+	 * Spread the tag over receive queues: one endpoint per queue, each
+	 * opened with this flag, the same address (or raw tag) and its own
+	 * queue_id, takes the frames for the tag that arrive on its queue
+	 * (RSS or a steering rule picks the queue), so that one thread per
+	 * queue serves one port.  All of a spread tag's endpoints belong to
+	 * one process; a second on one queue, an endpoint without the flag
+	 * on the tag, or another process fails with EADDRINUSE.  Frames on a
+	 * queue without a member go to the kernel (counted spread_no_queue).
+	 * Direct endpoints only (EOPNOTSUPP otherwise); queue_id below 255.
+	 */
+	XVI_EP_SPREAD = 1 << 3,
 };
 
 struct xvi_endpoint_opts {

@@ -46,10 +46,16 @@ enum xvi_tag_kind {
  * all-zero address is the wildcard "any address of this family", looked up
  * only after the exact address missed.  For raw frames it is the 32-bit tag.
  * Unused fields must be zero: the key is hashed as bytes.
+ *
+ * A tag spread over several receive queues (XVI_EP_F_SPREAD) has one entry
+ * with queue 0, whose value only says "spread", and one per member endpoint
+ * with queue = its receive queue + 1: an AF_XDP socket takes only frames of
+ * its own queue (docs/KERNEL.md, fact 2), so the datapath looks the member
+ * of the frame's queue up.
  */
 struct xvi_tag {
 	__u8 kind;		/* enum xvi_tag_kind */
-	__u8 pad;
+	__u8 queue;		/* 0, or a spread member's queue + 1 */
 	__be16 port;		/* UDP destination port, network order */
 	__be32 raw_tag;		/* raw tag, network order */
 	__u8 addr[16];		/* IPv4 in addr[0..3], or IPv6 */
@@ -62,6 +68,10 @@ struct xvi_tag {
  * XVI_MAX_ENDPOINTS as "no endpoint".
  */
 #define XVI_SLOT_PENDING	XVI_MAX_ENDPOINTS
+/* Queues a spread tag can cover: the member's queue + 1 fits the tag's byte. */
+#define XVI_SPREAD_MAX_QUEUES	255
+/* Entries of the endpoint table: a tag per slot, and a spread tag's own. */
+#define XVI_MAX_TAGS		(2 * XVI_MAX_ENDPOINTS)
 struct xvi_ep_value {
 	__u32 slot;		/* index into the XSKMAP and the stats array */
 	__u32 flags;		/* enum xvi_ep_value_flags */
@@ -73,6 +83,12 @@ enum xvi_ep_value_flags {
 	 * the host end of the endpoint's veth pair instead of the XSKMAP.
 	 */
 	XVI_EP_F_DEVMAP = 1 << 0,
+	/*
+	 * The tag (queue 0) is spread over receive queues: the slot is
+	 * XVI_SLOT_PENDING and the frame goes to the member entry of its
+	 * receive queue (struct xvi_tag), if any.
+	 */
+	XVI_EP_F_SPREAD = 1 << 1,
 };
 
 /*
@@ -207,6 +223,8 @@ struct xvi_global_counters {
 	__u64 rt_pass_other;		/* blackhole, unreachable, bad header,
 					 * martian source, ... */
 	__u64 trace_lost;		/* trace events the full ring buffer refused */
+	__u64 spread_no_queue;		/* for a spread tag, on a receive queue
+					 * where it has no endpoint: passed */
 };
 
 /*

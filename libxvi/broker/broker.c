@@ -333,7 +333,7 @@ static int ext_request(const char *ifname, struct xvi_broker_req *req, int obj_f
 	err = broker_connect(ifname, &fd);
 	if (err)
 		return err;
-	req->tag.pad = 0;
+	req->tag.queue = 0;
 	snprintf(req->ifname, sizeof(req->ifname), "%s", ifname);
 	err = send_req_fd(fd, req, obj_fd);
 	if (!err)

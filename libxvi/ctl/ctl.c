@@ -140,15 +140,32 @@ static int owner_get(struct xvi_ctl *ctl, __u32 slot, struct xvi_slot_owner *o)
 	return 0;
 }
 
-/* Slot whose owner names @tag, or -ENOENT. */
+/* The tag a spread member's tag belongs to (queue 0): the one frames carry. */
+static struct xvi_tag tag_base(const struct xvi_tag *t)
+{
+	struct xvi_tag b = *t;
+
+	b.queue = 0;
+	return b;
+}
+
+/*
+ * Slot whose owner names @tag, or -ENOENT.  A spread tag's own entry
+ * (queue 0) is named by every member's owner, whose tags carry a queue.
+ */
 static int owner_of_tag(struct xvi_ctl *ctl, const struct xvi_tag *tag,
 			struct xvi_slot_owner *o)
 {
+	struct xvi_tag b;
 	__u32 slot;
 
-	for (slot = 0; slot < XVI_MAX_ENDPOINTS; slot++)
-		if (!owner_get(ctl, slot, o) && tag_eq(&o->tag, tag))
+	for (slot = 0; slot < XVI_MAX_ENDPOINTS; slot++) {
+		if (owner_get(ctl, slot, o))
+			continue;
+		b = tag->queue ? o->tag : tag_base(&o->tag);
+		if (tag_eq(&b, tag))
 			return slot;
+	}
 	return -ENOENT;
 }
 
@@ -173,6 +190,28 @@ static int ext_clear_slot(struct xvi_ctl *ctl, __u32 slot)
 	return err;
 }
 
+/*
+ * A spread member going: its tag's own entry goes with the last member.
+ * Caller holds the lock; @slot's owner entry is still there.
+ */
+static int spread_release(struct xvi_ctl *ctl, __u32 slot, const struct xvi_tag *tag)
+{
+	struct xvi_tag base = tag_base(tag), b;
+	struct xvi_slot_owner o;
+	__u32 s;
+
+	if (!tag->queue)
+		return 0;
+	for (s = 0; s < XVI_MAX_ENDPOINTS; s++) {
+		if (s == slot || owner_get(ctl, s, &o) || !o.tag.queue)
+			continue;
+		b = tag_base(&o.tag);
+		if (tag_eq(&b, &base))
+			return 0;
+	}
+	return del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &base);
+}
+
 /* Caller holds the lock.  Tag first, then socket, handlers, owner (see top). */
 static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 {
@@ -188,6 +227,8 @@ static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 	if (!bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &o.tag, &v) &&
 	    (v.slot == slot || v.slot >= XVI_MAX_ENDPOINTS))
 		err = del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &o.tag);
+	err2 = spread_release(ctl, slot, &o.tag);
+	err = err ?: err2;
 	err2 = del_ignore_enoent(ctl->fds[MAP_XSKS], &slot);
 	err = err ?: err2;
 	err2 = del_ignore_enoent(ctl->fds[MAP_DEVS], &slot);
@@ -234,7 +275,7 @@ static int drop_veth(struct xvi_ctl *ctl, __u32 slot, __u32 broker)
 
 static int gc_locked(struct xvi_ctl *ctl)
 {
-	struct xvi_tag keys[XVI_MAX_ENDPOINTS], key, *prev = NULL;
+	struct xvi_tag keys[XVI_MAX_TAGS], key, *prev = NULL;
 	struct xvi_slot_owner o;
 	char tagstr[64];
 	int n = 0, nkeys = 0, i, err;
@@ -263,7 +304,7 @@ static int gc_locked(struct xvi_ctl *ctl)
 	}
 
 	/* Tags no owner names: leftovers of a process killed inside release. */
-	while (nkeys < XVI_MAX_ENDPOINTS &&
+	while (nkeys < XVI_MAX_TAGS &&
 	       !bpf_map_get_next_key(ctl->fds[MAP_ENDPOINTS], prev, &key)) {
 		keys[nkeys] = key;
 		prev = &keys[nkeys++];
@@ -332,15 +373,15 @@ static int check_tag(const struct xvi_tag *t)
 
 	switch (t->kind) {
 	case XVI_TAG_UDP4:
-		if (!t->port || t->raw_tag || t->pad || memcmp(t->addr + 4, zero, 12))
+		if (!t->port || t->raw_tag || memcmp(t->addr + 4, zero, 12))
 			return -EINVAL;
 		return 0;
 	case XVI_TAG_UDP6:
-		if (!t->port || t->raw_tag || t->pad)
+		if (!t->port || t->raw_tag)
 			return -EINVAL;
 		return 0;
 	case XVI_TAG_RAW:
-		if (!t->raw_tag || t->port || t->pad || memcmp(t->addr, zero, 16))
+		if (!t->raw_tag || t->port || memcmp(t->addr, zero, 16))
 			return -EINVAL;
 		return 0;
 	default:
@@ -383,9 +424,63 @@ static int overlap_holder(struct xvi_ctl *ctl, const struct xvi_slot_owner *owne
 	return -ENOENT;
 }
 
+/*
+ * A spread member may join its tag only if the tag is spread already and
+ * held by the same process, or free; and only one member per queue.  A
+ * spread port belongs to one process, as the queues' segments do (fact 1):
+ * the process spreads its own threads, not strangers' endpoints.  Caller
+ * holds the lock and ran gc.
+ */
+static int spread_check(struct xvi_ctl *ctl, const struct xvi_slot_owner *owner,
+			const char *tagstr)
+{
+	struct xvi_tag base = tag_base(&owner->tag);
+	struct xvi_slot_owner held;
+	struct xvi_ep_value v;
+	int s;
+
+	if (bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &base, &v))
+		return 0;
+	s = owner_of_tag(ctl, &base, &held);
+	if (s < 0)
+		return 0;
+	if (!(v.flags & XVI_EP_F_SPREAD)) {
+		pr_warn("%s: %s: the port is in use by pid %u (slot %u), not spread over queues; close that endpoint or pick another port\n",
+			ctl->ifname, tagstr, held.pid, s);
+		return -EADDRINUSE;
+	}
+	if (held.pid != owner->pid || held.start_time != owner->start_time) {
+		pr_warn("%s: %s: the port is spread over queues by pid %u (slot %u), and a spread port belongs to one process; close its endpoints or pick another port\n",
+			ctl->ifname, tagstr, held.pid, s);
+		return -EADDRINUSE;
+	}
+	return 0;
+}
+
+/*
+ * The spread tag's own entry, made by its first member, after the member's
+ * owner entry (see top).  *made says whether this call made it, for undo.
+ */
+static int spread_make(struct xvi_ctl *ctl, const struct xvi_tag *tag, bool *made)
+{
+	struct xvi_ep_value spread = { .slot = XVI_SLOT_PENDING, .flags = XVI_EP_F_SPREAD };
+	struct xvi_tag base = tag_base(tag);
+
+	*made = false;
+	if (!tag->queue)
+		return 0;
+	if (!bpf_map_update_elem(ctl->fds[MAP_ENDPOINTS], &base, &spread, BPF_NOEXIST)) {
+		*made = true;
+		return 0;
+	}
+	return errno == EEXIST ? 0 : -errno;
+}
+
 static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slot,
 			const char *tagstr)
 {
+	struct xvi_tag base = tag_base(&owner->tag);
+	bool made_base = false;
 	char heldstr[64];
 	struct xvi_ep_value pending = { .slot = XVI_SLOT_PENDING };
 	struct xvi_slot_owner held;
@@ -400,6 +495,11 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 	if (err)
 		return err;
 
+	if (owner->tag.queue) {
+		err = spread_check(ctl, owner, tagstr);
+		if (err)
+			return err;
+	}
 	/* gc ran under the same lock: any owner naming the tag is alive */
 	if (!bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &owner->tag, &v)) {
 		s = owner_of_tag(ctl, &owner->tag, &held);
@@ -407,6 +507,7 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 			pr_warn("%s: %s is in use by pid %u (slot %u%s); close that "
 				"endpoint or pick another %s\n", ctl->ifname, tagstr,
 				held.pid, s, v.slot >= XVI_MAX_ENDPOINTS ? ", being set up" : "",
+				owner->tag.queue ? "queue" :
 				owner->tag.kind == XVI_TAG_RAW ? "tag" : "port");
 			return -EADDRINUSE;
 		}
@@ -431,6 +532,12 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 		return -ENOSPC;
 	}
 
+	err = spread_make(ctl, &owner->tag, &made_base);
+	if (err) {
+		if (err == -E2BIG || err == -ENOMEM)
+			pr_warn("%s: the endpoint table is full\n", ctl->ifname);
+		goto undo;
+	}
 	/* The tag is the reservation: BPF_NOEXIST even though we hold the lock. */
 	if (bpf_map_update_elem(ctl->fds[MAP_ENDPOINTS], &owner->tag, &pending, BPF_NOEXIST)) {
 		err = -errno;
@@ -457,6 +564,8 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 	*slot = s;
 	return 0;
 undo:
+	if (made_base)
+		del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &base);
 	del_ignore_enoent(ctl->fds[MAP_OWNERS], &s);
 	return err;
 }

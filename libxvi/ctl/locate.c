@@ -44,7 +44,7 @@
 
 const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 	[MAP_ENDPOINTS] = { "xvi_endpoints", BPF_MAP_TYPE_HASH, sizeof(struct xvi_tag),
-			    sizeof(struct xvi_ep_value), XVI_MAX_ENDPOINTS },
+			    sizeof(struct xvi_ep_value), XVI_MAX_TAGS },
 	[MAP_XSKS] = { "xvi_xsks", BPF_MAP_TYPE_XSKMAP, sizeof(__u32), sizeof(__u32),
 		       XVI_MAX_ENDPOINTS },
 	[MAP_EP_STATS] = { "xvi_ep_stats", BPF_MAP_TYPE_PERCPU_ARRAY, sizeof(__u32),

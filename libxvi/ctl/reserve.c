@@ -17,7 +17,10 @@
 #include <errno.h>
 #include <ifaddrs.h>
 #include <stdio.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <net/if.h>
@@ -121,4 +124,80 @@ int xvi_udp_reserve(const struct xvi_tag *tag)
 fail:
 	close(fd);
 	return err;
+}
+
+/*
+ * Reservations shared by the spread members of this process: (network
+ * namespace, tag without queue) -> socket and count.  Touched at open and
+ * close only.
+ */
+struct spread_res {
+	struct spread_res *next;
+	ino_t netns;
+	struct xvi_tag base;
+	int fd;
+	int refs;
+};
+
+static pthread_mutex_t spread_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct spread_res *spread_list;
+
+int xvi_udp_reserve_spread(const struct xvi_tag *tag)
+{
+	struct spread_res *r;
+	struct xvi_tag base;
+	struct stat st;
+	int fd;
+
+	if (!tag)
+		return -EINVAL;
+	if (stat("/proc/thread-self/ns/net", &st))
+		return -errno;
+	base = *tag;
+	base.queue = 0;
+	pthread_mutex_lock(&spread_lock);
+	for (r = spread_list; r; r = r->next) {
+		if (r->netns == st.st_ino && !memcmp(&r->base, &base, sizeof(base))) {
+			r->refs++;
+			fd = r->fd;
+			goto out;
+		}
+	}
+	fd = xvi_udp_reserve(&base);
+	if (fd < 0)
+		goto out;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		close(fd);
+		fd = -ENOMEM;
+		goto out;
+	}
+	*r = (struct spread_res){ .next = spread_list, .netns = st.st_ino, .base = base,
+				  .fd = fd, .refs = 1 };
+	spread_list = r;
+out:
+	pthread_mutex_unlock(&spread_lock);
+	return fd;
+}
+
+void xvi_udp_unreserve(int fd)
+{
+	struct spread_res **p, *r;
+
+	if (fd < 0)
+		return;
+	pthread_mutex_lock(&spread_lock);
+	for (p = &spread_list; (r = *p); p = &r->next) {
+		if (r->fd != fd)
+			continue;
+		if (--r->refs == 0) {
+			*p = r->next;
+			free(r);
+			close(fd);
+		}
+		pthread_mutex_unlock(&spread_lock);
+		return;
+	}
+	pthread_mutex_unlock(&spread_lock);
+	close(fd);
 }

@@ -21,4 +21,14 @@
  */
 int xvi_udp_reserve(const struct xvi_tag *tag);
 
+/*
+ * The same for a member of a spread tag (tag->queue set): the members of
+ * one process share one reservation of the port, counted, since a second
+ * bind of it would fail.  Release with xvi_udp_unreserve.
+ */
+int xvi_udp_reserve_spread(const struct xvi_tag *tag);
+
+/* Give back what either call returned: close, or drop a share. */
+void xvi_udp_unreserve(int fd);
+
 #endif /* XVI_RESERVE_H */

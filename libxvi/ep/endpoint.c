@@ -44,7 +44,8 @@
 #define DEF_BUSY_POLL_BUDGET	64
 #define MAX_BUSY_POLL_BUDGET	1024
 #define BUSY_POLL_US		20	/* SO_BUSY_POLL: spin in the kernel per call */
-#define EP_KNOWN_FLAGS		(XVI_EP_HUGEPAGES | XVI_EP_BUSY_POLL | XVI_EP_MULTI_BUFFER)
+#define EP_KNOWN_FLAGS		(XVI_EP_HUGEPAGES | XVI_EP_BUSY_POLL | XVI_EP_MULTI_BUFFER | \
+				 XVI_EP_SPREAD)
 
 static bool is_pow2(__u32 v)
 {
@@ -205,8 +206,13 @@ static int check_modes(const struct xvi_ep_cfg *cfg)
 		return -EINVAL;
 	}
 	if (cfg->flags & ~EP_KNOWN_FLAGS) {
-		pr_warn("endpoint opts: unknown .flags 0x%x (XVI_EP_HUGEPAGES, XVI_EP_BUSY_POLL, XVI_EP_MULTI_BUFFER)\n",
+		pr_warn("endpoint opts: unknown .flags 0x%x (XVI_EP_HUGEPAGES, XVI_EP_BUSY_POLL, XVI_EP_MULTI_BUFFER, XVI_EP_SPREAD)\n",
 			cfg->flags & ~EP_KNOWN_FLAGS);
+		return -EINVAL;
+	}
+	if ((cfg->flags & XVI_EP_SPREAD) && cfg->queue_id >= XVI_SPREAD_MAX_QUEUES) {
+		pr_warn("endpoint opts: .queue_id %u: a spread port covers queues 0..%u\n",
+			cfg->queue_id, XVI_SPREAD_MAX_QUEUES - 1);
 		return -EINVAL;
 	}
 	if (cfg->busy_poll_budget > MAX_BUSY_POLL_BUDGET) {
@@ -413,6 +419,14 @@ static void fill_tag(const struct xvi_ep_cfg *cfg, struct xvi_tag *tag)
 	memcpy(tag->addr, cfg->ip.a, cfg->family == AF_INET6 ? 16 : 4);
 }
 
+/* A spread member's tag names its queue (include/xvi_wire.h). */
+static void fill_member_tag(const struct xvi_ep_cfg *cfg, struct xvi_tag *tag)
+{
+	fill_tag(cfg, tag);
+	if (cfg->flags & XVI_EP_SPREAD)
+		tag->queue = cfg->queue_id + 1;
+}
+
 static void fill_local(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 {
 	union xvi_sockaddr *l = &ep->local;
@@ -480,8 +494,7 @@ static void ep_destroy(struct xvi_endpoint *ep, bool claimed)
 	if (ep->ctl)
 		xvi_ctl__close(ep->ctl);
 	/* Last: the kernel may only have the port once the datapath let go. */
-	if (ep->reserve_fd >= 0)
-		close(ep->reserve_fd);
+	xvi_udp_unreserve(ep->reserve_fd);
 	/* Protected: the daemon sees the hangup and removes the veth pair. */
 	if (ep->broker_fd >= 0)
 		close(ep->broker_fd);
@@ -612,7 +625,7 @@ static int open_direct(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, bo
 	check_datapath_mac(ep);
 
 	memset(&owner, 0, sizeof(owner));
-	fill_tag(cfg, &owner.tag);
+	fill_member_tag(cfg, &owner.tag);
 	owner.queue_id = cfg->queue_id;
 	owner.mode = XVI_EP_MODE_DIRECT;
 	owner.xsk_fd = -1;
@@ -626,7 +639,8 @@ static int open_direct(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, bo
 	 * a port a kernel socket owns.
 	 */
 	if (cfg->kind == XVI_EP_UDP) {
-		err = xvi_udp_reserve(&owner.tag);	/* logs why */
+		err = owner.tag.queue ? xvi_udp_reserve_spread(&owner.tag) :
+					xvi_udp_reserve(&owner.tag);	/* logs why */
 		if (err < 0)
 			return err;
 		ep->reserve_fd = err;
@@ -648,7 +662,8 @@ static int open_direct(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, bo
  */
 static bool may_go_protected(const char *ifname, const struct xvi_ep_cfg *cfg)
 {
-	return cfg->open_path == XVI_OPEN_AUTO && !(cfg->flags & XVI_EP_MULTI_BUFFER) &&
+	return cfg->open_path == XVI_OPEN_AUTO &&
+	       !(cfg->flags & (XVI_EP_MULTI_BUFFER | XVI_EP_SPREAD)) &&
 	       cfg->bind_mode != XVI_BIND_ZEROCOPY && xvi_broker__listening(ifname);
 }
 
@@ -740,6 +755,12 @@ static int protected_cfg(const char *ifname, const struct xvi_endpoint_opts *opt
 	 */
 	if (cfg->flags & XVI_EP_MULTI_BUFFER) {
 		pr_warn("%s: XVI_EP_MULTI_BUFFER is not supported through xdp-vid (protected endpoints) yet: open directly (CAP_NET_RAW, CAP_BPF) or drop the flag\n",
+			ifname);
+		return -EOPNOTSUPP;
+	}
+	/* A protected endpoint runs over a veth pair of its own, one queue. */
+	if (cfg->flags & XVI_EP_SPREAD) {
+		pr_warn("%s: XVI_EP_SPREAD needs a direct endpoint, not one through xdp-vid: open directly (CAP_NET_RAW, CAP_BPF) or drop the flag\n",
 			ifname);
 		return -EOPNOTSUPP;
 	}

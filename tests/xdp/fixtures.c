@@ -43,6 +43,9 @@
 #define SLOT_DEAD	7	/* 198.18.0.2:7002, no socket in the XSKMAP */
 #define SLOT_RAW	9	/* raw tag 0x00c0ffee */
 #define SLOT_WILD2	12	/* *:7011 (v4), no exact tag on its port */
+#define SLOT_SPREAD0	13	/* 198.18.0.2:7020 spread, its queue-0 member */
+#define SLOT_SPREAD1	14	/* 198.18.0.2:7020 and :7021 spread, queue-1 members */
+#define SLOT_SPREADW	15	/* *:7022 spread, its queue-0 member */
 #define SLOT_PROT	10	/* 198.18.0.2:7003 and raw tag 0x00c0fff0, protected */
 #define NO_SLOT		(-1)
 
@@ -50,6 +53,9 @@
 #define PORT_WILD	7001
 #define PORT_DEAD	7002
 #define PORT_PROT	7003
+#define PORT_SPREAD	7020	/* members on queues 0 and 1 */
+#define PORT_SPREAD_Q1	7021	/* a member on queue 1 only */
+#define PORT_SPREAD_W	7022	/* wildcard, a member on queue 0 */
 #define RAW_TAG_PROT	0x00c0fff0
 #define RAW_TAG		0x00c0ffee
 
@@ -120,6 +126,15 @@ static const struct fx_case fx_cases[] = {
 	  .meta_flags = OK4 },
 	{ "udp4_wildcard_not_local_bad_csum", V4(.dst = "198.18.9.9", .dport = PORT_WILD,
 						 .bad_l4_csum = true),
+	  .verdict = XDP_PASS, .slot = NO_SLOT, .g = { .not_local = 1 } },
+	/* Spread tags: BPF_PROG_RUN delivers on receive queue 0. */
+	{ "udp4_spread_queue0_member", V4(.dport = PORT_SPREAD), DELIVER, .slot = SLOT_SPREAD0,
+	  .meta_flags = OK4 },
+	{ "udp4_spread_no_member_on_queue", V4(.dport = PORT_SPREAD_Q1), .verdict = XDP_PASS,
+	  .slot = NO_SLOT, .g = { .spread_no_queue = 1 } },
+	{ "udp4_spread_wildcard_member", V4(.dst = "198.18.0.77", .dport = PORT_SPREAD_W),
+	  DELIVER, .slot = SLOT_SPREADW, .meta_flags = OK4 },
+	{ "udp4_spread_wildcard_not_local", V4(.dst = "198.18.9.9", .dport = PORT_SPREAD_W),
 	  .verdict = XDP_PASS, .slot = NO_SLOT, .g = { .not_local = 1 } },
 	{ "udp4_exact_beats_wildcard", V4(.dport = PORT_WILD), DELIVER, .slot = SLOT_EXACT,
 	  .meta_flags = OK4 },
@@ -337,6 +352,27 @@ static void add_tag(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u3
 	add_tag_flags(kind, addr, port, raw_tag, slot, 0);
 }
 
+/*
+ * A member of a spread tag on @queue, as xvi_ctl__claim/publish write it:
+ * the tag itself (queue 0, made by the first member) says "spread", the
+ * member's entry carries queue + 1 and the slot.
+ */
+static void add_spread(const char *addr, __u16 port, __u32 queue, __u32 slot)
+{
+	struct xvi_ep_value base = { .slot = XVI_SLOT_PENDING, .flags = XVI_EP_F_SPREAD };
+	struct xvi_ep_value v = { .slot = slot };
+	struct xvi_tag t = { .kind = XVI_TAG_UDP4, .port = htons(port) };
+	int fd = bpf_map__fd(env.skel->maps.xvi_endpoints);
+
+	if (addr)
+		cr_assert_eq(inet_pton(AF_INET, addr, t.addr), 1, "bad test address %s", addr);
+	cr_assert(!bpf_map_update_elem(fd, &t, &base, BPF_NOEXIST) || errno == EEXIST,
+		  "xvi_endpoints update: %s", strerror(errno));
+	t.queue = queue + 1;
+	cr_assert_eq(bpf_map_update_elem(fd, &t, &v, BPF_NOEXIST), 0,
+		     "xvi_endpoints update: %s", strerror(errno));
+}
+
 static void add_local(__u8 kind, const char *addr)
 {
 	struct xvi_tag t = { .kind = kind };
@@ -395,6 +431,13 @@ static void fx_setup(void)
 	add_tag(XVI_TAG_RAW, NULL, 0, RAW_TAG, SLOT_RAW);
 	add_tag(XVI_TAG_UDP4, NULL, PORT_WILD + 10, 0, SLOT_WILD2);
 	add_xsk(SLOT_WILD2);
+	add_spread("198.18.0.2", PORT_SPREAD, 0, SLOT_SPREAD0);
+	add_spread("198.18.0.2", PORT_SPREAD, 1, SLOT_SPREAD1);
+	add_spread("198.18.0.2", PORT_SPREAD_Q1, 1, SLOT_SPREAD1);
+	add_spread(NULL, PORT_SPREAD_W, 0, SLOT_SPREADW);
+	add_xsk(SLOT_SPREAD0);
+	add_xsk(SLOT_SPREAD1);
+	add_xsk(SLOT_SPREADW);
 	add_protected(XVI_TAG_UDP4, "198.18.0.2", PORT_PROT, 0, SLOT_PROT);
 	/* What xvi_ctl_sync_local writes: the host's addresses. */
 	add_local(XVI_TAG_UDP4, "198.18.0.2");
@@ -425,7 +468,7 @@ struct fx_counters {
 
 #define G_FIELDS(X) X(rx_frames) X(redirected) X(passed) X(dropped) X(no_endpoint) \
 	X(malformed) X(fragments) X(group_dst) X(other_host) X(vlan_protected) \
-	X(not_local)
+	X(not_local) X(spread_no_queue)
 #define EP_FIELDS(X) X(rx_frames) X(rx_bytes) X(drop_bad_ip_csum) X(drop_bad_l4_csum) \
 	X(drop_malformed) X(drop_no_socket) X(drop_meta) X(rx_csum_partial)
 
@@ -601,7 +644,7 @@ Test(xdp, program_identity, .init = fx_setup, .fini = fx_teardown)
 			 "xvi_demux must be an xdp.frags program for jumbo frames");
 	cr_expect_eq(bpf_map__max_entries(env.skel->maps.xvi_xsks), XVI_MAX_ENDPOINTS);
 	cr_expect_eq(bpf_map__max_entries(env.skel->maps.xvi_ep_stats), XVI_MAX_ENDPOINTS);
-	cr_expect_eq(bpf_map__max_entries(env.skel->maps.xvi_endpoints), XVI_MAX_ENDPOINTS);
+	cr_expect_eq(bpf_map__max_entries(env.skel->maps.xvi_endpoints), XVI_MAX_TAGS);
 	cr_expect_eq(bpf_map__max_entries(env.skel->maps.xvi_owners), XVI_MAX_ENDPOINTS);
 }
 

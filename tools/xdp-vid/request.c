@@ -33,12 +33,12 @@ static int check_tag(const struct xvi_tag *t, char *why, size_t len)
 	switch (t->kind) {
 	case XVI_TAG_UDP4:
 	case XVI_TAG_UDP6:
-		if (!t->port || t->raw_tag || t->pad ||
+		if (!t->port || t->raw_tag || t->queue ||
 		    (t->kind == XVI_TAG_UDP4 && !zero_bytes(t->addr + 4, 12)))
 			break;
 		return 0;
 	case XVI_TAG_RAW:
-		if (!t->raw_tag || t->port || t->pad || !zero_bytes(t->addr, sizeof(t->addr)))
+		if (!t->raw_tag || t->port || t->queue || !zero_bytes(t->addr, sizeof(t->addr)))
 			break;
 		return 0;
 	default:
