@@ -101,6 +101,11 @@ static int open_kernel(struct xt *t, const struct xt_cfg *cfg, const union xvi_s
 	setsockopt(t->fd, SOL_SOCKET, SO_SNDBUF, &buf, sizeof(buf));
 	if (local->sa.sa_family == AF_INET6)
 		setsockopt(t->fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one));
+	if (cfg->reuseport && setsockopt(t->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one))) {
+		err = errno;
+		fprintf(stderr, "%s: SO_REUSEPORT: %s\n", cfg->prog, strerror(err));
+		return -err;
+	}
 	if (cfg->iface && setsockopt(t->fd, SOL_SOCKET, SO_BINDTODEVICE, cfg->iface,
 				     strlen(cfg->iface) + 1)) {
 		err = errno;

@@ -40,6 +40,7 @@ struct xt_cfg {
 	const char *iface;	/* required unless kernel */
 	bool kernel;
 	bool kernel_single;	/* kernel: sendto/recvfrom instead of *mmsg */
+	bool reuseport;		/* kernel: SO_REUSEPORT, one socket of a group */
 	__u32 queue;
 	enum xvi_wait_mode wait;
 	/* endpoint tuning, 0 = library default */

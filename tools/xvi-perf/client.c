@@ -20,7 +20,11 @@ static int open_client(const struct perf_cfg *cfg, struct xt *t)
 	 * A kernel socket gets an ephemeral port from bind(); an endpoint
 	 * needs an explicit port for its tag, so take one from the pid.
 	 */
-	xt_any_addr(cfg->addr.sa.sa_family, cfg->xt.kernel ? 0 : xt_pid_port(), &local);
+	__u16 port = cfg->xt.kernel ? 0 :
+		     (__u16)(49152 + (xt_pid_port() - 49152 + cfg->thread) % 16384);
+
+	/* --threads: a port per thread, each its own flow (and tag). */
+	xt_any_addr(cfg->addr.sa.sa_family, port, &local);
 	return xt_open(t, &cfg->xt, &local);
 }
 
@@ -362,34 +366,47 @@ static const char *send_name(enum send_mode m)
 	return m == SEND_COPY ? "copy" : m == SEND_MEMCPY ? "memcpy" : "zc";
 }
 
-int perf_throughput(const struct perf_cfg *cfg)
+/* What one throughput run measured, and what the server said. */
+struct tp_result {
+	__u64 sent, send_err, nobuf, srv_rx, srv_bytes;
+	struct xt_cpu cpu, srv_cpu;
+	struct xvi_endpoint_stats es;
+	bool have_srv_cpu, have_es, ran;	/* ran: opened and sent */
+	double secs;
+	int first_err, rc, q;
+};
+
+/* Open, send for the test time, ask the server, close. */
+static void tp_measure(const struct perf_cfg *cfg, struct tp_result *res)
 {
 	struct xvi_txbuf bufs[XT_BATCH];
 	struct xvi_msg msgs[XT_BATCH];
-	__u64 start, end, now, seq = 0, sent = 0, send_err = 0, nobuf = 0;
-	__u64 srv_rx = 0, srv_bytes = 0;
-	struct xt_cpu cpu0, cpu1, cpu, srv_cpu = { 0 };
-	struct xvi_endpoint_stats es;
-	bool have_srv_cpu = false, have_es = false;
-	int first_err = 0, rc = 0, q, n;
+	__u64 start, end, now, seq = 0;
+	struct xt_cpu cpu0, cpu1;
 	char *user = NULL;
-	double secs;
 	struct xt t;
-	char a[64];
+	int n;
 
+	memset(res, 0, sizeof(*res));
+	res->q = -ETIMEDOUT;
+	res->rc = 1;
 	if (open_client(cfg, &t))
-		return 1;
+		return;
 	if (cfg->msg_size > t.max_payload) {
 		fprintf(stderr, "xvi-perf: -m %u is above the largest payload this endpoint can send (%u): lower -m\n",
 			cfg->msg_size, t.max_payload);
 		xt_close(&t);
-		return 1;
+		return;
 	}
 	user = calloc(1, cfg->msg_size);
 	if (!user) {
 		xt_close(&t);
-		return 1;
+		return;
 	}
+	res->rc = 0;
+	res->ran = true;
+	if (cfg->threads > 1)
+		perf_pin_cpu(cfg->thread);
 	/* Tells an xvi-perf server to count this run afresh; sockperf ignores it. */
 	if (send_one(&t, &cfg->addr, 0, SP_F_CLIENT | SP_F_WARMUP, cfg->msg_size, NULL) == 0)
 		usleep(10000);
@@ -403,86 +420,97 @@ int perf_throughput(const struct perf_cfg *cfg)
 		if (cfg->mps) {
 			__u64 due = (__u64)((double)(now - start) * (double)cfg->mps / 1e9) + 1;
 
-			if (due <= sent) {
-				pace(cfg, start, sent);
+			if (due <= res->sent) {
+				pace(cfg, start, res->sent);
 				now = xt_now_ns();
 				continue;
 			}
-			if (due - sent < (__u64)want)
-				want = (int)(due - sent);
+			if (due - res->sent < (__u64)want)
+				want = (int)(due - res->sent);
 		}
 		r = send_batch(cfg, &t, bufs, want, seq, user);
 		if (r == 0) {
-			nobuf++;
+			res->nobuf++;
 			xt_flush(&t);
 		} else if (r < 0) {
-			send_err += want;
-			if (!first_err)
-				first_err = -r;
+			res->send_err += want;
+			if (!res->first_err)
+				res->first_err = -r;
 			if (r == -EMSGSIZE || r == -EAFNOSUPPORT) {
 				fprintf(stderr, "xvi-perf: -m %u cannot be sent: %s\n",
 					cfg->msg_size, strerror(-r));
-				rc = 1;
+				res->rc = 1;
 				break;
 			}
 			usleep(1000);
 		} else {
 			seq += r;
-			sent += r;
+			res->sent += r;
 		}
 		now = xt_now_ns();
 	}
 	now = xt_now_ns();
 	xt_cpu_now(&cpu1);
-	cpu = xt_cpu_diff(&cpu0, &cpu1);
-	secs = (double)(now - start) / 1e9;
-	if (secs <= 0)
-		secs = 1e-9;
+	res->cpu = xt_cpu_diff(&cpu0, &cpu1);
+	res->secs = (double)(now - start) / 1e9;
+	if (res->secs <= 0)
+		res->secs = 1e-9;
 	/* Let the last sends leave, then drop anything that came back meanwhile. */
 	for (end = now + 1000000000ull; xt_flush(&t) > 0 && xt_now_ns() < end;)
 		usleep(100);
 	while ((n = xt_recv(&t, msgs, XT_BATCH)) > 0)
 		xt_release(&t, msgs, n);
 	usleep(50000);
-	q = rc ? -ETIMEDOUT : query_server(&t, &cfg->addr, seq + 1, &srv_rx, &srv_bytes,
-					   &srv_cpu, &have_srv_cpu);
-	memset(&es, 0, sizeof(es));
-	es.sz = sizeof(es);
-	if (t.ep && !xvi_endpoint__stats(t.ep, &es))
-		have_es = true;
+	res->q = res->rc ? -ETIMEDOUT :
+		 query_server(&t, &cfg->addr, seq + 1, &res->srv_rx, &res->srv_bytes,
+			      &res->srv_cpu, &res->have_srv_cpu);
+	memset(&res->es, 0, sizeof(res->es));
+	res->es.sz = sizeof(res->es);
+	if (t.ep && !xvi_endpoint__stats(t.ep, &res->es))
+		res->have_es = true;
+	free(user);
+	xt_close(&t);
+}
+
+static void tp_print(const struct perf_cfg *cfg, const struct tp_result *r)
+{
+	__u64 sent = r->sent, srv_rx = r->srv_rx, lost = sent > srv_rx ? sent - srv_rx : 0;
+	const struct xvi_endpoint_stats *es = &r->es;
+	double secs = r->secs;
+	char a[64];
 
 	if (cfg->json) {
 		printf("{\"mode\":\"throughput\",\"transport\":\"%s\",\"server\":\"%s\","
+		       "\"threads\":%u,"
 		       "\"msg_size\":%u,\"seconds\":%.3f,\"mps_limit\":%llu,\"batch\":%d,"
 		       "\"send\":\"%s\",\"sent\":%llu,"
 		       "\"send_errors\":%llu,\"no_buffer\":%llu,\"msg_rate\":%.1f,"
 		       "\"mbit_per_sec\":%.3f,\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,"
 		       "\"ns_per_msg\":%.1f}",
 		       perf_transport_name(cfg), xt_addr_str(&cfg->addr, a, sizeof(a)),
-		       cfg->msg_size, secs, (unsigned long long)cfg->mps, cfg->batch,
+		       cfg->threads, cfg->msg_size, secs, (unsigned long long)cfg->mps, cfg->batch,
 		       send_name(cfg->send), (unsigned long long)sent,
-		       (unsigned long long)send_err, (unsigned long long)nobuf,
+		       (unsigned long long)r->send_err, (unsigned long long)r->nobuf,
 		       (double)sent / secs, (double)sent * cfg->msg_size * 8 / secs / 1e6,
-		       cpu.user_ns / 1e9, cpu.sys_ns / 1e9,
-		       sent ? (double)(cpu.user_ns + cpu.sys_ns) / (double)sent : 0.0);
-		if (have_es)
+		       r->cpu.user_ns / 1e9, r->cpu.sys_ns / 1e9,
+		       sent ? (double)(r->cpu.user_ns + r->cpu.sys_ns) / (double)sent : 0.0);
+		if (r->have_es)
 			printf(",\"endpoint\":{\"tx_frames\":%llu,\"tx_kicks\":%llu,"
 			       "\"tx_invalid\":%llu,\"tx_ring_empty\":%llu}",
-			       (unsigned long long)es.tx_frames, (unsigned long long)es.tx_kicks,
-			       (unsigned long long)es.tx_invalid,
-			       (unsigned long long)es.tx_ring_empty);
-		if (q == 1) {
+			       (unsigned long long)es->tx_frames, (unsigned long long)es->tx_kicks,
+			       (unsigned long long)es->tx_invalid,
+			       (unsigned long long)es->tx_ring_empty);
+		if (r->q == 1) {
 			printf(",\"server_received\":%llu,\"delivered_rate\":%.1f,\"lost\":%llu,"
 			       "\"loss_pct\":%.4f",
 			       (unsigned long long)srv_rx, (double)srv_rx / secs,
-			       (unsigned long long)(sent > srv_rx ? sent - srv_rx : 0),
-			       sent ? 100.0 * (double)(sent > srv_rx ? sent - srv_rx : 0) /
-					      (double)sent : 0.0);
-			if (have_srv_cpu)
+			       (unsigned long long)lost,
+			       sent ? 100.0 * (double)lost / (double)sent : 0.0);
+			if (r->have_srv_cpu)
 				printf(",\"server_cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,"
 				       "\"ns_per_msg\":%.1f}",
-				       srv_cpu.user_ns / 1e9, srv_cpu.sys_ns / 1e9,
-				       srv_rx ? (double)(srv_cpu.user_ns + srv_cpu.sys_ns) /
+				       r->srv_cpu.user_ns / 1e9, r->srv_cpu.sys_ns / 1e9,
+				       srv_rx ? (double)(r->srv_cpu.user_ns + r->srv_cpu.sys_ns) /
 						(double)srv_rx : 0.0);
 			printf("}\n");
 		} else {
@@ -498,22 +526,21 @@ int perf_throughput(const struct perf_cfg *cfg)
 		       "send errors %llu\n",
 		       (unsigned long long)sent, (double)sent / secs,
 		       (double)sent * cfg->msg_size * 8 / secs / 1e6,
-		       (unsigned long long)send_err);
+		       (unsigned long long)r->send_err);
 		printf("xvi-perf: client CPU user %.3f s sys %.3f s, %.0f ns per message\n",
-		       cpu.user_ns / 1e9, cpu.sys_ns / 1e9,
-		       sent ? (double)(cpu.user_ns + cpu.sys_ns) / (double)sent : 0.0);
-		if (q == 1) {
+		       r->cpu.user_ns / 1e9, r->cpu.sys_ns / 1e9,
+		       sent ? (double)(r->cpu.user_ns + r->cpu.sys_ns) / (double)sent : 0.0);
+		if (r->q == 1) {
 			printf("xvi-perf: server received %llu (%.0f msg/s), lost %llu (%.3f %%)\n",
 			       (unsigned long long)srv_rx, (double)srv_rx / secs,
-			       (unsigned long long)(sent > srv_rx ? sent - srv_rx : 0),
-			       sent ? 100.0 * (double)(sent > srv_rx ? sent - srv_rx : 0) /
-					      (double)sent : 0.0);
-			if (have_srv_cpu)
+			       (unsigned long long)lost,
+			       sent ? 100.0 * (double)lost / (double)sent : 0.0);
+			if (r->have_srv_cpu)
 				printf("xvi-perf: server CPU user %.3f s sys %.3f s, %.0f ns per "
-				       "message\n", srv_cpu.user_ns / 1e9, srv_cpu.sys_ns / 1e9,
-				       srv_rx ? (double)(srv_cpu.user_ns + srv_cpu.sys_ns) /
+				       "message\n", r->srv_cpu.user_ns / 1e9, r->srv_cpu.sys_ns / 1e9,
+				       srv_rx ? (double)(r->srv_cpu.user_ns + r->srv_cpu.sys_ns) /
 						(double)srv_rx : 0.0);
-		} else if (q == 0) {
+		} else if (r->q == 0) {
 			printf("xvi-perf: server received: unknown (not an xvi-perf server; "
 			       "its own summary has the count)\n");
 		} else {
@@ -522,12 +549,104 @@ int perf_throughput(const struct perf_cfg *cfg)
 		}
 	}
 	fflush(stdout);
-	if (first_err)
+	if (r->first_err)
 		fprintf(stderr, "xvi-perf: %llu sends failed, first: %s%s\n",
-			(unsigned long long)send_err, strerror(first_err), hint_for(first_err));
-	if (!sent && !rc)
+			(unsigned long long)r->send_err, strerror(r->first_err),
+			hint_for(r->first_err));
+}
+
+/* --threads: client i of N. */
+struct tp_thread {
+	struct perf_cfg cfg;
+	struct tp_result res;
+};
+
+static void *tp_thread_run(void *arg)
+{
+	struct tp_thread *th = arg;
+
+	tp_measure(&th->cfg, &th->res);
+	return NULL;
+}
+
+/*
+ * The sum of N runs side by side: messages and server counts add up; the
+ * time is the longest run's; the CPU is the process's, over all threads
+ * (each thread's rusage is the process's), and the server's answer is its
+ * process's CPU too, so the largest answer stands for the server.
+ */
+static void tp_sum(const struct tp_thread *th, __u32 n, struct tp_result *sum)
+{
+	__u32 i;
+
+	memset(sum, 0, sizeof(*sum));
+	sum->q = 1;
+	for (i = 0; i < n; i++) {
+		const struct tp_result *r = &th[i].res;
+
+		sum->sent += r->sent;
+		sum->send_err += r->send_err;
+		sum->nobuf += r->nobuf;
+		sum->srv_rx += r->srv_rx;
+		sum->srv_bytes += r->srv_bytes;
+		if (r->secs > sum->secs)
+			sum->secs = r->secs;
+		if (r->q != 1)
+			sum->q = r->q;
+		if (r->have_srv_cpu && r->srv_cpu.user_ns + r->srv_cpu.sys_ns >=
+				       sum->srv_cpu.user_ns + sum->srv_cpu.sys_ns) {
+			sum->srv_cpu = r->srv_cpu;
+			sum->have_srv_cpu = true;
+		}
+		if (!sum->first_err)
+			sum->first_err = r->first_err;
+		sum->rc |= r->rc;
+	}
+}
+
+static int perf_throughput_threads(const struct perf_cfg *cfg)
+{
+	struct xt_cpu cpu0, cpu1;
+	struct tp_result sum;
+	struct tp_thread *th;
+	__u32 i, n = cfg->threads, started = 0;
+	int rc = 0;
+
+	th = calloc(n, sizeof(*th));
+	if (!th)
+		return 1;
+	for (i = 0; i < n; i++)
+		perf_thread_cfg(cfg, i, &th[i].cfg);
+	xt_cpu_now(&cpu0);
+	started = perf_run_threads(n, tp_thread_run, th, sizeof(*th));
+	rc = started < n;
+	xt_cpu_now(&cpu1);
+	tp_sum(th, started, &sum);
+	sum.cpu = xt_cpu_diff(&cpu0, &cpu1);
+	if (!cfg->json)
+		for (i = 0; i < started; i++)
+			printf("xvi-perf: thread %u, queue %u: sent %llu, server received %llu\n", i,
+			       th[i].cfg.xt.queue, (unsigned long long)th[i].res.sent,
+			       (unsigned long long)th[i].res.srv_rx);
+	tp_print(cfg, &sum);
+	rc |= sum.rc;
+	if (!sum.sent && !rc)
 		rc = 1;
-	free(user);
-	xt_close(&t);
+	free(th);
 	return rc;
+}
+
+int perf_throughput(const struct perf_cfg *cfg)
+{
+	struct tp_result res;
+
+	if (cfg->threads > 1)
+		return perf_throughput_threads(cfg);
+	tp_measure(cfg, &res);
+	if (!res.ran)
+		return 1;
+	tp_print(cfg, &res);
+	if (!res.sent && !res.rc)
+		return 1;
+	return res.rc;
 }

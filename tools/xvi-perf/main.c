@@ -75,6 +75,13 @@ static const struct opt_def perf_opts[] = {
 	  .help = "the interface that runs the xdp-vi datapath (required\nunless --kernel)" },
 	{ OPT_UINT, "queue", 0, ARG(cfg.xt.queue), "Q", .help = "interface queue to bind",
 	  .def = "0", .max = 65535, .err = "give a queue number" },
+	{ OPT_UINT, "threads", 0, ARG(cfg.threads), "N",
+	  .help = "server: N endpoints on queues Q..Q+N-1 (--queue Q),\n"
+		  "one port spread over them (XVI_EP_SPREAD), one thread\n"
+		  "each; with --kernel N sockets with SO_REUSEPORT;\n"
+		  "throughput: N flows, one endpoint (queue) and thread\n"
+		  "each, results summed",
+	  .def = "1", .min = 1, .max = 64, .err = "give 1..64 threads" },
 	{ OPT_FUNC, "kernel", 0, .metavar = "API", .fn = set_kernel, .flags = OPT_OPTIONAL,
 	  .help = "use an ordinary kernel UDP socket instead; API mmsg\n"
 		  "(sendmmsg/recvmmsg, default) or sendto (one\n"

@@ -137,7 +137,24 @@ struct perf_cfg {
 	bool stream;
 	bool nodelay;		/* throughput: no combining (ping-pong: always) */
 	__u32 window;		/* xvi streams: window w in segments */
+	/*
+	 * --threads N: N endpoints on queues queue..queue+N-1, one thread
+	 * each.  Server: one port spread over them (XVI_EP_SPREAD), or N
+	 * kernel sockets with SO_REUSEPORT; throughput client: N flows.
+	 */
+	__u32 threads;
+	__u32 thread;		/* this thread's index in a --threads run */
 };
+
+/* The configuration of thread @i of a --threads run. */
+void perf_thread_cfg(const struct perf_cfg *cfg, __u32 i, struct perf_cfg *out);
+/* Pin the calling thread to CPU @i modulo the CPUs it may run on. */
+void perf_pin_cpu(__u32 i);
+/*
+ * Run @fn on @args, @args + @stride, ... in @n threads and wait for them;
+ * returns how many ran (one that cannot start stops the rest: xt_stop).
+ */
+__u32 perf_run_threads(__u32 n, void *(*fn)(void *), void *args, size_t stride);
 
 int perf_server(const struct perf_cfg *cfg);
 int perf_ping_pong(const struct perf_cfg *cfg);

@@ -1,7 +1,11 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* xvi-perf: what the options mean together, and the run they choose. */
+#include <pthread.h>
+#include <sched.h>
+
 #include "perf.h"
 #include "print.h"
+#include "xvi_wire.h"
 
 #define usage_err(...) opt_error("xvi-perf", __VA_ARGS__)
 
@@ -12,6 +16,60 @@ const char *perf_transport_name(const struct perf_cfg *cfg)
 	if (!cfg->xt.kernel)
 		return "xvi";
 	return cfg->xt.kernel_single ? "kernel-sendto" : "kernel-mmsg";
+}
+
+void perf_thread_cfg(const struct perf_cfg *cfg, __u32 i, struct perf_cfg *out)
+{
+	*out = *cfg;
+	out->thread = i;
+	out->xt.queue = cfg->xt.queue + i;
+	if (cfg->mode != MODE_SERVER)
+		return;
+	/* One port, N receivers: the kernel's way and ours, side by side. */
+	if (cfg->xt.kernel)
+		out->xt.reuseport = true;
+	else
+		out->xt.ep_flags |= XVI_EP_SPREAD;
+}
+
+void perf_pin_cpu(__u32 i)
+{
+	cpu_set_t allowed, one;
+	int cpu, k = 0, want;
+
+	if (sched_getaffinity(0, sizeof(allowed), &allowed))
+		return;
+	want = (int)(i % (__u32)CPU_COUNT(&allowed));
+	for (cpu = 0; cpu < CPU_SETSIZE; cpu++) {
+		if (!CPU_ISSET(cpu, &allowed))
+			continue;
+		if (k++ == want) {
+			CPU_ZERO(&one);
+			CPU_SET(cpu, &one);
+			pthread_setaffinity_np(pthread_self(), sizeof(one), &one);
+			return;
+		}
+	}
+}
+
+__u32 perf_run_threads(__u32 n, void *(*fn)(void *), void *args, size_t stride)
+{
+	pthread_t *tid = calloc(n, sizeof(*tid));
+	__u32 i, started = 0;
+
+	if (!tid)
+		return 0;
+	for (i = 0; i < n; i++, started++) {
+		if (pthread_create(&tid[i], NULL, fn, (char *)args + i * stride)) {
+			fprintf(stderr, "xvi-perf: cannot start thread %u: stopping the others\n", i);
+			xt_stop = 1;
+			break;
+		}
+	}
+	for (i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	free(tid);
+	return started;
 }
 
 /* The checks no single option can make; 0 or the usage exit code. */
@@ -34,6 +92,13 @@ static int check_args(struct perf_args *a)
 				 cfg->msg_size, XT_UDP_MAX);
 	if (cfg->stream && cfg->xt.kernel && cfg->xt.kernel_single)
 		return usage_err("--kernel=sendto is a datagram API: use --stream --kernel for TCP");
+	if (!cfg->threads)
+		cfg->threads = 1;
+	if (cfg->threads > 1 && (cfg->stream || cfg->mode == MODE_PING_PONG))
+		return usage_err("--threads runs datagram servers and throughput clients: drop --stream, or use throughput");
+	if (cfg->threads > 1 && !cfg->xt.kernel && cfg->xt.queue + cfg->threads > XVI_SPREAD_MAX_QUEUES)
+		return usage_err("--queue %u --threads %u: a spread port covers queues 0..%u",
+				 cfg->xt.queue, cfg->threads, XVI_SPREAD_MAX_QUEUES - 1);
 	if (!cfg->batch)		/* no --batch */
 		cfg->batch = cfg->stream ? 1 : XT_BATCH;
 	/* One datagram per system call is what the sendto API is. */

@@ -219,7 +219,11 @@ static void print_summary(struct server *s, double secs)
 		have_es = true;
 
 	if (cfg->json) {
-		printf("{\"mode\":\"server\",\"transport\":\"%s\",\"address\":\"%s\","
+		if (cfg->threads > 1)
+			printf("{\"thread_queue\":%u,", cfg->xt.queue);
+		else
+			printf("{");
+		printf("\"mode\":\"server\",\"transport\":\"%s\",\"address\":\"%s\","
 		       "\"seconds\":%.3f,\"received\":%llu,\"received_bytes\":%llu,"
 		       "\"replies\":%llu,\"warmup\":%llu,\"stats_queries\":%llu,"
 		       "\"malformed\":%llu,\"not_client\":%llu,\"tx_no_buffer\":%llu,"
@@ -310,26 +314,14 @@ static void print_summary(struct server *s, double secs)
 	fflush(stdout);
 }
 
-int perf_server(const struct perf_cfg *cfg)
+/* Serve until the deadline or a signal; 0 or 1 (failed). */
+static int serve(struct server *s, __u64 start)
 {
+	const struct perf_cfg *cfg = s->cfg;
 	struct xvi_msg msgs[XT_BATCH];
-	struct server *s;
-	__u64 start, end;
 	int err, n, rc = 0;
+	__u64 end;
 
-	s = calloc(1, sizeof(*s));
-	if (!s)
-		return 1;
-	s->cfg = cfg;
-	xt_cpu_now(&s->cpu_run);
-	err = xt_open(&s->t, &cfg->xt, &cfg->addr);
-	if (err) {
-		free(s);
-		return 1;
-	}
-	perf_print_listening(cfg, "server", perf_transport_name(cfg));
-
-	start = xt_now_ns();
 	end = cfg->seconds > 0 ? start + (__u64)(cfg->seconds * 1e9) : UINT64_MAX;
 	while (!xt_stop) {
 		__u64 now = xt_now_ns();
@@ -367,6 +359,98 @@ int perf_server(const struct perf_cfg *cfg)
 		if (rc)
 			break;
 	}
+	return rc;
+}
+
+/* --threads: server i of N, on its own queue and CPU. */
+struct srv_thread {
+	struct server s;
+	struct perf_cfg cfg;
+	__u32 idx;
+	__u64 start;
+	int rc;
+};
+
+static void *serve_thread(void *arg)
+{
+	struct srv_thread *th = arg;
+
+	perf_pin_cpu(th->idx);
+	th->rc = serve(&th->s, th->start);
+	return NULL;
+}
+
+/*
+ * N servers, one per queue and thread, on one port: opened one after the
+ * other (the spread tag is made by the first), served in parallel, and
+ * summarised one by one (one JSON object per line with --json).
+ */
+static int perf_server_threads(const struct perf_cfg *cfg)
+{
+	struct srv_thread *th;
+	__u32 i, n = cfg->threads, opened = 0, started = 0;
+	__u64 start;
+	int rc = 0;
+
+	th = calloc(n, sizeof(*th));
+	if (!th)
+		return 1;
+	for (i = 0; i < n; i++) {
+		perf_thread_cfg(cfg, i, &th[i].cfg);
+		th[i].idx = i;
+		th[i].s.cfg = &th[i].cfg;
+		xt_cpu_now(&th[i].s.cpu_run);
+		if (xt_open(&th[i].s.t, &th[i].cfg.xt, &cfg->addr)) {
+			rc = 1;
+			break;
+		}
+		opened++;
+	}
+	if (!rc) {
+		perf_print_listening(cfg, "server", perf_transport_name(cfg));
+		fprintf(stderr, "xvi-perf: %u threads on queues %u..%u\n", n, cfg->xt.queue,
+			cfg->xt.queue + n - 1);
+	}
+	start = xt_now_ns();
+	for (i = 0; i < n; i++)
+		th[i].start = start;
+	if (!rc) {
+		started = perf_run_threads(n, serve_thread, th, sizeof(*th));
+		rc = started < n;
+	}
+	for (i = 0; i < started; i++)
+		rc |= th[i].rc;
+	for (i = 0; i < started; i++) {
+		if (!cfg->json)
+			printf("xvi-perf: thread %u, queue %u:\n", i, th[i].cfg.xt.queue);
+		print_summary(&th[i].s, (xt_now_ns() - start) / 1e9);
+	}
+	for (i = 0; i < opened; i++)
+		xt_close(&th[i].s.t);
+	free(th);
+	return rc;
+}
+
+int perf_server(const struct perf_cfg *cfg)
+{
+	struct server *s;
+	__u64 start;
+	int rc;
+
+	if (cfg->threads > 1)
+		return perf_server_threads(cfg);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return 1;
+	s->cfg = cfg;
+	xt_cpu_now(&s->cpu_run);
+	if (xt_open(&s->t, &cfg->xt, &cfg->addr)) {
+		free(s);
+		return 1;
+	}
+	perf_print_listening(cfg, "server", perf_transport_name(cfg));
+	start = xt_now_ns();
+	rc = serve(s, start);
 	print_summary(s, (xt_now_ns() - start) / 1e9);
 	xt_close(&s->t);
 	free(s);
