@@ -101,8 +101,6 @@ int xvi_tag__format(const struct xvi_tag *tag, char *buf, size_t len)
 		n = snprintf(buf, len, "kind%u", tag->kind);
 		break;
 	}
-	if (n >= 0 && tag->queue && (size_t)n < len)
-		n += snprintf(buf + n, len - n, " (spread, queue %u)", tag->queue - 1u);
 	return n < 0 ? -EINVAL : n;
 }
 

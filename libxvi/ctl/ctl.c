@@ -506,7 +506,8 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 		if (s >= 0) {
 			pr_warn("%s: %s is in use by pid %u (slot %u%s); close that "
 				"endpoint or pick another %s\n", ctl->ifname, tagstr,
-				held.pid, s, v.slot >= XVI_MAX_ENDPOINTS ? ", being set up" : "",
+				held.pid, s, (v.flags & XVI_EP_F_SPREAD) ? ", spread over queues" :
+				v.slot >= XVI_MAX_ENDPOINTS ? ", being set up" : "",
 				owner->tag.queue ? "queue" :
 				owner->tag.kind == XVI_TAG_RAW ? "tag" : "port");
 			return -EADDRINUSE;

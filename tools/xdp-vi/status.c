@@ -351,6 +351,8 @@ static void status_json(struct json *j, const struct if_sample *s)
 			json_null(j, "queue");
 		else
 			json_u64(j, "queue", e->owner.queue_id);
+		/* One of a port's endpoints, one per queue (XVI_EP_SPREAD). */
+		json_bool(j, "spread", e->owner.tag.queue != 0);
 		json_str(j, "bind", bind_str(&e->owner));
 		json_counters(j, "counters", &e->c, ep_fields);
 		if (e->owner.mode == XVI_EP_MODE_PROTECTED)
@@ -433,9 +435,9 @@ static void status_text(const struct if_sample *s)
 			snprintf(q, sizeof(q), "-");
 		else
 			snprintf(q, sizeof(q), "%u", e->owner.queue_id);
-		printf("  slot %-3u %-28s %-9s pid %-7u uid %-5u queue %-3s %s\n", e->slot,
+		printf("  slot %-3u %-28s %-9s pid %-7u uid %-5u queue %-3s %s%s\n", e->slot,
 		       tag, mode_str(e->owner.mode), e->owner.pid, e->owner.uid,
-		       q, bind_str(&e->owner));
+		       q, bind_str(&e->owner), e->owner.tag.queue ? " spread" : "");
 		text_counters("      datapath:", &e->c, ep_fields);
 		if (e->owner.mode == XVI_EP_MODE_PROTECTED)
 			text_counters("      guard:   ", &e->c, guard_fields);
