@@ -202,6 +202,23 @@ int xt_open(struct xt *t, const struct xt_cfg *cfg, const union xvi_sockaddr *lo
 	return 0;
 }
 
+__u16 xt_local_port(const struct xt *t)
+{
+	struct xvi_endpoint_info info = { .sz = sizeof(info) };
+	union xvi_sockaddr a;
+	socklen_t len = sizeof(a);
+
+	if (!t->kernel)
+		a = xvi_endpoint__info(t->ep, &info) ? (union xvi_sockaddr){ 0 } : info.local;
+	else if (getsockname(t->fd, &a.sa, &len))
+		return 0;
+	if (a.sa.sa_family == AF_INET)
+		return ntohs(a.in.sin_port);
+	if (a.sa.sa_family == AF_INET6)
+		return ntohs(a.in6.sin6_port);
+	return 0;
+}
+
 /* ---- multi-buffer receive ------------------------------------------------ */
 
 /* xvi_msg.frame of a gathered datagram: nothing to give back for it. */

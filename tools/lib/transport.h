@@ -92,6 +92,8 @@ const char *xt_wait_name(enum xvi_wait_mode w);
  */
 int xt_open(struct xt *t, const struct xt_cfg *cfg, const union xvi_sockaddr *local);
 void xt_close(struct xt *t);
+/* The local UDP port @t is bound to (the kernel's choice for port 0), or 0. */
+__u16 xt_local_port(const struct xt *t);
 
 /* The out-of-line halves of the calls below. */
 int xt_kernel_recv(struct xt *t, struct xvi_msg *msgs, int max);

@@ -12,7 +12,7 @@
 #define REPLY_TIMEOUT_NS 200000000ull
 #define MAX_SAMPLES	(64u << 20)	/* 256 MB of samples at most */
 
-static int open_client(const struct perf_cfg *cfg, struct xt *t)
+static int open_client(const struct perf_cfg *cfg, struct xt *t, __u16 *port_out)
 {
 	union xvi_sockaddr local;
 
@@ -25,7 +25,11 @@ static int open_client(const struct perf_cfg *cfg, struct xt *t)
 
 	/* --threads: a port per thread, each its own flow (and tag). */
 	xt_any_addr(cfg->addr.sa.sa_family, port, &local);
-	return xt_open(t, &cfg->xt, &local);
+	if (xt_open(t, &cfg->xt, &local))
+		return -1;
+	if (port_out)
+		*port_out = xt_local_port(t);
+	return 0;
 }
 
 /* Pace to --mps: wait until message @k (from 0) is due. */
@@ -110,7 +114,7 @@ int perf_ping_pong(const struct perf_cfg *cfg)
 	char a[64];
 	double secs;
 
-	if (open_client(cfg, &t))
+	if (open_client(cfg, &t, NULL))
 		return 1;
 	if (cfg->msg_size > t.max_payload) {
 		fprintf(stderr, "xvi-perf: -m %u is above the largest payload this endpoint can send (%u): lower -m\n",
@@ -372,6 +376,7 @@ struct tp_result {
 	struct xt_cpu cpu, srv_cpu;
 	struct xvi_endpoint_stats es;
 	bool have_srv_cpu, have_es, ran;	/* ran: opened and sent */
+	__u16 port;				/* the flow's source port */
 	double secs;
 	int first_err, rc, q;
 };
@@ -390,7 +395,7 @@ static void tp_measure(const struct perf_cfg *cfg, struct tp_result *res)
 	memset(res, 0, sizeof(*res));
 	res->q = -ETIMEDOUT;
 	res->rc = 1;
-	if (open_client(cfg, &t))
+	if (open_client(cfg, &t, &res->port))
 		return;
 	if (cfg->msg_size > t.max_payload) {
 		fprintf(stderr, "xvi-perf: -m %u is above the largest payload this endpoint can send (%u): lower -m\n",
@@ -625,8 +630,9 @@ static int perf_throughput_threads(const struct perf_cfg *cfg)
 	sum.cpu = xt_cpu_diff(&cpu0, &cpu1);
 	if (!cfg->json)
 		for (i = 0; i < started; i++)
-			printf("xvi-perf: thread %u, queue %u: sent %llu, server received %llu\n", i,
-			       th[i].cfg.xt.queue, (unsigned long long)th[i].res.sent,
+			printf("xvi-perf: thread %u, queue %u, port %u: sent %llu, server received "
+			       "%llu\n", i, th[i].cfg.xt.queue, th[i].res.port,
+			       (unsigned long long)th[i].res.sent,
 			       (unsigned long long)th[i].res.srv_rx);
 	tp_print(cfg, &sum);
 	rc |= sum.rc;
