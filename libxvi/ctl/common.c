@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -102,6 +103,57 @@ int xvi_tag__format(const struct xvi_tag *tag, char *buf, size_t len)
 		break;
 	}
 	return n < 0 ? -EINVAL : n;
+}
+
+/* "ADDR:PORT", "[ADDR6]:PORT" or "raw:TAG" into a tag; -EINVAL with a message. */
+int xvi_tag__parse(const char *s, struct xvi_tag *tag)
+{
+	char buf[64], *colon, *end, *host;
+	unsigned long v;
+
+	memset(tag, 0, sizeof(*tag));
+	if (!s || strlen(s) >= sizeof(buf))
+		goto bad;
+	if (!strncmp(s, "raw:", 4)) {
+		errno = 0;
+		v = strtoul(s + 4, &end, 0);
+		if (errno || end == s + 4 || *end || v > 0xffffffffUL)
+			goto bad;
+		tag->kind = XVI_TAG_RAW;
+		tag->raw_tag = htonl(v);
+		return 0;
+	}
+	strcpy(buf, s);
+	colon = strrchr(buf, ':');
+	if (!colon)
+		goto bad;
+	*colon = '\0';
+	errno = 0;
+	v = strtoul(colon + 1, &end, 10);
+	if (errno || end == colon + 1 || *end || !v || v > 65535)
+		goto bad;
+	tag->port = htons(v);
+	host = buf;
+	if (*host == '[') {
+		size_t n = strlen(host);
+
+		if (n < 2 || host[n - 1] != ']')
+			goto bad;
+		host[n - 1] = '\0';
+		host++;
+		if (inet_pton(AF_INET6, host, tag->addr) != 1)
+			goto bad;
+		tag->kind = XVI_TAG_UDP6;
+		return 0;
+	}
+	if (inet_pton(AF_INET, host, tag->addr) != 1)
+		goto bad;
+	tag->kind = XVI_TAG_UDP4;
+	return 0;
+bad:
+	pr_warn("endpoint '%s': expected ADDR:PORT, [ADDR6]:PORT or raw:TAG, as the "
+		"endpoint was bound (xdp-vi status lists them)\n", s ? s : "(null)");
+	return -EINVAL;
 }
 
 int xvi_veth_names(int ifindex, __u32 slot, char host[IF_NAMESIZE], char client[IF_NAMESIZE])

@@ -197,6 +197,11 @@ const char *xvi_ctl__bpffs(const struct xvi_ctl_opts *opts);
 
 /* "udp4 198.18.0.1:7000", "udp6 [2001:2::1]:7000", "raw 0x0000002a". */
 int xvi_tag__format(const struct xvi_tag *tag, char *buf, size_t len);
+/*
+ * "ADDR:PORT", "[ADDR6]:PORT" or "raw:TAG", as `xdp-vi status` shows an
+ * endpoint, into a tag; -EINVAL with a message.
+ */
+int xvi_tag__parse(const char *s, struct xvi_tag *tag);
 
 /*
  * Interfaces of the caller's network namespace that run the datapath, then

@@ -33,57 +33,6 @@
 #include "common/log.h"
 #include "common/opts.h"
 
-/* "ADDR:PORT", "[ADDR6]:PORT" or "raw:TAG" into a tag; -EINVAL with a message. */
-static int parse_endpoint(const char *s, struct xvi_tag *tag)
-{
-	char buf[64], *colon, *end, *host;
-	unsigned long v;
-
-	memset(tag, 0, sizeof(*tag));
-	if (!s || strlen(s) >= sizeof(buf))
-		goto bad;
-	if (!strncmp(s, "raw:", 4)) {
-		errno = 0;
-		v = strtoul(s + 4, &end, 0);
-		if (errno || end == s + 4 || *end || v > 0xffffffffUL)
-			goto bad;
-		tag->kind = XVI_TAG_RAW;
-		tag->raw_tag = htonl(v);
-		return 0;
-	}
-	strcpy(buf, s);
-	colon = strrchr(buf, ':');
-	if (!colon)
-		goto bad;
-	*colon = '\0';
-	errno = 0;
-	v = strtoul(colon + 1, &end, 10);
-	if (errno || end == colon + 1 || *end || !v || v > 65535)
-		goto bad;
-	tag->port = htons(v);
-	host = buf;
-	if (*host == '[') {
-		size_t n = strlen(host);
-
-		if (n < 2 || host[n - 1] != ']')
-			goto bad;
-		host[n - 1] = '\0';
-		host++;
-		if (inet_pton(AF_INET6, host, tag->addr) != 1)
-			goto bad;
-		tag->kind = XVI_TAG_UDP6;
-		return 0;
-	}
-	if (inet_pton(AF_INET, host, tag->addr) != 1)
-		goto bad;
-	tag->kind = XVI_TAG_UDP4;
-	return 0;
-bad:
-	pr_warn("endpoint '%s': expected ADDR:PORT, [ADDR6]:PORT or raw:TAG, as the "
-		"endpoint was bound (xdp-vi status lists them)\n", s ? s : "(null)");
-	return -EINVAL;
-}
-
 static struct xvi_ctl *open_ctl(const char *ifname, const struct xvi_ext_opts *opts)
 {
 	struct xvi_ctl_opts copts = { .sz = sizeof(copts), .bpffs = OPTS_GET(opts, bpffs, NULL) };
@@ -237,7 +186,7 @@ static int begin(const char *ifname, const char *endpoint, __u32 handler,
 		pr_warn("handler index %u: must be below %d\n", handler, XVI_EXT_MAX_HANDLERS);
 		return -EINVAL;
 	}
-	slot = parse_endpoint(endpoint, &tag);
+	slot = xvi_tag__parse(endpoint, &tag);
 	if (slot)
 		return slot;
 	*ctl = open_ctl(ifname, opts);
@@ -262,7 +211,7 @@ static int broker_load(const char *ifname, const char *endpoint, __u32 handler,
 	__u32 id = 0;
 	int fd, err;
 
-	err = parse_endpoint(endpoint, &tag);
+	err = xvi_tag__parse(endpoint, &tag);
 	if (err)
 		return err;
 	fd = open(obj_path, O_RDONLY | O_CLOEXEC);
@@ -374,7 +323,7 @@ int xvi_ext__unload(const char *ifname, const char *endpoint, __u32 handler,
 		struct xvi_tag tag;
 
 		xvi_ctl__close(ctl);
-		err = parse_endpoint(endpoint, &tag);
+		err = xvi_tag__parse(endpoint, &tag);
 		if (!err)
 			err = xvi_broker__ext_unload(ifname, &tag, handler);
 		return err ? xvi_err(err) : 0;
