@@ -36,6 +36,9 @@ struct xvi_cfg {
 	const char *plot;	/* trace: the timeline into this SVG file */
 	double duration;	/* trace: seconds; 0 = until ^C or --count */
 	bool force;		/* trace: even if tracing is on already */
+	unsigned int queue;	/* steer add: the receive queue */
+	unsigned int rule;	/* steer: the rule's location */
+	bool rule_set;		/* steer: --rule was given */
 	char **args;		/* the positional arguments (router: IFACEs) */
 	int nargs;
 };
@@ -78,5 +81,7 @@ int cmd_router_enable(const struct xvi_cfg *cfg);
 int cmd_router_disable(const struct xvi_cfg *cfg);
 int cmd_router_status(const struct xvi_cfg *cfg);
 int cmd_trace(const struct xvi_cfg *cfg);
+int cmd_steer_add(const struct xvi_cfg *cfg);
+int cmd_steer_del(const struct xvi_cfg *cfg);
 
 #endif /* XVI_CMD_H */

@@ -124,6 +124,57 @@ static const struct opt_def trace_opts[] = {
 	{ OPT_END },
 };
 
+/* --rule LOC: a rule location, remembered as given. */
+static int set_rule(void *c, const char *value)
+{
+	struct xvi_cfg *cfg = c;
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(value, &end, 10);
+	if (errno || end == value || *end || v > 0xfffffffful) {
+		fprintf(stderr, "xdp-vi: --rule %s: expected a rule location (a number)\n", value);
+		return -EINVAL;
+	}
+	cfg->rule = v;
+	cfg->rule_set = true;
+	return 0;
+}
+
+static const struct opt_def steer_add_opts[] = {
+	{ OPT_STRING, "endpoint", 'e', OPT_FIELD(struct xvi_cfg, endpoint), "TAG",
+	  .help = "the endpoint's address and port: ADDR:PORT or [ADDR6]:PORT\n"
+		  "(0.0.0.0 or [::]: any destination address)" },
+	{ OPT_UINT, "queue", 'q', OPT_FIELD(struct xvi_cfg, queue), "Q",
+	  .help = "the receive queue its datagrams go to", .max = 65535,
+	  .err = "give a queue number" },
+	{ OPT_FUNC, "rule", 'r', .metavar = "LOC", .fn = set_rule,
+	  .help = "the rule's location (default: the driver picks)" },
+	{ OPT_END },
+};
+
+static const struct opt_def steer_del_opts[] = {
+	{ OPT_FUNC, "rule", 'r', .metavar = "LOC", .fn = set_rule,
+	  .help = "the location 'steer add' printed" },
+	{ OPT_END },
+};
+
+static const struct cmd_def steer_cmds[] = {
+	{ "steer add", cmd_steer_add, "IFACE", 1, 1, steer_add_opts,
+	  "steer an endpoint's port to a receive queue (ntuple)",
+	  "Install an ntuple rule on IFACE that sends UDP datagrams to the\n"
+	  "endpoint's address and port to receive queue Q, where its endpoint (or\n"
+	  "that queue's member of a spread port) is; print the rule's location.\n"
+	  "Needs a NIC with ntuple filters ('ethtool -K IFACE ntuple on'); veth\n"
+	  "has none.  Uses the ethtool ioctl: this kernel's ethtool netlink has no\n"
+	  "message for these rules." },
+	{ "steer del", cmd_steer_del, "IFACE", 1, 1, steer_del_opts,
+	  "remove a steering rule",
+	  "Remove the ntuple rule at location LOC from IFACE." },
+	{ NULL },
+};
+
 static const struct cmd_def router_cmds[] = {
 	{ "router enable", cmd_router_enable, "IFACE...", 1, XVI_ROUTE_MAX_IFACES, NULL,
 	  "route IP between interfaces in the datapath",
@@ -181,6 +232,8 @@ static const struct cmd_def cmds[] = {
 	  "docs/EXTENSIONS.md, \"Tracing and per-handler counters\"." },
 	{ "ext", NULL, "VERB ...", 0, 0, NULL,
 	  "active-message handlers: ext load, ext list, ext unload", .verbs = ext_cmds },
+	{ "steer", NULL, "VERB ...", 0, 0, NULL,
+	  "steering rules: steer add, steer del", .verbs = steer_cmds },
 	{ "router", NULL, "VERB ...", 0, 0, NULL,
 	  "IP router: router enable, router disable, router status", .verbs = router_cmds },
 	{ NULL },
