@@ -52,20 +52,29 @@ static const struct opt_def serve_opts[] = {
 };
 
 /* --handler N: an index the datapath has, and remembered as given. */
-static int set_handler(void *c, const char *value)
+/* A decimal number up to @max into *out, or -EINVAL. */
+static int parse_number(const char *value, unsigned long max, unsigned int *out)
 {
-	struct xvi_cfg *cfg = c;
 	unsigned long v;
 	char *end;
 
 	errno = 0;
 	v = strtoul(value, &end, 10);
-	if (errno || end == value || *end || v >= XVI_EXT_MAX_HANDLERS) {
+	if (errno || end == value || *end || v > max)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int set_handler(void *c, const char *value)
+{
+	struct xvi_cfg *cfg = c;
+
+	if (parse_number(value, XVI_EXT_MAX_HANDLERS - 1, &cfg->handler)) {
 		fprintf(stderr, "xdp-vi: --handler %s: expected an index from 0 to %d\n", value,
 			XVI_EXT_MAX_HANDLERS - 1);
 		return -EINVAL;
 	}
-	cfg->handler = v;
 	cfg->handler_set = true;
 	return 0;
 }
@@ -128,16 +137,11 @@ static const struct opt_def trace_opts[] = {
 static int set_rule(void *c, const char *value)
 {
 	struct xvi_cfg *cfg = c;
-	unsigned long v;
-	char *end;
 
-	errno = 0;
-	v = strtoul(value, &end, 10);
-	if (errno || end == value || *end || v > 0xfffffffful) {
+	if (parse_number(value, 0xfffffffful, &cfg->rule)) {
 		fprintf(stderr, "xdp-vi: --rule %s: expected a rule location (a number)\n", value);
 		return -EINVAL;
 	}
-	cfg->rule = v;
 	cfg->rule_set = true;
 	return 0;
 }
