@@ -487,6 +487,7 @@ def main():
         "fabric": [r.get("text") for r in fabric],
         "kvcache": [r.get("text") for r in recs if r.get("test") == "kvcache"],
         "place": [r.get("text") for r in recs if r.get("test") == "place"],
+        "multiq": [r.get("text") for r in recs if r.get("test") == "multiq"],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
         "stream_bandwidth": sbw, "jumbo": jumbo, "raw_xvi_bps_1500": raw_bps,
@@ -839,7 +840,9 @@ def main():
             ("place", "4d. Direct placement against endpoint receive + memcpy", "two-node",
              True),
             ("trace", "4e. Extension tracing, on and off", "two-node", False),
-            ("fabric", "4f. libfabric and MPI over xvi", "two-node", False)):
+            ("fabric", "4f. libfabric and MPI over xvi", "two-node", False),
+            ("multiq", "4g. Many queues, many cores: one port, 1 and 2 threads",
+             "two-node lab with 2-queue veths", True)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
             continue
