@@ -24,7 +24,9 @@
  *
  * Invariant kept under the lock: every tag in xvi_endpoints is named by
  * exactly one owner entry (owner.tag), and the owner entry is created before
- * its tag and deleted after it.  A tag without an owner can therefore only
+ * its tag and deleted after it.  A spread port's own entry (queue 0) is
+ * named by the owners of its members instead, the first of which makes it
+ * and the last of which removes it.  A tag without an owner can therefore only
  * be the leftover of a process killed half way, and gc removes it.
  *
  * The XDP program never reads xvi_owners and never writes xvi_endpoints or
