@@ -34,8 +34,10 @@ done
 shift $((OPTIND - 1))
 [ $# -eq 0 ] || usage
 [ "$(id -u)" = 0 ] || { echo "multiq.sh: needs root (a lab)" >&2; exit 1; }
-[ -x "$BIN/xdp-vi" ] && [ -x "$BIN/xvi-perf" ] ||
-	{ echo "multiq.sh: xdp-vi or xvi-perf missing in $BIN: make B=$B" >&2; exit 1; }
+if [ ! -x "$BIN/xdp-vi" ] || [ ! -x "$BIN/xvi-perf" ]; then
+	echo "multiq.sh: xdp-vi or xvi-perf missing in $BIN: make B=$B" >&2
+	exit 1
+fi
 . "$ROOT/netns-lab/lib.sh"
 TMP=$(mktemp -d /tmp/xvi-bench-mq.XXXXXX)
 lab_at_exit "rm -rf '$TMP'"
@@ -60,6 +62,7 @@ run_one() {	# VARIANT THREADS: one run, a line "variant threads rate busy_cpus"
 	[ "$n" = 1 ] && pin_a=(taskset -c 0) pin_b=(taskset -c 1)
 	PORT=$((PORT + 1))
 	rm -f "$TMP/srv.pid" "$TMP/srv.err"
+	# shellcheck disable=SC2016 # expanded by the inner shell
 	x b sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/srv.pid" "${pin_b[@]}" "$BIN/xvi-perf" sr \
 		"${t[@]}" --threads "$n" -p $PORT -t 50 --json >"$TMP/srv.json" 2>"$TMP/srv.err" &
 	local w=$!
@@ -82,7 +85,7 @@ print(sys.argv[2], sys.argv[3], "%.0f" % ((c.get("server_received") or 0) / secs
 PY
 }
 
-for r in $(seq "$ROUNDS"); do
+for _ in $(seq "$ROUNDS"); do
 	for n in 1 2; do
 		for v in xvi kernel; do
 			run_one "$v" "$n" | tee -a "$TMP/rows" >&2

@@ -33,14 +33,14 @@ t_setup() {
 # _srv_start PORT: xvi-perf server --threads 2 on b; waits (bounded) until
 # both endpoints are published.  Its JSON goes to $T_TMP/srvPORT.json.
 _srv_start() {
-	local port=$1 i n
+	local port=$1 n
 	rm -f "$T_TMP/srv.pid"
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	t_x -T 60 b sh -c 'echo $$ >"$0"; exec "$@"' "$T_TMP/srv.pid" "$XVIPERF" server \
 		--iface "$LAB_IFACE" --threads $QUEUES -p "$port" -t 50 --json \
 		>"$T_TMP/srv$port.json" 2>"$T_TMP/srv$port.err" &
 	SRV_WRAP=$!
-	for i in $(seq "$T_WAIT_TENTHS"); do
+	for _ in $(seq "$T_WAIT_TENTHS"); do
 		t_xdpvi b status --json >"$T_TMP/st.json" 2>/dev/null &&
 			n=$("$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/st.json" endpoints |
 				awk -v p="$port" '$1 == p' | wc -l) &&
@@ -111,8 +111,8 @@ case_spread_xvi_flows() {
 
 # Wait (bounded) until the datapath delivered N frames to PORT's endpoints.
 _wait_received() {
-	local port=$1 want=$2 got=0 i
-	for i in $(seq "$T_WAIT_TENTHS"); do
+	local port=$1 want=$2 got=0
+	for _ in $(seq "$T_WAIT_TENTHS"); do
 		t_xdpvi b status --json >"$T_TMP/st.json" 2>/dev/null &&
 			got=$("$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/st.json" counters "$port" \
 				rx_frames | awk '{ s += $1 } END { print s + 0 }') &&
@@ -136,14 +136,18 @@ case_spread_rules() {
 	_srv_start 7302 || return 1
 	out=$(t_x b "$XVIPERF" server --iface "$LAB_IFACE" -p 7302 -t 1 2>&1) && rc=0 || rc=$?
 	t_log "not spread: ${out//$'\n'/ | }"
-	[ $rc != 0 ] && [[ $out == *"pid $SRV_PID"* ]] ||
-		{ _srv_stop; fail "an endpoint without XVI_EP_SPREAD on the spread port: exit $rc: $out"; return 1; }
+	if [ $rc = 0 ] || [[ $out != *"pid $SRV_PID"* ]]; then
+		_srv_stop
+		fail "an endpoint without XVI_EP_SPREAD on the spread port: exit $rc: $out"
+		return 1
+	fi
 	out=$(t_x b "$XVIPERF" server --iface "$LAB_IFACE" --threads 2 --queue 0 -p 7302 -t 1 2>&1) &&
 		rc=0 || rc=$?
 	t_log "other process: ${out//$'\n'/ | }"
 	_srv_stop
-	[ $rc != 0 ] && [[ $out == *"spread over queues by pid $SRV_PID"* ]] ||
+	if [ $rc = 0 ] || [[ $out != *"spread over queues by pid $SRV_PID"* ]]; then
 		fail "another process's spread endpoint on the port: exit $rc: $out"
+	fi
 }
 
 # The servers are gone: no endpoint, and no entry left in the endpoint
@@ -173,6 +177,7 @@ CASES=(
 	spread_rules	case_spread_rules	"the spread port refuses an endpoint without the flag and another process, naming the holder"
 	nothing_left	case_nothing_left	"after the last member closes: no endpoint, an empty endpoint table"
 )
+# shellcheck disable=SC2034 # read by t_main
 CASES_ALWAYS=(nothing_left)
 
 t_main "$@"
