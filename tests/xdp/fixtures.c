@@ -43,8 +43,8 @@
 #define SLOT_DEAD	7	/* 198.18.0.2:7002, no socket in the XSKMAP */
 #define SLOT_RAW	9	/* raw tag 0x00c0ffee */
 #define SLOT_WILD2	12	/* *:7011 (v4), no exact tag on its port */
-#define SLOT_SPREAD0	13	/* 198.18.0.2:7020 spread, its queue-0 member */
-#define SLOT_SPREAD1	14	/* 198.18.0.2:7020 and :7021 spread, queue-1 members */
+#define SLOT_SPREAD0	13	/* 198.18.0.2 and [2001:2::2]:7020 spread, queue-0 member */
+#define SLOT_SPREAD1	14	/* :7020 and :7021 spread (both families), queue-1 members */
 #define SLOT_SPREADW	15	/* *:7022 spread, its queue-0 member */
 #define SLOT_PROT	10	/* 198.18.0.2:7003 and raw tag 0x00c0fff0, protected */
 #define NO_SLOT		(-1)
@@ -131,6 +131,10 @@ static const struct fx_case fx_cases[] = {
 	{ "udp4_spread_queue0_member", V4(.dport = PORT_SPREAD), DELIVER, .slot = SLOT_SPREAD0,
 	  .meta_flags = OK4 },
 	{ "udp4_spread_no_member_on_queue", V4(.dport = PORT_SPREAD_Q1), .verdict = XDP_PASS,
+	  .slot = NO_SLOT, .g = { .spread_no_queue = 1 } },
+	{ "udp6_spread_queue0_member", V6(.dport = PORT_SPREAD), DELIVER, .slot = SLOT_SPREAD0,
+	  .meta_flags = OK6 },
+	{ "udp6_spread_no_member_on_queue", V6(.dport = PORT_SPREAD_Q1), .verdict = XDP_PASS,
 	  .slot = NO_SLOT, .g = { .spread_no_queue = 1 } },
 	{ "udp4_spread_wildcard_member", V4(.dst = "198.18.0.77", .dport = PORT_SPREAD_W),
 	  DELIVER, .slot = SLOT_SPREADW, .meta_flags = OK4 },
@@ -357,15 +361,16 @@ static void add_tag(__u8 kind, const char *addr, __u16 port, __u32 raw_tag, __u3
  * the tag itself (queue 0, made by the first member) says "spread", the
  * member's entry carries queue + 1 and the slot.
  */
-static void add_spread(const char *addr, __u16 port, __u32 queue, __u32 slot)
+static void add_spread(__u8 kind, const char *addr, __u16 port, __u32 queue, __u32 slot)
 {
 	struct xvi_ep_value base = { .slot = XVI_SLOT_PENDING, .flags = XVI_EP_F_SPREAD };
 	struct xvi_ep_value v = { .slot = slot };
-	struct xvi_tag t = { .kind = XVI_TAG_UDP4, .port = htons(port) };
+	struct xvi_tag t = { .kind = kind, .port = htons(port) };
 	int fd = bpf_map__fd(env.skel->maps.xvi_endpoints);
 
 	if (addr)
-		cr_assert_eq(inet_pton(AF_INET, addr, t.addr), 1, "bad test address %s", addr);
+		cr_assert_eq(inet_pton(kind == XVI_TAG_UDP6 ? AF_INET6 : AF_INET, addr, t.addr), 1,
+			     "bad test address %s", addr);
 	cr_assert(!bpf_map_update_elem(fd, &t, &base, BPF_NOEXIST) || errno == EEXIST,
 		  "xvi_endpoints update: %s", strerror(errno));
 	t.queue = queue + 1;
@@ -431,10 +436,12 @@ static void fx_setup(void)
 	add_tag(XVI_TAG_RAW, NULL, 0, RAW_TAG, SLOT_RAW);
 	add_tag(XVI_TAG_UDP4, NULL, PORT_WILD + 10, 0, SLOT_WILD2);
 	add_xsk(SLOT_WILD2);
-	add_spread("198.18.0.2", PORT_SPREAD, 0, SLOT_SPREAD0);
-	add_spread("198.18.0.2", PORT_SPREAD, 1, SLOT_SPREAD1);
-	add_spread("198.18.0.2", PORT_SPREAD_Q1, 1, SLOT_SPREAD1);
-	add_spread(NULL, PORT_SPREAD_W, 0, SLOT_SPREADW);
+	add_spread(XVI_TAG_UDP4, "198.18.0.2", PORT_SPREAD, 0, SLOT_SPREAD0);
+	add_spread(XVI_TAG_UDP4, "198.18.0.2", PORT_SPREAD, 1, SLOT_SPREAD1);
+	add_spread(XVI_TAG_UDP4, "198.18.0.2", PORT_SPREAD_Q1, 1, SLOT_SPREAD1);
+	add_spread(XVI_TAG_UDP4, NULL, PORT_SPREAD_W, 0, SLOT_SPREADW);
+	add_spread(XVI_TAG_UDP6, "2001:2::2", PORT_SPREAD, 0, SLOT_SPREAD0);
+	add_spread(XVI_TAG_UDP6, "2001:2::2", PORT_SPREAD_Q1, 1, SLOT_SPREAD1);
 	add_xsk(SLOT_SPREAD0);
 	add_xsk(SLOT_SPREAD1);
 	add_xsk(SLOT_SPREADW);
