@@ -195,7 +195,7 @@ _lab_build() {
 
 # Multi-queue: a veth hands a frame to the peer's receive queue of the
 # same index as the transmit queue the sending kernel chose (docs/KERNEL.md,
-# fact 32).  Without XPS the kernel picks that queue by the flow's hash, so
+# fact 41).  Without XPS the kernel picks that queue by the flow's hash, so
 # the flows of different sockets spread over every queue; a transmit queue
 # with XPS CPUs would pin flows to the sending CPU instead, and a 2-core
 # machine would then feed 2 queues at most.  XPS is off for every queue.

@@ -5,7 +5,7 @@
  * port's flows (XVI_EP_SPREAD) or a single endpoint's land where its
  * socket is.  Installed through the ethtool ioctl (SIOCETHTOOL,
  * ETHTOOL_SRXCLSRLINS and ETHTOOL_SRXCLSRLDEL): the kernel's ethtool
- * netlink has no message for these rules (docs/KERNEL.md, fact 33).
+ * netlink has no message for these rules (docs/KERNEL.md, fact 42).
  * Internal to libxvi and the xdp-vi command, like ctl.h.
  */
 #ifndef XVI_STEER_H

@@ -79,7 +79,7 @@ case_queues() {
 	done
 }
 
-# docs/KERNEL.md, fact 32: kernel flows spread over b's receive queues.
+# docs/KERNEL.md, fact 41: kernel flows spread over b's receive queues.
 case_kernel_spread() {
 	local before after q moved=0 d
 	before=$(t_x b ethtool -S "$LAB_IFACE" | awk '/rx_queue_[0-9]+_xdp_packets/ { print $2 }')
