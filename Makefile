@@ -126,6 +126,18 @@ $(B)/lib/libxvi.so: $(LIB_OBJS) libxvi/libxvi.map | $(B)/lib
 	$(CC) -shared -Wl,--version-script=libxvi/libxvi.map -Wl,-soname,$(SONAME) \
 		-o $@ $(LIB_OBJS) $(LDLIBS)
 
+# ---- libxvi-preload.so: UDP socket programs over xvi (xvi-run) --------------
+# libxvi linked in and hidden: only the interceptors are exported.
+PRELOAD_SRCS := $(wildcard preload/*.c)
+PRELOAD_OBJS := $(patsubst %.c,$(B)/obj/%.o,$(PRELOAD_SRCS))
+PRELOAD := $(B)/lib/libxvi-preload.so
+$(PRELOAD_OBJS): OBJ_CFLAGS = $(LIB_CFLAGS)
+all: $(PRELOAD)
+
+$(PRELOAD): $(PRELOAD_OBJS) $(LIB_OBJS) preload/preload.map | $(B)/lib
+	$(CC) -shared -Wl,--version-script=preload/preload.map -Wl,-z,defs \
+		-o $@ $(PRELOAD_OBJS) $(LIB_OBJS) $(LDLIBS) -ldl
+
 # ---- programs (linked statically against libxvi: they use internal APIs) ---
 $(TOOLS_LIB_OBJS): OBJ_CFLAGS = $(CFLAGS) -Itools/lib
 

@@ -1,0 +1,452 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Datagrams in and out of an xvi socket.  The per-datagram path: one
+ * descriptor taken or posted on the endpoint's rings, one copy, no
+ * allocation, no system call but the endpoint's own kicks; waiting blocks in
+ * the endpoint's poll() (where signals interrupt it, EINTR).
+ */
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/uio.h>
+#include "preload.h"
+
+extern void __chk_fail(void) __attribute__((noreturn));
+
+#define XP_BATCH 64
+#define XP_MAX_DGRAM 4096	/* a datagram is one frame (no multi-buffer) */
+
+int xp_wait_rx(struct xsock *xs, int flags)
+{
+	int r;
+
+	if (xs->nonblock || (flags & MSG_DONTWAIT))
+		return -EAGAIN;
+	r = xvi_endpoint__wait(xs->ep, xs->rcvtimeo_ms);
+	if (r == -ETIMEDOUT)
+		return -EAGAIN;		/* SO_RCVTIMEO ran out */
+	return r < 0 ? r : 0;
+}
+
+static bool from_peer(const struct xsock *xs, const struct xvi_msg *m)
+{
+	return m->peer.in.sin_addr.s_addr == xs->peer.sin_addr.s_addr &&
+	       m->peer.in.sin_port == xs->peer.sin_port;
+}
+
+/*
+ * The next datagram into @m: 1, or a negative errno.  With MSG_PEEK it stays
+ * the socket's (has_peek); otherwise the caller releases it.
+ */
+static int take(struct xsock *xs, struct xvi_msg *m, int flags)
+{
+	int r;
+
+	for (;;) {
+		if (xs->has_peek) {
+			*m = xs->peek;
+			if (!(flags & MSG_PEEK)) {
+				xs->has_peek = false;
+				__atomic_fetch_sub(&xp_peeked, 1, __ATOMIC_RELAXED);
+			}
+			return 1;
+		}
+		r = xvi_endpoint__recv_batch(xs->ep, m, 1);
+		if (r < 0)
+			return r;
+		if (r == 1) {
+			/* A connected UDP socket takes only its peer's datagrams. */
+			if (xs->connected && !from_peer(xs, m)) {
+				xvi_endpoint__release(xs->ep, m, 1);
+				continue;
+			}
+			if (flags & MSG_PEEK) {
+				xs->peek = *m;
+				xs->has_peek = true;
+				__atomic_fetch_add(&xp_peeked, 1, __ATOMIC_RELAXED);
+			}
+			return 1;
+		}
+		r = xp_wait_rx(xs, flags);
+		if (r < 0)
+			return r;
+	}
+}
+
+static void put_src(const struct xvi_msg *m, struct sockaddr *src, socklen_t *slen)
+{
+	if (!src || !slen)
+		return;
+	memcpy(src, &m->peer.in, *slen < sizeof(m->peer.in) ? *slen : sizeof(m->peer.in));
+	*slen = sizeof(m->peer.in);
+}
+
+/* Scatter @m into @iov; returns the bytes copied. */
+static size_t scatter(const struct xvi_msg *m, const struct iovec *iov, size_t n)
+{
+	size_t i, done = 0, c;
+
+	for (i = 0; i < n && done < m->len; i++) {
+		c = m->len - done < iov[i].iov_len ? m->len - done : iov[i].iov_len;
+		memcpy(iov[i].iov_base, (char *)m->data + done, c);
+		done += c;
+	}
+	return done;
+}
+
+static ssize_t xrecv(struct xsock *xs, const struct iovec *iov, size_t niov, int flags,
+		     struct sockaddr *src, socklen_t *slen, int *mflags)
+{
+	struct xvi_msg m;
+	size_t got;
+	int r;
+
+	r = take(xs, &m, flags);
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	got = scatter(&m, iov, niov);
+	put_src(&m, src, slen);
+	if (mflags)
+		*mflags = got < m.len ? MSG_TRUNC : 0;
+	if (!(flags & MSG_PEEK))
+		xvi_endpoint__release(xs->ep, &m, 1);
+	xs->rx_dgrams++;
+	return flags & MSG_TRUNC ? (ssize_t)m.len : (ssize_t)got;
+}
+
+static int wait_tx(struct xsock *xs, int flags)
+{
+	struct pollfd p = { .fd = xs->xfd, .events = POLLOUT };
+
+	if (xs->nonblock || (flags & MSG_DONTWAIT))
+		return -EAGAIN;
+	/* Sends in flight hold every buffer: reap, and wait for the kernel. */
+	xvi_endpoint__flush(xs->ep);
+	if (REAL(poll)(&p, 1, 1) < 0 && errno == EINTR)
+		return -EINTR;
+	return 0;
+}
+
+static ssize_t xsend(struct xsock *xs, const void *buf, size_t len, int flags,
+		     const struct sockaddr *to, socklen_t tolen)
+{
+	union xvi_sockaddr d;
+	const union xvi_sockaddr *dst = &xs->dst;
+	ssize_t r;
+
+	if (to) {
+		if (tolen < sizeof(struct sockaddr_in) || to->sa_family != AF_INET) {
+			errno = tolen < sizeof(struct sockaddr_in) ? EINVAL : EAFNOSUPPORT;
+			return -1;
+		}
+		memset(&d, 0, sizeof(d));
+		memcpy(&d.in, to, sizeof(d.in));
+		dst = &d;
+	} else if (!xs->connected) {
+		errno = EDESTADDRREQ;
+		return -1;
+	}
+	if (len > xs->max_payload) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	for (;;) {
+		r = xvi_endpoint__sendto(xs->ep, buf, len, dst);
+		if (r != -EAGAIN)
+			break;
+		r = wait_tx(xs, flags);
+		if (r < 0)
+			break;
+	}
+	if (r < 0) {
+		errno = (int)-r;
+		return -1;
+	}
+	xs->tx_dgrams++;
+	return r;
+}
+
+/* A NEW socket gets its port on its first send, as the kernel autobinds. */
+static struct xsock *ready_to_send(int fd, const struct sockaddr *to, socklen_t tolen)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	struct xsock *xs = xp_get(fd);
+	int r;
+
+	if (!xs || xs->state == XS_XVI)
+		return xs;
+	if (!to || tolen < sizeof(struct sockaddr_in) || to->sa_family != AF_INET)
+		return NULL;
+	r = xp_promote(fd, xs, &any, (const struct sockaddr_in *)to);
+	return r == 0 ? xs : NULL;
+}
+
+static size_t gather(const struct iovec *iov, size_t n, char *buf, size_t cap, size_t *total)
+{
+	size_t i, done = 0, c;
+
+	*total = 0;
+	for (i = 0; i < n; i++) {
+		*total += iov[i].iov_len;
+		c = cap - done < iov[i].iov_len ? cap - done : iov[i].iov_len;
+		memcpy(buf + done, iov[i].iov_base, c);
+		done += c;
+	}
+	return done;
+}
+
+static ssize_t xsendmsg(struct xsock *xs, const struct msghdr *msg, int flags)
+{
+	char buf[XP_MAX_DGRAM];
+	size_t total;
+
+	if (msg->msg_iovlen == 1)
+		return xsend(xs, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, flags,
+			     msg->msg_name, msg->msg_namelen);
+	gather(msg->msg_iov, msg->msg_iovlen, buf, sizeof(buf), &total);
+	if (total > sizeof(buf)) {
+		errno = EMSGSIZE;
+		return -1;
+	}
+	return xsend(xs, buf, total, flags, msg->msg_name, msg->msg_namelen);
+}
+
+/* ---- send ---- */
+
+XP_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
+		      const struct sockaddr *to, socklen_t tolen)
+{
+	struct xsock *xs = ready_to_send(fd, to, tolen);
+
+	if (!xs || xs->state != XS_XVI)
+		return REAL(sendto)(fd, buf, len, flags, to, tolen);
+	return xsend(xs, buf, len, flags, to, tolen);
+}
+
+XP_API ssize_t send(int fd, const void *buf, size_t len, int flags)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+
+	if (!xs)
+		return REAL(send)(fd, buf, len, flags);
+	return xsend(xs, buf, len, flags, NULL, 0);
+}
+
+XP_API ssize_t write(int fd, const void *buf, size_t len)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+
+	if (!xs)
+		return REAL(write)(fd, buf, len);
+	return xsend(xs, buf, len, 0, NULL, 0);
+}
+
+XP_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct xsock *xs = ready_to_send(fd, msg ? msg->msg_name : NULL,
+					 msg ? msg->msg_namelen : 0);
+
+	if (!xs || xs->state != XS_XVI || !msg)
+		return REAL(sendmsg)(fd, msg, flags);
+	return xsendmsg(xs, msg, flags);
+}
+
+XP_API ssize_t writev(int fd, const struct iovec *iov, int n)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+
+	if (!xs)
+		return REAL(writev)(fd, iov, n);
+	return xsendmsg(xs, &msg, 0);
+}
+
+/*
+ * sendmmsg: every message into its own send buffer, then one tx_send, one
+ * doorbell, for up to XP_BATCH of them.
+ */
+static int xsendmmsg(struct xsock *xs, struct mmsghdr *v, unsigned int n, int flags)
+{
+	struct xvi_txbuf b[XP_BATCH];
+	union xvi_sockaddr d[XP_BATCH];
+	unsigned int done = 0, i, k;
+	size_t total;
+	int got, sent;
+
+	while (done < n) {
+		k = n - done < XP_BATCH ? n - done : XP_BATCH;
+		got = xvi_endpoint__tx_alloc(xs->ep, b, (int)k);
+		if (got <= 0) {
+			/* No buffer free: one by one, which waits as send() does. */
+			if (xsendmsg(xs, &v[done].msg_hdr, flags) < 0)
+				return done ? (int)done : -1;
+			v[done].msg_len = (unsigned int)v[done].msg_hdr.msg_iov[0].iov_len;
+			done++;
+			continue;
+		}
+		for (i = 0; i < (unsigned int)got; i++) {
+			const struct msghdr *h = &v[done + i].msg_hdr;
+
+			b[i].len = (__u32)gather(h->msg_iov, h->msg_iovlen, b[i].data, b[i].cap,
+						 &total);
+			if (total > b[i].cap || total > xs->max_payload)
+				break;
+			if (h->msg_name) {
+				if (h->msg_namelen < sizeof(struct sockaddr_in) ||
+				    ((struct sockaddr *)h->msg_name)->sa_family != AF_INET)
+					break;
+				memset(&d[i], 0, sizeof(d[i]));
+				memcpy(&d[i].in, h->msg_name, sizeof(d[i].in));
+				b[i].dst = &d[i];
+			} else if (xs->connected) {
+				b[i].dst = &xs->dst;
+			} else {
+				break;
+			}
+			v[done + i].msg_len = b[i].len;
+		}
+		sent = i ? xvi_endpoint__tx_send(xs->ep, b, (int)i) : 0;
+		if (sent < 0)
+			sent = 0;
+		if ((unsigned int)sent < (unsigned int)got)
+			xvi_endpoint__tx_free(xs->ep, b + sent, got - sent);
+		xs->tx_dgrams += sent;
+		done += sent;
+		if ((unsigned int)sent < (unsigned int)got) {
+			/* Message done+... cannot go: report it as sendmsg would. */
+			if (done)
+				return (int)done;
+			return xsendmsg(xs, &v[0].msg_hdr, flags) < 0 ? -1 :
+			       (v[0].msg_len = (unsigned int)v[0].msg_hdr.msg_iov[0].iov_len, 1);
+		}
+	}
+	return (int)done;
+}
+
+XP_API int sendmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags)
+{
+	struct xsock *xs = ready_to_send(fd, n && v ? v[0].msg_hdr.msg_name : NULL,
+					 n && v ? v[0].msg_hdr.msg_namelen : 0);
+
+	if (!xs || xs->state != XS_XVI || !v)
+		return REAL(sendmmsg)(fd, v, n, flags);
+	return xsendmmsg(xs, v, n, flags);
+}
+
+/* ---- receive ---- */
+
+XP_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockaddr *src,
+			socklen_t *slen)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	if (!xs)
+		return REAL(recvfrom)(fd, buf, len, flags, src, slen);
+	return xrecv(xs, &iov, 1, flags, src, slen, NULL);
+}
+
+XP_API ssize_t recv(int fd, void *buf, size_t len, int flags)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	if (!xs)
+		return REAL(recv)(fd, buf, len, flags);
+	return xrecv(xs, &iov, 1, flags, NULL, NULL, NULL);
+}
+
+XP_API ssize_t read(int fd, void *buf, size_t len)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	if (!xs)
+		return REAL(read)(fd, buf, len);
+	return xrecv(xs, &iov, 1, 0, NULL, NULL, NULL);
+}
+
+XP_API ssize_t readv(int fd, const struct iovec *iov, int n)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+
+	if (!xs)
+		return REAL(readv)(fd, iov, n);
+	return xrecv(xs, iov, n, 0, NULL, NULL, NULL);
+}
+
+static ssize_t xrecvmsg(struct xsock *xs, struct msghdr *msg, int flags)
+{
+	socklen_t nl = msg->msg_namelen;
+	ssize_t r;
+	int mf = 0;
+
+	r = xrecv(xs, msg->msg_iov, msg->msg_iovlen, flags, msg->msg_name,
+		  msg->msg_name ? &nl : NULL, &mf);
+	if (r < 0)
+		return r;
+	msg->msg_namelen = msg->msg_name ? nl : 0;
+	msg->msg_controllen = 0;	/* no ancillary data (docs/PRELOAD.md) */
+	msg->msg_flags = mf;
+	return r;
+}
+
+XP_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+
+	if (!xs || !msg)
+		return REAL(recvmsg)(fd, msg, flags);
+	return xrecvmsg(xs, msg, flags);
+}
+
+XP_API int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
+		    struct timespec *timeout)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+	unsigned int i;
+	ssize_t r;
+	int f;
+
+	if (!xs || !v)
+		return REAL(recvmmsg)(fd, v, n, flags, timeout);
+	for (i = 0; i < n; i++) {
+		/* After the first, MSG_WAITFORONE takes only what is there. */
+		f = i && (flags & MSG_WAITFORONE) ? (flags | MSG_DONTWAIT) : flags;
+		f &= ~MSG_WAITFORONE;
+		r = xrecvmsg(xs, &v[i].msg_hdr, f);
+		if (r < 0) {
+			if (i)
+				break;
+			return -1;
+		}
+		v[i].msg_len = (unsigned int)r;
+	}
+	return (int)i;
+}
+
+/* ---- glibc's fortified forms (-D_FORTIFY_SOURCE) ---- */
+
+XP_API ssize_t __recv_chk(int fd, void *buf, size_t len, size_t buflen, int flags)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recv(fd, buf, len, flags);
+}
+
+XP_API ssize_t __recvfrom_chk(int fd, void *buf, size_t len, size_t buflen, int flags,
+			      struct sockaddr *src, socklen_t *slen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return recvfrom(fd, buf, len, flags, src, slen);
+}
+
+XP_API ssize_t __read_chk(int fd, void *buf, size_t len, size_t buflen)
+{
+	if (len > buflen)
+		__chk_fail();
+	return read(fd, buf, len);
+}

@@ -1,0 +1,216 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * libxvi-preload: unmodified UDP socket programs over xvi endpoints.
+ *
+ * Every socket the program makes stays a real kernel socket, so fd numbers,
+ * dup, fork, close and fallback stay the kernel's.  An AF_INET UDP socket is
+ * also a candidate (struct xsock in the fd table, fdtab.c); when it gets a
+ * local port (bind, connect, first sendto) open.c opens an xvi endpoint on
+ * that address and port and from then on its datagrams go through the
+ * endpoint (data.c), its readiness through the endpoint's AF_XDP fd
+ * (wait.c).  The kernel socket itself stays unbound: the endpoint holds the
+ * port in the kernel's port space (libxvi's reservation).  A candidate the
+ * endpoint cannot take is logged with its reason and left to the kernel
+ * (report.c): its entry goes and every call passes through.
+ *
+ * Files: real.c (the libc functions underneath), fdtab.c (fd -> xsock),
+ * open.c (interface choice, endpoint open), socket.c (socket, bind,
+ * connect, close, dup, fcntl, ioctl, sockopts, names), data.c (send, recv,
+ * read, write and their vector and fortified forms), wait.c (poll, select,
+ * epoll), report.c (fallback reasons, counters, log).
+ */
+#ifndef XVI_PRELOAD_H
+#define XVI_PRELOAD_H
+
+#include <stdbool.h>
+#include <poll.h>
+#include <signal.h>
+#include <net/if.h>
+#include <sys/epoll.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <netinet/in.h>
+#include "xvi.h"
+
+#define XP_API __attribute__((visibility("default")))
+
+/* ---- real.c: the next definition of each function (libc's) ---- */
+struct xp_real {
+	int (*socket)(int, int, int);
+	int (*bind)(int, const struct sockaddr *, socklen_t);
+	int (*connect)(int, const struct sockaddr *, socklen_t);
+	int (*close)(int);
+	int (*dup)(int);
+	int (*dup2)(int, int);
+	int (*dup3)(int, int, int);
+	int (*fcntl)(int, int, ...);
+	int (*ioctl)(int, unsigned long, ...);
+	int (*setsockopt)(int, int, int, const void *, socklen_t);
+	int (*getsockopt)(int, int, int, void *, socklen_t *);
+	int (*getsockname)(int, struct sockaddr *, socklen_t *);
+	int (*getpeername)(int, struct sockaddr *, socklen_t *);
+	ssize_t (*send)(int, const void *, size_t, int);
+	ssize_t (*sendto)(int, const void *, size_t, int, const struct sockaddr *, socklen_t);
+	ssize_t (*sendmsg)(int, const struct msghdr *, int);
+	int (*sendmmsg)(int, struct mmsghdr *, unsigned int, int);
+	ssize_t (*recv)(int, void *, size_t, int);
+	ssize_t (*recvfrom)(int, void *, size_t, int, struct sockaddr *, socklen_t *);
+	ssize_t (*recvmsg)(int, struct msghdr *, int);
+	int (*recvmmsg)(int, struct mmsghdr *, unsigned int, int, struct timespec *);
+	ssize_t (*read)(int, void *, size_t);
+	ssize_t (*write)(int, const void *, size_t);
+	ssize_t (*readv)(int, const struct iovec *, int);
+	ssize_t (*writev)(int, const struct iovec *, int);
+	int (*poll)(struct pollfd *, nfds_t, int);
+	int (*ppoll)(struct pollfd *, nfds_t, const struct timespec *, const sigset_t *);
+	int (*select)(int, fd_set *, fd_set *, fd_set *, struct timeval *);
+	int (*pselect)(int, fd_set *, fd_set *, fd_set *, const struct timespec *,
+		       const sigset_t *);
+	int (*epoll_create)(int);
+	int (*epoll_create1)(int);
+	int (*epoll_ctl)(int, int, int, struct epoll_event *);
+	int (*epoll_wait)(int, struct epoll_event *, int, int);
+	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+};
+
+extern struct xp_real xp_real;
+/* Resolve every pointer once; safe to call from any interceptor. */
+void xp_real_init(void);
+#define REAL(fn) (xp_real.fn ? xp_real.fn : (xp_real_init(), xp_real.fn))
+
+/* ---- options (environment, set by xvi-run) ---- */
+struct xp_conf {
+	char iface[IF_NAMESIZE];	/* XVI_RUN_IFACE, or "" */
+	bool verbose;			/* XVI_RUN_VERBOSE=1 */
+	bool check;			/* XVI_RUN_CHECK=1: decide, open, close, stay kernel */
+	const char *stats_path;		/* XVI_RUN_STATS: append per-endpoint counters */
+	__u32 spin_us;			/* XVI_RUN_SPIN_US: poll/epoll spin before blocking */
+};
+extern struct xp_conf xp_conf;
+
+/* ---- fdtab.c ---- */
+enum xsock_state {
+	XS_NEW,		/* candidate, no local port yet: the kernel socket serves */
+	XS_XVI,		/* on an endpoint */
+};
+
+#define XS_MAX_REGS 4	/* epoll sets one socket is remembered in */
+
+struct xsock_reg {
+	int epfd;
+	struct epoll_event ev;
+};
+
+struct xsock {
+	/* ---- per-datagram ---- */
+	struct xvi_endpoint *ep;
+	int xfd;			/* the endpoint's pollable fd */
+	bool nonblock;
+	bool connected;
+	struct sockaddr_in peer;	/* connected peer */
+	union xvi_sockaddr dst;		/* peer as libxvi takes it */
+	__u32 max_payload;
+	bool has_peek;			/* a datagram taken by MSG_PEEK/FIONREAD */
+	struct xvi_msg peek;
+	int rcvtimeo_ms;		/* SO_RCVTIMEO, -1 none */
+	int sndtimeo_ms;
+
+	/* ---- cold ---- */
+	enum xsock_state state;
+	int refs;			/* fds that name it */
+	bool shared;			/* forked: another process may use the endpoint */
+	int proto;
+	struct sockaddr_in local;	/* bound address and port */
+	char ifname[IF_NAMESIZE];
+	bool is_protected;
+	int nregs;
+	struct xsock_reg regs[XS_MAX_REGS];
+	__u64 rx_dgrams, tx_dgrams;	/* through this socket (report) */
+	struct xsock *next_live;	/* every xsock, for stash flushing and the exit report */
+};
+
+#define XP_FD_MAX 65536
+extern struct xsock *xp_fds[XP_FD_MAX];
+
+static inline struct xsock *xp_get(int fd)
+{
+	if ((unsigned int)fd >= XP_FD_MAX)
+		return NULL;
+	return __atomic_load_n(&xp_fds[fd], __ATOMIC_ACQUIRE);
+}
+
+static inline struct xsock *xp_get_xvi(int fd)
+{
+	struct xsock *xs = xp_get(fd);
+
+	return xs && xs->state == XS_XVI ? xs : NULL;
+}
+
+struct xsock *xp_new(int fd, int proto);
+/* Point @fd at @xs (another reference), or at nothing (@xs NULL). */
+void xp_set(int fd, struct xsock *xs);
+/* Drop @fd's reference; the last one closes the endpoint (unless shared). */
+void xp_drop(int fd);
+/* Every live xsock, for loops outside the per-datagram path (lock held). */
+void xp_lock(void);
+void xp_unlock(void);
+extern struct xsock *xp_live;
+/* Number of xsocks holding a MSG_PEEK datagram (wait.c checks it first). */
+extern int xp_peeked;
+
+/* Set while the preload itself calls into libxvi: its sockets pass through. */
+extern __thread int xp_inside __attribute__((tls_model("initial-exec")));
+
+/* ---- open.c ---- */
+/*
+ * Put candidate @xs on an endpoint for local address @local (port 0: pick
+ * one), on the interface the route to @dst leaves by (@dst NULL: the one
+ * holding @local's address, or the only one, or --iface).  Returns 0 (on
+ * xvi), 1 (left to the kernel, logged and counted: @fd's entry is gone) or
+ * a negative errno the caller returns as the kernel would (EADDRINUSE).
+ */
+int xp_promote(int fd, struct xsock *xs, const struct sockaddr_in *local,
+	       const struct sockaddr_in *dst);
+/* Leave candidate @fd to the kernel for @reason (report.c). */
+void xp_fallback(int fd, struct xsock *xs, int reason, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+void xp_close_ep(struct xsock *xs);
+
+/* ---- report.c ---- */
+enum xp_reason {
+	XR_IPV6,
+	XR_NO_IFACE,
+	XR_NO_DATAPATH,
+	XR_NO_BROKER,
+	XR_REFUSED,
+	XR_OPTION,
+	XR_FD_RANGE,
+	XR_OPEN_FAILED,
+	XR_CHECK,
+	XR_FORK,
+	XR__MAX,
+};
+
+void xp_note(enum xp_reason r, int fd, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+void xp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void xp_accelerated(struct xsock *xs, int fd);
+void xp_report_endpoint(struct xsock *xs);
+/* The last warning libxvi printed in this thread (the reason of a failed open). */
+const char *xp_last_libxvi_msg(void);
+void xp_capture_libxvi_log(void);
+
+/* ---- wait.c ---- */
+/* Free receive frames parked in endpoints' stashes before blocking. */
+void xp_flush_stashes(void);
+/* epoll: move @xs's registrations from its kernel fd @fd to its xvi fd. */
+void xp_epoll_promote(int fd, struct xsock *xs);
+void xp_epoll_forget(int epfd);
+/* Lock held: @xs goes away, out of every epoll set that knows it. */
+void xp_epoll_unlink(struct xsock *xs);
+
+/* ---- data.c ---- */
+/* Wait for a datagram on @xs honouring O_NONBLOCK/@flags and SO_RCVTIMEO. */
+int xp_wait_rx(struct xsock *xs, int flags);
+
+#endif /* XVI_PRELOAD_H */

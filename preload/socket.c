@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The calls that make, name, configure and end sockets.  Everything that is
+ * not a UDP candidate goes straight to the kernel.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/ip.h>
+#include <sys/ioctl.h>
+#include "preload.h"
+#include "ep/endpoint.h"
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+XP_API int socket(int domain, int type, int protocol)
+{
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct xsock *xs;
+	int fd;
+
+	fd = REAL(socket)(domain, type, protocol);
+	if (fd < 0 || xp_inside || base != SOCK_DGRAM ||
+	    (protocol && protocol != IPPROTO_UDP))
+		return fd;
+	if (domain == AF_INET6) {
+		xp_note(XR_IPV6, fd, "socket(AF_INET6, SOCK_DGRAM)");
+		return fd;
+	}
+	if (domain != AF_INET)
+		return fd;
+	xs = xp_new(fd, protocol);
+	if (!xs) {
+		xp_note(XR_FD_RANGE, fd, "fd %d, table holds %d", fd, XP_FD_MAX);
+		return fd;
+	}
+	xs->nonblock = type & SOCK_NONBLOCK;
+	return fd;
+}
+
+static int check_in(const struct sockaddr *a, socklen_t len)
+{
+	if (!a || len < sizeof(struct sockaddr_in))
+		return -EINVAL;
+	if (a->sa_family != AF_INET)
+		return -EAFNOSUPPORT;
+	return 0;
+}
+
+XP_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct xsock *xs = xp_get(fd);
+	int r;
+
+	if (!xs)
+		return REAL(bind)(fd, addr, len);
+	if (xs->state == XS_XVI)
+		return fail(EINVAL);	/* already bound, as the kernel says */
+	r = check_in(addr, len);
+	if (r)
+		return REAL(bind)(fd, addr, len);
+	r = xp_promote(fd, xs, (const struct sockaddr_in *)addr, NULL);
+	if (r < 0)
+		return fail(-r);
+	if (r == 1)
+		return REAL(bind)(fd, addr, len);
+	return 0;
+}
+
+static void set_peer(struct xsock *xs, const struct sockaddr_in *a)
+{
+	xs->peer = *a;
+	memset(&xs->dst, 0, sizeof(xs->dst));
+	xs->dst.in = *a;
+	xs->connected = true;
+}
+
+XP_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	struct xsock *xs = xp_get(fd);
+	int r;
+
+	if (!xs)
+		return REAL(connect)(fd, addr, len);
+	if (addr && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
+		xs->connected = false;
+		return xs->state == XS_XVI ? 0 : REAL(connect)(fd, addr, len);
+	}
+	if (check_in(addr, len))
+		return REAL(connect)(fd, addr, len);
+	if (xs->state == XS_NEW) {
+		r = xp_promote(fd, xs, &any, (const struct sockaddr_in *)addr);
+		if (r < 0)
+			return fail(-r);
+		if (r == 1)
+			return REAL(connect)(fd, addr, len);
+	}
+	set_peer(xs, (const struct sockaddr_in *)addr);
+	return 0;
+}
+
+XP_API int close(int fd)
+{
+	if (xp_get(fd))
+		xp_drop(fd);
+	else
+		xp_epoll_forget(fd);
+	return REAL(close)(fd);
+}
+
+XP_API int dup(int old)
+{
+	struct xsock *xs = xp_get(old);
+	int fd = REAL(dup)(old);
+
+	if (fd >= 0 && xs)
+		xp_set(fd, xs);
+	return fd;
+}
+
+static int dup_to(int old, int fd, int r)
+{
+	struct xsock *xs = xp_get(old);
+
+	if (r >= 0 && old != fd) {
+		xp_epoll_forget(fd);
+		xp_set(fd, xs);		/* drops what fd named before */
+	}
+	return r;
+}
+
+XP_API int dup2(int old, int fd)
+{
+	return dup_to(old, fd, REAL(dup2)(old, fd));
+}
+
+XP_API int dup3(int old, int fd, int flags)
+{
+	return dup_to(old, fd, REAL(dup3)(old, fd, flags));
+}
+
+XP_API int fcntl(int fd, int cmd, ...)
+{
+	struct xsock *xs;
+	unsigned long arg;
+	va_list ap;
+	int r;
+
+	va_start(ap, cmd);
+	arg = va_arg(ap, unsigned long);
+	va_end(ap);
+	r = REAL(fcntl)(fd, cmd, arg);
+	xs = xp_get(fd);
+	if (r < 0 || !xs)
+		return r;
+	if (cmd == F_SETFL)
+		xs->nonblock = arg & O_NONBLOCK;
+	else if ((cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC))
+		xp_set(r, xs);
+	return r;
+}
+
+XP_API int ioctl(int fd, unsigned long req, ...)
+{
+	struct xsock *xs;
+	va_list ap;
+	void *arg;
+
+	va_start(ap, req);
+	arg = va_arg(ap, void *);
+	va_end(ap);
+	xs = xp_get(fd);
+	if (xs && req == FIONBIO && arg)
+		xs->nonblock = *(int *)arg;
+	if (xs && xs->state == XS_XVI && req == FIONREAD && arg) {
+		/* The next datagram's length, as for a kernel UDP socket. */
+		int n = 0;
+
+		if (!xs->has_peek && xvi_endpoint__recv_batch(xs->ep, &xs->peek, 1) == 1) {
+			xs->has_peek = true;
+			__atomic_fetch_add(&xp_peeked, 1, __ATOMIC_RELAXED);
+		}
+		if (xs->has_peek)
+			n = xs->peek.len;
+		*(int *)arg = n;
+		return 0;
+	}
+	return REAL(ioctl)(fd, req, arg);
+}
+
+/* Options an endpoint cannot honour: before bind they leave the socket to the kernel. */
+static bool unhonoured(int level, int name, const void *val, socklen_t len)
+{
+	int v = 0;
+
+	if (val && len >= sizeof(int))
+		memcpy(&v, val, sizeof(int));
+	if (level == SOL_SOCKET)
+		return ((name == SO_TIMESTAMP || name == SO_TIMESTAMPNS ||
+			 name == SO_TIMESTAMPING || name == SO_BROADCAST) && v) ||
+		       name == SO_BINDTODEVICE || name == SO_ATTACH_FILTER;
+	if (level == IPPROTO_IP)
+		return name == IP_ADD_MEMBERSHIP || name == IP_ADD_SOURCE_MEMBERSHIP ||
+		       name == IP_MULTICAST_IF || ((name == IP_TOS || name == IP_PKTINFO ||
+		       name == IP_RECVERR || name == IP_TTL || name == IP_RECVTOS ||
+		       name == IP_TRANSPARENT) && v);
+	/* UDP_CORK, UDP_SEGMENT (GSO), UDP_GRO, UDP_ENCAP: none of them. */
+	return level == IPPROTO_UDP && v;
+}
+
+static int ms_of(const void *val, socklen_t len)
+{
+	const struct timeval *tv = val;
+
+	if (!val || len < sizeof(*tv))
+		return -1;
+	if (!tv->tv_sec && !tv->tv_usec)
+		return -1;
+	return (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000);
+}
+
+XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct xsock *xs = xp_get(fd);
+	int r;
+
+	if (!xs)
+		return REAL(setsockopt)(fd, level, name, val, len);
+	if (unhonoured(level, name, val, len)) {
+		if (xs->state == XS_NEW) {
+			xp_fallback(fd, xs, XR_OPTION, "setsockopt level %d option %d", level,
+				    name);
+			return REAL(setsockopt)(fd, level, name, val, len);
+		}
+		xp_note(XR_OPTION, fd, "setsockopt level %d option %d after bind: refused "
+			"with ENOPROTOOPT (set it before bind to keep the socket on the kernel)",
+			level, name);
+		return fail(ENOPROTOOPT);
+	}
+	/* The kernel socket keeps the value (getsockopt reads it back). */
+	r = REAL(setsockopt)(fd, level, name, val, len);
+	if (!r && level == SOL_SOCKET && name == SO_RCVTIMEO)
+		xs->rcvtimeo_ms = ms_of(val, len);
+	if (!r && level == SOL_SOCKET && name == SO_SNDTIMEO)
+		xs->sndtimeo_ms = ms_of(val, len);
+	return r;
+}
+
+XP_API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+
+	if (xs && level == SOL_SOCKET && name == SO_ERROR && val && len &&
+	    *len >= sizeof(int)) {
+		*(int *)val = 0;
+		*len = sizeof(int);
+		return 0;
+	}
+	return REAL(getsockopt)(fd, level, name, val, len);
+}
+
+static int put_addr(const struct sockaddr_in *a, struct sockaddr *out, socklen_t *len)
+{
+	if (!out || !len)
+		return fail(EFAULT);
+	memcpy(out, a, *len < sizeof(*a) ? *len : sizeof(*a));
+	*len = sizeof(*a);
+	return 0;
+}
+
+XP_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+
+	if (!xs)
+		return REAL(getsockname)(fd, addr, len);
+	return put_addr(&xs->local, addr, len);
+}
+
+XP_API int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct xsock *xs = xp_get_xvi(fd);
+
+	if (!xs)
+		return REAL(getpeername)(fd, addr, len);
+	if (!xs->connected)
+		return fail(ENOTCONN);
+	return put_addr(&xs->peer, addr, len);
+}
