@@ -32,7 +32,13 @@ static inline bool rx_ready(const struct xsock *xs)
 void xp_flush_stashes(void)
 {
 	struct xsock *xs;
+	bool any = false;
 
+	/* Unlocked look first: most calls have nothing parked. */
+	for (xs = __atomic_load_n(&xp_live, __ATOMIC_ACQUIRE); xs && !any; xs = xs->next_live)
+		any = xs->state == XS_XVI && xs->ep && xs->ep->stash_n;
+	if (!any)
+		return;
 	xp_lock();
 	for (xs = xp_live; xs; xs = xs->next_live)
 		if (xs->state == XS_XVI && xs->ep && xs->ep->stash_n)
@@ -445,8 +451,16 @@ static int do_epoll(int epfd, struct epoll_event *evs, int max, int timeout,
 		if (r)
 			return r;
 	}
-	if (spin(es->xs, es->n))
-		return EWAIT(0);
+	/*
+	 * The kernel publishes a descriptor before it wakes the epoll set:
+	 * seen on the ring, the event may not be on the set's ready list yet,
+	 * so an empty answer here means "soon", not "timed out".
+	 */
+	if (spin(es->xs, es->n)) {
+		r = EWAIT(0);
+		if (r)
+			return r;
+	}
 	xp_flush_stashes();
 	return EWAIT(timeout);
 #undef EWAIT
