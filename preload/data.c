@@ -110,9 +110,10 @@ static ssize_t xrecv(struct xsock *xs, const struct iovec *iov, size_t niov, int
 	put_src(&m, src, slen);
 	if (mflags)
 		*mflags = got < m.len ? MSG_TRUNC : 0;
-	if (!(flags & MSG_PEEK))
+	if (!(flags & MSG_PEEK)) {
 		xvi_endpoint__release(xs->ep, &m, 1);
-	xs->rx_dgrams++;
+		xs->rx_dgrams++;
+	}
 	return flags & MSG_TRUNC ? (ssize_t)m.len : (ssize_t)got;
 }
 

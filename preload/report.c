@@ -108,13 +108,14 @@ void xp_report_endpoint(struct xsock *xs)
 	n = snprintf(line, sizeof(line),
 		     "endpoint pid=%d local=%s:%u iface=%s path=%s rx_frames=%llu "
 		     "tx_frames=%llu rx_dgrams=%llu tx_dgrams=%llu drop_no_socket=%llu "
-		     "rx_ring_full=%llu\n", getpid(), inet_ntoa(xs->local.sin_addr),
+		     "rx_ring_full=%llu rx_fill_empty=%llu rx_invalid=%llu\n", getpid(), inet_ntoa(xs->local.sin_addr),
 		     ntohs(xs->local.sin_port), xs->ifname,
 		     xs->is_protected ? "protected" : "direct",
 		     (unsigned long long)st.rx_frames, (unsigned long long)st.tx_frames,
 		     (unsigned long long)xs->rx_dgrams, (unsigned long long)xs->tx_dgrams,
 		     (unsigned long long)st.drop_no_socket,
-		     (unsigned long long)st.rx_ring_full);
+		     (unsigned long long)st.rx_ring_full,
+		     (unsigned long long)st.rx_fill_empty, (unsigned long long)st.rx_invalid);
 	if (n >= (int)sizeof(line))
 		n = sizeof(line) - 1;
 	xp_info("%.*s", n - 1, line);
