@@ -15,6 +15,9 @@
 #include <unistd.h>
 
 #define PRELOAD_NAME "libxvi-preload.so"
+#ifndef XVI_RUN_LIBDIR
+#define XVI_RUN_LIBDIR "/usr/local/lib"
+#endif
 
 static void usage(FILE *f)
 {
@@ -51,6 +54,9 @@ static int find_preload(char *out, size_t len)
 		}
 		exe[n] = '\0';
 		snprintf(out, len, "%s/../lib/" PRELOAD_NAME, dirname(exe));
+		/* Installed with another LIBDIR: where make install put it. */
+		if (access(out, R_OK))
+			snprintf(out, len, "%s/" PRELOAD_NAME, XVI_RUN_LIBDIR);
 	}
 	if (access(out, R_OK)) {
 		fprintf(stderr, "xvi-run: %s: %s; build it (make) or set XVI_RUN_PRELOAD to "
