@@ -155,6 +155,7 @@ endef
 xdp-vi_CFLAGS := -DXDPVI_VERSION='"$(VERSION)"'
 # xdp-vi trace --pcap
 xdp-vi_LDLIBS := -lpcap
+xvi-run_CFLAGS := -DXVI_RUN_LIBDIR='"$(LIBDIR)"'
 $(foreach t,$(TOOL_DIRS),$(eval $(call tool_rules,$(t))))
 
 # xdp-vi --version prints VERSION: rebuild when the Makefile changes.
@@ -310,3 +311,13 @@ $(B)/tests/mpi_check: tests/mpi/mpi_check.c | $(B)/tests
 ifeq ($(HAVE_MPI),1)
 all: $(B)/tests/mpi_check
 endif
+
+# ---- libxvi-preload.so (xvi-run finds it at ../lib from its own bin) -------
+.PHONY: install-preload uninstall-preload
+install: install-preload
+uninstall: uninstall-preload
+install-preload: $(PRELOAD)
+	install -d $(DESTDIR)$(LIBDIR)
+	install -m 0755 $(PRELOAD) $(DESTDIR)$(LIBDIR)/
+uninstall-preload:
+	rm -f $(DESTDIR)$(LIBDIR)/libxvi-preload.so
