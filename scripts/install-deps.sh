@@ -16,8 +16,9 @@ PKGS=(
 	spin
 	# libfabric provider (fabric/): headers, fi_info/fi_pingpong, Open MPI
 	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
-	# the key-value cache extension's lab suite and bench (a real memcached)
-	memcached
+	# a real memcached (the key-value cache suite and bench, and xvi-run's),
+	# socat (unmodified UDP programs under xvi-run, tests/lab/preload.sh)
+	memcached socat
 )
 
 missing=()
