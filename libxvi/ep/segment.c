@@ -86,8 +86,14 @@ static void *map_segment(const char *ifname, size_t size, bool huge)
 	if (huge)
 		pr_info("%s: huge pages unavailable for a %zu-byte segment (reserve vm.nr_hugepages or enable THP): using 4 KiB pages\n",
 			ifname, size);
+	/*
+	 * Shared, not private: the kernel pins these pages, and at fork a
+	 * child gets a copy of pinned private pages (docs/KERNEL.md, fact
+	 * 32), so a forked child that kept the endpoint (xvi-run) would write
+	 * frames the kernel never sees and read frames it never wrote.
+	 */
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE,
-		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		 MAP_SHARED | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
 	return p == MAP_FAILED ? NULL : p;
 }
 
