@@ -1,0 +1,279 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# preload.sh: unmodified UDP programs under xvi-run (libxvi-preload.so) on
+# the two-node lab, datapath on both nodes.  Every row that runs a program
+# under xvi-run checks that its sockets really ran over xvi: the endpoints'
+# counters (xvi-run --stats) moved, and the kernel's UDP counters in that
+# node's namespace (/proc/net/snmp, Udp InDatagrams and OutDatagrams) did
+# not.  A socket that silently stayed on the kernel fails the row.
+
+. "$(dirname "$0")/_tap.sh"
+
+XVIRUN=$T_BIN/xvi-run
+SEM=$T_B/tests/preload_sem
+
+t_setup() {
+	t_need "$XDPVI" "$XVIRUN" "$SEM" "$T_B/lib/libxvi-preload.so" || return 1
+	t_lab_up pl || return 1
+	t_attach a && t_attach b
+}
+
+# "InDatagrams OutDatagrams" of the kernel's UDP in NODE's namespace.
+_udp_counters() {
+	t_x "$1" cat /proc/net/snmp | awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $2, $5 }'
+}
+
+# The sum of counter NAME over the endpoint lines of xvi-run --stats FILE.
+_stats_sum() {
+	sed -n "s/.* $2=\([0-9]*\).*/\1/p" "$1" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# The datapath's rx_frames of NODE's endpoints on PORT, while they live.
+_status_rx() {
+	t_xdpvi "$1" status --json >"$T_TMP/st-$2.json" 2>/dev/null &&
+		"$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/st-$2.json" counters "$2" rx_frames
+}
+
+# Wait until no live endpoint of NODE is on PORT: the program that held it
+# has exited, and the next one may take the interface's queue directly.
+_wait_gone() {
+	local i
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		t_xdpvi "$1" status --json >"$T_TMP/gone.json" 2>/dev/null &&
+			! "$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/gone.json" live "$2" && return 0
+		sleep 0.1
+	done
+	fail "node $1: the endpoint on port $2 outlived its program"
+}
+
+# _ran_over_xvi NODE BEFORE RX TX WHAT: the endpoints moved WHAT (rx, tx or
+# both: RX received and TX sent datagrams) and NODE's kernel UDP counters
+# are still BEFORE.
+_ran_over_xvi() {
+	local node=$1 before=$2 rx=${3:-0} tx=${4:-0} what=$5 after
+	after=$(_udp_counters "$node")
+	case $what in rx | both) [ "$rx" -gt 0 ] || { fail "node $node: no datagram received" \
+		"through an endpoint (rx_frames=0): the sockets stayed on the kernel"; return 1; } ;; esac
+	case $what in tx | both) [ "$tx" -gt 0 ] || { fail "node $node: no datagram sent" \
+		"through an endpoint (tx_frames=0): the sockets stayed on the kernel"; return 1; } ;; esac
+	[ "$before" = "$after" ] || { fail "node $node: kernel UDP counters moved" \
+		"(InDatagrams OutDatagrams $before -> $after): traffic went through the kernel"
+		return 1; }
+	t_log "node $node: endpoints rx $rx tx $tx, kernel UDP counters unchanged ($after)"
+}
+
+# _stats_over_xvi NODE STATS BEFORE WHAT: _ran_over_xvi with STATS' counters.
+_stats_over_xvi() {
+	[ -s "$2" ] || { fail "node $1: no endpoint was opened (no $2):" \
+		"the sockets stayed on the kernel"; return 1; }
+	sed 's/^/# stats: /' "$2" >&2
+	_ran_over_xvi "$1" "$3" "$(_stats_sum "$2" rx_frames)" "$(_stats_sum "$2" tx_frames)" "$4"
+}
+
+# A kernel UDP echo server on node a, PORT; stopped by _stop_echo.
+_echo_up() {
+	t_x -T 120 a "$PY" -c '
+import socket, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("198.18.0.1", int(sys.argv[1])))
+s.settimeout(60)
+while True:
+    d, a = s.recvfrom(65535)
+    s.sendto(d, a)
+' "$1" >/dev/null 2>&1 &
+	ECHO_PID=$!
+	t_wait_udp_port a "$1" || { t_stop "$ECHO_PID"; fail "echo server on a:$1 never came up"; return 1; }
+}
+
+case_sem_kernel() {
+	local out=$T_TMP/sem-kernel.out
+	_echo_up 9201 || return 1
+	t_x -T 60 b "$SEM" 198.18.0.2 9200 198.18.0.1 9201 >"$out" 2>&1
+	local rc=$?
+	t_stop "$ECHO_PID"
+	sed 's/^/# /' "$out" >&2
+	[ $rc -eq 0 ] || fail "on kernel sockets (exit $rc): $(grep -m1 FAIL "$out")"
+}
+
+case_sem_xvi() {
+	local out=$T_TMP/sem-xvi.out stats=$T_TMP/sem.stats before rc
+	_echo_up 9203 || return 1
+	before=$(_udp_counters b)
+	t_x -T 60 b "$XVIRUN" --stats "$stats" "$SEM" 198.18.0.2 9202 198.18.0.1 9203 >"$out" 2>&1
+	rc=$?
+	t_stop "$ECHO_PID"
+	sed 's/^/# /' "$out" >&2
+	[ $rc -eq 0 ] || [ ! -s "$stats" ] || sed 's/^/# stats: /' "$stats" >&2
+	[ $rc -eq 0 ] || fail "under xvi-run (exit $rc): $(grep -m1 -E 'FAIL|stays on' "$out")" ||
+		return
+	_stats_over_xvi b "$stats" "$before" both
+}
+
+# Received messages in a sockperf client's output, 0 if none.
+_sockperf_received() {
+	sed -e 's/\x1b\[[0-9;]*m//g' "$1" |
+		sed -n 's/.*\[Valid Duration\].*ReceivedMessages=\([0-9]*\).*/\1/p' | head -1
+}
+
+# _sockperf SRV_RUN CLI_RUN MODE PORT MSGSIZE: a sockperf server on b and a
+# client on a, each under xvi-run when its RUN is "xvi".  MODE ping-pong or
+# throughput.  Checks every xvi side ran over xvi.
+_sockperf() {
+	local srun=$1 crun=$2 mode=$3 port=$4 size=$5
+	local cstats=$T_TMP/sp-cli-$4.stats cli=$T_TMP/sp-cli-$4.out ba bb n=0 spid
+	local spre=() cpre=()
+	[ "$srun" = xvi ] && spre=("$XVIRUN")
+	[ "$crun" = xvi ] && cpre=("$XVIRUN" --stats "$cstats")
+	ba=$(_udp_counters a)
+	bb=$(_udp_counters b)
+	t_x -T 90 b "${spre[@]}" sockperf server -i 198.18.0.2 -p "$port" \
+		>"$T_TMP/sp-srv-$port.out" 2>&1 &
+	spid=$!
+	if [ "$srun" = xvi ]; then
+		t_wait_endpoint_port b "$port"
+	else
+		t_wait_udp_port b "$port"
+	fi || { t_stop "$spid"; fail "sockperf server on b:$port never came up:" \
+		"$(head -c 300 "$T_TMP/sp-srv-$port.out")"; return 1; }
+	t_x -T 60 a "${cpre[@]}" sockperf "$mode" -i 198.18.0.2 -p "$port" -t 2 -m "$size" \
+		>"$cli" 2>&1
+	local rc=$? srx=0
+	# The server's endpoint counters from the datapath, before it goes.
+	[ "$srun" = xvi ] && srx=$(_status_rx b "$port")
+	t_stop "$spid"
+	[ "$srun" = xvi ] && { _wait_gone b "$port" || return 1; }
+	sed -e 's/\x1b\[[0-9;]*m//g' "$cli" | grep -E 'Summary|Valid|percentile 50|xvi-run|ERROR' |
+		sed 's/^/# /' >&2
+	[ $rc -eq 0 ] || fail "sockperf $mode exit $rc: $(tail -c 300 "$cli")" || return
+	if [ "$mode" = ping-pong ]; then
+		n=$(_sockperf_received "$cli")
+		[ "${n:-0}" -gt 0 ] || fail "sockperf ping-pong got no replies" || return
+	fi
+	# The server's replies went out through its endpoint if the client
+	# got them and b's kernel sent nothing.
+	if [ "$srun" = xvi ]; then
+		_ran_over_xvi b "$bb" "${srx:-0}" "${n:-0}" "$([ "$mode" = ping-pong ] && echo both ||
+			echo rx)" || return 1
+	fi
+	if [ "$crun" = xvi ]; then
+		_stats_over_xvi a "$cstats" "$ba" "$([ "$mode" = ping-pong ] && echo both || echo tx)" ||
+			return 1
+	fi
+	return 0
+}
+
+case_sp_pp_srv() { _sockperf xvi kernel ping-pong 11201 16; }
+case_sp_pp_cli() { _sockperf kernel xvi ping-pong 11202 16; }
+case_sp_pp_both() { _sockperf xvi xvi ping-pong 11203 16; }
+case_sp_tp_cli() { _sockperf kernel xvi throughput 11204 1472; }
+case_sp_tp_both() { _sockperf xvi xvi throughput 11205 1472; }
+
+# socat: a file relayed datagram by datagram, byte-exact, both ends under xvi-run.
+case_socat() {
+	local in=$T_TMP/socat.in out=$T_TMP/socat.out ss=$T_TMP/socat-l.stats cs=$T_TMP/socat-s.stats
+	local ba bb lpid rc
+	head -c 300000 /dev/urandom >"$in"
+	ba=$(_udp_counters a)
+	bb=$(_udp_counters b)
+	# -b 1400: each read of the file is one datagram under the MTU.
+	t_x -T 60 b "$XVIRUN" --stats "$ss" socat -u -T 3 UDP4-RECV:9300,bind=198.18.0.2 \
+		"OPEN:$out,creat,trunc" 2>"$T_TMP/socat-l.err" &
+	lpid=$!
+	t_wait_endpoint_port b 9300 || { t_stop "$lpid"; fail "socat listener never came up:" \
+		"$(head -c 300 "$T_TMP/socat-l.err")"; return 1; }
+	t_x -T 60 a "$XVIRUN" --stats "$cs" socat -u -b 1400 "OPEN:$in" \
+		UDP4-SENDTO:198.18.0.2:9300 2>"$T_TMP/socat-s.err"
+	rc=$?
+	wait "$lpid"
+	[ $rc -eq 0 ] || fail "socat sender exit $rc: $(head -c 300 "$T_TMP/socat-s.err")" || return
+	cmp -s "$in" "$out" || fail "relayed file differs: $(stat -c %s "$out" 2>/dev/null) of" \
+		"$(stat -c %s "$in") bytes" || return
+	_stats_over_xvi a "$cs" "$ba" tx && _stats_over_xvi b "$ss" "$bb" rx
+}
+
+# memcached -U under xvi-run on b (one worker thread: an endpoint is
+# single-threaded), set and get over UDP from a kernel client on a.
+case_memcached() {
+	local bb pid err ra
+	command -v memcached >/dev/null || { fail "memcached not installed (make deps)"; return 1; }
+	bb=$(_udp_counters b)
+	t_x -T 60 b "$XVIRUN" memcached -u root -U 9500 -p 0 -l 198.18.0.2 -t 1 \
+		>"$T_TMP/mc.out" 2>&1 &
+	pid=$!
+	t_wait_endpoint_port b 9500 || { t_stop "$pid"; fail "memcached never came up:" \
+		"$(head -c 300 "$T_TMP/mc.out")"; return 1; }
+	err=$(t_x -T 30 a "$PY" -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+def ask(rid, cmd):
+    s.sendto(struct.pack("!HHHH", rid, 0, 1, 0) + cmd, ("198.18.0.2", 9500))
+    d, _ = s.recvfrom(65535)
+    return d[8:]
+val = b"xvi-%d" % (12345,)
+r = ask(1, b"set k1 0 0 %d\r\n%s\r\n" % (len(val), val))
+if r != b"STORED\r\n": sys.exit("set answered %r" % r)
+for i in range(100):
+    r = ask(2 + i, b"get k1\r\n")
+    want = b"VALUE k1 0 %d\r\n%s\r\nEND\r\n" % (len(val), val)
+    if r != want: sys.exit("get %d answered %r" % (i, r))
+print("ok")
+' 2>&1)
+	ra=$(_status_rx b 9500)
+	t_stop "$pid"
+	_wait_gone b 9500 || return 1
+	[ "$err" = ok ] || fail "memcached over UDP: $err; server: $(head -c 300 "$T_TMP/mc.out")" ||
+		return
+	# 101 requests in, 101 answers out (the client checked each).
+	_ran_over_xvi b "$bb" "${ra:-0}" 101 both
+}
+
+# Loud fallback: a socket the datapath cannot take says so, with its reason.
+case_fallback() {
+	local err
+	err=$(t_x -T 30 b "$XVIRUN" "$PY" -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("127.0.0.1", 0))
+s.sendto(b"x", s.getsockname())
+assert s.recv(10) == b"x"
+' 2>&1) || fail "program failed on the fallback socket: $err" || return
+	[[ $err == *"stays on the kernel"*"no xdp-vi datapath"*"lo"* ]] ||
+		fail "no fallback message naming the reason: '${err:0:300}'" || return
+	[[ $err == *"0 UDP socket(s) on xvi, 1 on the kernel"* ]] ||
+		fail "fallback not counted at exit: '${err:0:300}'"
+}
+
+# --check: says what would be accelerated, traffic stays on the kernel.
+case_check() {
+	local err
+	err=$(t_x -T 30 b "$XVIRUN" --check "$PY" -c '
+import socket
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("198.18.0.2", 9400))
+t = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+t.bind(("127.0.0.1", 0))
+' 2>&1) || fail "program failed under --check: $err" || return
+	[[ $err == *"would be accelerated: 198.18.0.2:9400 on $LAB_IFACE"* ]] ||
+		fail "--check did not report the accelerable socket: '${err:0:300}'" || return
+	[[ $err == *"stays on the kernel"*"lo"* ]] ||
+		fail "--check did not report the socket on lo: '${err:0:300}'"
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	sem_kernel	case_sem_kernel	"preload_sem on kernel sockets (b) against an echo server (a)"
+	sem_xvi		case_sem_xvi	"preload_sem under xvi-run: epoll/poll/select mixed and nested, dup2, fork, EINTR, FIONREAD"
+	sp_pp_srv	case_sp_pp_srv	"sockperf server under xvi-run (b), plain sockperf ping-pong (a)"
+	sp_pp_cli	case_sp_pp_cli	"plain sockperf server (b), sockperf ping-pong under xvi-run (a)"
+	sp_pp_both	case_sp_pp_both	"sockperf ping-pong, xvi-run on both nodes"
+	sp_tp_cli	case_sp_tp_cli	"sockperf throughput 1472 B under xvi-run (a) to a plain server (b)"
+	sp_tp_both	case_sp_tp_both	"sockperf throughput 1472 B, xvi-run on both nodes"
+	socat		case_socat	"socat UDP4 file relay a -> b, both under xvi-run, byte-exact"
+	memcached	case_memcached	"memcached -U under xvi-run (b): set and 100 gets over UDP from a"
+	fallback	case_fallback	"a socket on lo stays on the kernel, logged with its reason and counted"
+	check		case_check	"xvi-run --check reports the accelerable socket and the one on lo"
+)
+
+t_main "$@"

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * preload_sem: the hard socket semantics, checked by an ordinary socket
+ * program that the preload suite runs under xvi-run (and that also passes
+ * on kernel sockets, which is how its expectations are kept honest).
+ *
+ *   preload_sem LOCAL_IP PORT PEER_IP PEER_PORT
+ *
+ * The peer echoes every datagram back to its sender.  Each check prints
+ * "ok NAME" or "FAIL NAME: why" and the program exits 1 at the first
+ * failure, 0 when all passed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <sys/epoll.h>
+#include <sys/ioctl.h>
+#include <sys/select.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+
+static struct sockaddr_in peer;
+static int nchecks;
+
+#define CHECK(name, cond, ...)							\
+	do {									\
+		if (!(cond)) {							\
+			printf("FAIL %s: ", name);				\
+			printf(__VA_ARGS__);					\
+			printf(" (errno %s)\n", strerror(errno));		\
+			exit(1);						\
+		}								\
+		printf("ok %s\n", name);					\
+		nchecks++;							\
+	} while (0)
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+/* Send @msg to the peer and wait (bounded) for its echo through recvfrom. */
+static int echo(int fd, const char *msg, char *back, size_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+	ssize_t n;
+
+	if (sendto(fd, msg, strlen(msg), 0, (struct sockaddr *)&peer, sizeof(peer)) < 0)
+		return -1;
+	if (poll(&p, 1, 5000) != 1)
+		return -2;
+	n = recv(fd, back, len - 1, 0);
+	if (n < 0)
+		return -3;
+	back[n] = '\0';
+	return strcmp(back, msg) ? -4 : 0;
+}
+
+/* One timer signal, no SA_RESTART: blocking calls must return EINTR. */
+static void arm_interrupt(void)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	struct itimerval it = { .it_value = { 0, 100000 } };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	struct sockaddr_in me = { .sin_family = AF_INET }, got;
+	socklen_t gl = sizeof(got);
+	struct epoll_event ev, out[4];
+	char buf[2048], msg[64];
+	int fd, ep, inner, pfd[2], n, r, st;
+	struct timeval tv;
+	fd_set rd;
+	pid_t pid;
+
+	if (argc != 5) {
+		fprintf(stderr, "usage: preload_sem LOCAL_IP PORT PEER_IP PEER_PORT\n");
+		return 2;
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	inet_pton(AF_INET, argv[1], &me.sin_addr);
+	me.sin_port = htons(atoi(argv[2]));
+	peer.sin_family = AF_INET;
+	inet_pton(AF_INET, argv[3], &peer.sin_addr);
+	peer.sin_port = htons(atoi(argv[4]));
+
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	CHECK("socket", fd >= 0, "socket");
+	CHECK("bind", !bind(fd, (struct sockaddr *)&me, sizeof(me)), "bind %s", argv[1]);
+	CHECK("getsockname", !getsockname(fd, (struct sockaddr *)&got, &gl) &&
+	      got.sin_port == me.sin_port, "port %u", ntohs(got.sin_port));
+	CHECK("nonblock_eagain", recv(fd, buf, sizeof(buf), 0) < 0 && errno == EAGAIN,
+	      "empty non-blocking recv");
+	CHECK("fcntl_blocking", !fcntl(fd, F_SETFL, 0) && !(fcntl(fd, F_GETFL) & O_NONBLOCK),
+	      "F_SETFL 0");
+	CHECK("echo", echo(fd, "hello", buf, sizeof(buf)) == 0, "got '%s'", buf);
+
+	/* epoll: an xvi socket and a pipe in one set, each reported alone. */
+	CHECK("pipe", !pipe(pfd), "pipe");
+	ep = epoll_create1(0);
+	ev.events = EPOLLIN;
+	ev.data.u64 = 1;
+	CHECK("epoll_add_udp", !epoll_ctl(ep, EPOLL_CTL_ADD, fd, &ev), "epoll_ctl");
+	ev.data.u64 = 2;
+	CHECK("epoll_add_pipe", !epoll_ctl(ep, EPOLL_CTL_ADD, pfd[0], &ev), "epoll_ctl");
+	CHECK("epoll_idle", epoll_wait(ep, out, 4, 0) == 0, "nothing ready");
+	(void)!write(pfd[1], "x", 1);
+	n = epoll_wait(ep, out, 4, 5000);
+	CHECK("epoll_pipe", n == 1 && out[0].data.u64 == 2, "n=%d data=%llu", n,
+	      n > 0 ? (unsigned long long)out[0].data.u64 : 0ULL);
+	(void)!read(pfd[0], buf, 1);
+	sendto(fd, "ep", 2, 0, (struct sockaddr *)&peer, sizeof(peer));
+	n = epoll_wait(ep, out, 4, 5000);
+	CHECK("epoll_udp", n == 1 && out[0].data.u64 == 1, "n=%d", n);
+	CHECK("fionread", !ioctl(fd, FIONREAD, &n) && n == 2, "FIONREAD %d", n);
+	CHECK("peek", recv(fd, buf, sizeof(buf), MSG_PEEK) == 2, "MSG_PEEK");
+	CHECK("epoll_after_peek", epoll_wait(ep, out, 4, 0) == 1, "peeked datagram ready");
+	CHECK("recv_after_peek", recv(fd, buf, sizeof(buf), 0) == 2 && !memcmp(buf, "ep", 2),
+	      "recv");
+	CHECK("epoll_drained", epoll_wait(ep, out, 4, 0) == 0, "nothing left");
+
+	/* Nested: the set above inside another set. */
+	inner = ep;
+	ep = epoll_create1(0);
+	ev.events = EPOLLIN;
+	ev.data.u64 = 3;
+	CHECK("epoll_nest", !epoll_ctl(ep, EPOLL_CTL_ADD, inner, &ev), "epoll_ctl");
+	sendto(fd, "nest", 4, 0, (struct sockaddr *)&peer, sizeof(peer));
+	n = epoll_wait(ep, out, 4, 5000);
+	CHECK("epoll_nested", n == 1 && out[0].data.u64 == 3, "n=%d", n);
+	n = epoll_wait(inner, out, 4, 0);
+	CHECK("epoll_inner", n == 1 && out[0].data.u64 == 1, "n=%d", n);
+	CHECK("recv_nested", recv(fd, buf, sizeof(buf), 0) == 4, "recv");
+
+	/* poll and select with the pipe next to the socket. */
+	{
+		struct pollfd p[2] = { { .fd = pfd[0], .events = POLLIN },
+				       { .fd = fd, .events = POLLIN } };
+
+		sendto(fd, "poll", 4, 0, (struct sockaddr *)&peer, sizeof(peer));
+		n = poll(p, 2, 5000);
+		CHECK("poll_mixed", n == 1 && (p[1].revents & POLLIN) && !p[0].revents &&
+		      p[1].fd == fd, "n=%d", n);
+		recv(fd, buf, sizeof(buf), 0);
+	}
+	sendto(fd, "sel", 3, 0, (struct sockaddr *)&peer, sizeof(peer));
+	FD_ZERO(&rd);
+	FD_SET(fd, &rd);
+	FD_SET(pfd[0], &rd);
+	tv.tv_sec = 5;
+	tv.tv_usec = 0;
+	n = select((fd > pfd[0] ? fd : pfd[0]) + 1, &rd, NULL, NULL, &tv);
+	CHECK("select_mixed", n == 1 && FD_ISSET(fd, &rd) && !FD_ISSET(pfd[0], &rd), "n=%d", n);
+	recv(fd, buf, sizeof(buf), 0);
+
+	/* dup2: the copy sends, the original receives; closing the copy keeps it. */
+	CHECK("dup2", dup2(fd, 100) == 100, "dup2");
+	sendto(100, "dup", 3, 0, (struct sockaddr *)&peer, sizeof(peer));
+	{
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		CHECK("dup2_echo", poll(&p, 1, 5000) == 1 && recv(fd, buf, sizeof(buf), 0) == 3,
+		      "echo through the copy");
+	}
+	CHECK("dup2_close", !close(100) && echo(fd, "after", buf, sizeof(buf)) == 0,
+	      "original after closing the copy");
+
+	/* Vectors: sendmmsg 3, recvmmsg them back; writev/readv on a connected socket. */
+	{
+		struct mmsghdr mm[3];
+		struct iovec io[3];
+		char rb[3][64];
+		const char *w[3] = { "m0", "m1", "m2" };
+		int i, k = 0;
+
+		memset(mm, 0, sizeof(mm));
+		for (i = 0; i < 3; i++) {
+			io[i].iov_base = (void *)w[i];
+			io[i].iov_len = 2;
+			mm[i].msg_hdr.msg_iov = &io[i];
+			mm[i].msg_hdr.msg_iovlen = 1;
+			mm[i].msg_hdr.msg_name = &peer;
+			mm[i].msg_hdr.msg_namelen = sizeof(peer);
+		}
+		CHECK("sendmmsg", sendmmsg(fd, mm, 3, 0) == 3, "sendmmsg");
+		while (k < 3) {
+			struct pollfd p = { .fd = fd, .events = POLLIN };
+
+			if (poll(&p, 1, 5000) != 1)
+				break;
+			for (i = 0; i < 3; i++) {
+				io[i].iov_base = rb[i];
+				io[i].iov_len = sizeof(rb[i]);
+				mm[i].msg_hdr.msg_name = NULL;
+			}
+			r = recvmmsg(fd, mm, 3 - k, MSG_DONTWAIT, NULL);
+			if (r <= 0)
+				break;
+			k += r;
+		}
+		CHECK("recvmmsg", k == 3, "got %d of 3", k);
+	}
+	CHECK("connect", !connect(fd, (struct sockaddr *)&peer, sizeof(peer)), "connect");
+	{
+		struct iovec io[2] = { { "wri", 3 }, { "tev", 3 } };
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+
+		CHECK("writev", writev(fd, io, 2) == 6, "writev");
+		CHECK("read", poll(&p, 1, 5000) == 1 && read(fd, buf, sizeof(buf)) == 6 &&
+		      !memcmp(buf, "writev", 6), "read");
+	}
+	CHECK("getpeername", !getpeername(fd, (struct sockaddr *)&got, &gl) &&
+	      got.sin_port == peer.sin_port, "peer");
+
+	/* Signals: a blocking recv and an epoll_wait return EINTR. */
+	arm_interrupt();
+	r = recv(fd, buf, sizeof(buf), 0);
+	CHECK("recv_eintr", r < 0 && errno == EINTR, "recv returned %d", r);
+	arm_interrupt();
+	r = epoll_wait(inner, out, 4, -1);
+	CHECK("epoll_eintr", r < 0 && errno == EINTR, "epoll_wait returned %d", r);
+
+	/* SO_RCVTIMEO: a blocking recv gives up with EAGAIN. */
+	tv.tv_sec = 0;
+	tv.tv_usec = 100000;
+	CHECK("rcvtimeo", !setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) &&
+	      recv(fd, buf, sizeof(buf), 0) < 0 && (errno == EAGAIN || errno == EWOULDBLOCK),
+	      "recv with SO_RCVTIMEO");
+
+	/* fork: the child talks over the socket, then the parent leaves it to it. */
+	pid = fork();
+	if (pid == 0) {
+		snprintf(msg, sizeof(msg), "child-%d", getpid());
+		r = echo(fd, msg, buf, sizeof(buf));
+		if (r)
+			printf("child: echo step %d failed: %s\n", -r, strerror(errno));
+		_exit(r ? 1 : 0);
+	}
+	r = waitpid(pid, &st, 0);
+	if (!(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+		/* Where did the echo go?  (diagnostic only) */
+		r = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		printf("parent after the child failed: recv %d (%s)\n", r,
+		       r < 0 ? strerror(errno) : "got a datagram");
+	}
+	CHECK("fork", pid > 0 && WIFEXITED(st) && WIFEXITED(st) &&
+	      WEXITSTATUS(st) == 0, "child status %d", st);
+	printf("all %d checks passed\n", nchecks);
+	return 0;
+}
