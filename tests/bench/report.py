@@ -391,6 +391,7 @@ def main():
     router = [r for r in recs if r.get("test") == "router"]
     trace = [r.get("text") for r in recs if r.get("test") == "trace" and r.get("text")]
     fabric = [r for r in recs if r.get("test") == "fabric"]
+    preload = [r for r in recs if r.get("test") == "preload"]
     copy = {v: stat([r.get("wall_ms") for r in recs if r.get("test") == "copy" and
                      r.get("variant") == v and not r.get("error")])
             for v in ("xvi-cat", "kernel-tcp")}
@@ -488,6 +489,7 @@ def main():
         "kvcache": [r.get("text") for r in recs if r.get("test") == "kvcache"],
         "place": [r.get("text") for r in recs if r.get("test") == "place"],
         "multiq": [r.get("text") for r in recs if r.get("test") == "multiq"],
+        "preload": [r.get("text") for r in preload],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
         "stream_bandwidth": sbw, "jumbo": jumbo, "raw_xvi_bps_1500": raw_bps,
@@ -842,7 +844,9 @@ def main():
             ("trace", "4e. Extension tracing, on and off", "two-node", False),
             ("fabric", "4f. libfabric and MPI over xvi", "two-node", False),
             ("multiq", "4g. Many queues, many cores: one port, 1 and 2 threads",
-             "two-node lab with 2-queue veths", True)):
+             "two-node lab with 2-queue veths", True),
+            ("preload", "4h. Unmodified sockperf under xvi-run against kernel sockets",
+             "two-node lab, xvi-run on both ends or on neither", True)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
             continue
