@@ -27,6 +27,9 @@ XP_API int socket(int domain, int type, int protocol)
 	int fd;
 
 	fd = REAL(socket)(domain, type, protocol);
+	/* An entry still there was closed behind the preload's back (close_range). */
+	if (fd >= 0 && !xp_inside && xp_get(fd))
+		xp_drop(fd);
 	if (fd < 0 || xp_inside || base != SOCK_DGRAM ||
 	    (protocol && protocol != IPPROTO_UDP))
 		return fd;
