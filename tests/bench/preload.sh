@@ -15,7 +15,8 @@
 # table shows median (min-max): ping-pong p50 latency (sockperf's
 # percentile 50), and throughput as the message rate the client sent and
 # the rate the server side received (kernel: Udp InDatagrams of b's
-# namespace; xvi: the endpoint's rx_frames from xvi-run --stats).
+# namespace; xvi: the endpoint's rx_frames in xdp-vi status), both over
+# the run's nominal seconds (sockperf's warm-up included).
 #
 # usage: B=build tests/bench/preload.sh [-t SEC] [-r ROUNDS] [-s "SIZES"]
 
@@ -53,8 +54,8 @@ PORT=12000
 # "sent_rate recv_rate" (throughput), or "-" when it could not be measured.
 run() {
 	local v=$1 mode=$2 size=$3 port=$((PORT++)) pre=() spid in0 in1 rx
-	local out=$TMP/$v-$mode-$size-$port.out st=$TMP/$v-$port.stats
-	[ "$v" = xvi ] && pre=("$XVIRUN" --stats "$st")
+	local out=$TMP/$v-$mode-$size-$port.out
+	[ "$v" = xvi ] && pre=("$XVIRUN")
 	x b "${pre[@]}" sockperf server -i 198.18.0.2 -p "$port" >"$out.srv" 2>&1 &
 	spid=$!
 	# Ready: the endpoint is published (xvi) or the kernel socket bound.
@@ -72,6 +73,13 @@ run() {
 	x a "${pre[@]}" sockperf "$mode" -i 198.18.0.2 -p "$port" -t "$SEC" -m "$size" \
 		>"$out" 2>&1
 	in1=$(udp_in)
+	# The server endpoint's datapath counter, read while it lives.
+	rx=
+	if [ "$v" = xvi ]; then
+		x b "$BB/bin/xdp-vi" status --json >"$TMP/st.json" 2>/dev/null &&
+			rx=$(python3 "$ROOT/tests/lab/helpers/xvi_status.py" "$TMP/st.json" counters \
+				"$port" rx_frames)
+	fi
 	pkill -TERM -P "$spid" 2>/dev/null; kill -TERM "$spid" 2>/dev/null; wait "$spid" 2>/dev/null
 	if [ "$mode" = ping-pong ]; then
 		strip "$out" | sed -n 's/.*percentile 50.000 = *\([0-9.]*\).*/\1/p' | head -1 | grep . || echo -
@@ -79,11 +87,7 @@ run() {
 	fi
 	local sent
 	sent=$(strip "$out" | sed -n 's/.*Summary: Message Rate is \([0-9]*\).*/\1/p' | head -1)
-	if [ "$v" = xvi ]; then
-		rx=$(sed -n 's/.* rx_frames=\([0-9]*\).*/\1/p' "$st" 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
-	else
-		rx=$((in1 - in0))
-	fi
+	[ "$v" = xvi ] || rx=$((in1 - in0))
 	echo "${sent:--} $(awk -v n="$rx" -v t="$SEC" 'BEGIN { printf "%d", n / t }')"
 }
 
