@@ -110,6 +110,46 @@ case_sem_xvi() {
 	_stats_over_xvi b "$stats" "$before" both
 }
 
+# preload_sem as a plain uid (no capabilities): its socket goes on a
+# protected endpoint through an xdp-vid started for the case on b.
+case_sem_protected() {
+	local run=$T_TMP/run bin=$T_TMP/bin out=$T_TMP/sem-prot.out stats before rc vid
+	local uid=$((20000 + $$ % 20000))
+	chmod 0755 "$T_TMP" && mkdir -p "$run" "$bin" && chmod 0755 "$run" "$bin" &&
+		cp "$XVIRUN" "$SEM" "$T_B/lib/libxvi-preload.so" "$bin/" && chmod 0755 "$bin"/* ||
+		{ fail "cannot copy the programs out for uid $uid"; return 1; }
+	stats=$bin/stats && : >"$stats" && chmod 0666 "$stats"
+	echo "allow * udp 1024-65535 addr iface" >"$T_TMP/policy"
+	t_x -T 120 b env XVI_RUN_DIR="$run" "$T_BIN/xdp-vid" --policy "$T_TMP/policy" \
+		"$LAB_IFACE" >"$T_TMP/vid.log" 2>&1 &
+	vid=$!
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		ls "$run"/*.sock >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	ls "$run"/*.sock >/dev/null 2>&1 || { t_stop "$vid"; fail "xdp-vid did not start:" \
+		"$(tail -3 "$T_TMP/vid.log")"; return 1; }
+	_echo_up 9211 || { t_stop "$vid"; return 1; }
+	before=$(_udp_counters b)
+	t_x -T 60 b env XVI_RUN_DIR="$run" XVI_RUN_PRELOAD="$bin/libxvi-preload.so" \
+		setpriv --reuid="$uid" --regid=65534 --clear-groups --inh-caps=-all \
+		"$bin/xvi-run" --stats "$stats" "$bin/preload_sem" 198.18.0.2 9210 198.18.0.1 9211 \
+		>"$out" 2>&1
+	rc=$?
+	t_stop "$ECHO_PID"
+	t_stop "$vid"
+	sed 's/^/# /' "$out" >&2
+	[ $rc -eq 0 ] || fail "as uid $uid under xvi-run (exit $rc):" \
+		"$(grep -m1 -E 'FAIL|stays on' "$out")" || return
+	grep -q "path=protected" "$stats" || fail "not a protected endpoint: $(head -c 300 "$stats")" ||
+		return
+	sed 's/^/# stats: /' "$stats" >&2
+	# A protected client cannot read the datapath's counters (rx_frames
+	# stays 0): the datagrams its endpoint's RX ring gave it count instead.
+	_ran_over_xvi b "$before" "$(_stats_sum "$stats" rx_dgrams)" \
+		"$(_stats_sum "$stats" tx_frames)" both
+}
+
 # Received messages in a sockperf client's output, 0 if none.
 _sockperf_received() {
 	sed -e 's/\x1b\[[0-9;]*m//g' "$1" |
@@ -265,6 +305,7 @@ t.bind(("127.0.0.1", 0))
 CASES=(
 	sem_kernel	case_sem_kernel	"preload_sem on kernel sockets (b) against an echo server (a)"
 	sem_xvi		case_sem_xvi	"preload_sem under xvi-run: epoll/poll/select mixed and nested, dup2, fork, EINTR, FIONREAD"
+	sem_protected	case_sem_protected	"preload_sem as a plain uid: protected endpoint through xdp-vid"
 	sp_pp_srv	case_sp_pp_srv	"sockperf server under xvi-run (b), plain sockperf ping-pong (a)"
 	sp_pp_cli	case_sp_pp_cli	"plain sockperf server (b), sockperf ping-pong under xvi-run (a)"
 	sp_pp_both	case_sp_pp_both	"sockperf ping-pong, xvi-run on both nodes"
