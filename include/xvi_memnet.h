@@ -60,6 +60,7 @@
 #ifndef XVI_MEMNET_H
 #define XVI_MEMNET_H
 
+#include <sys/socket.h>
 #include "xvi_stream.h"
 
 #ifdef __cplusplus
@@ -102,6 +103,94 @@ XVI_API int xvi_memnet_job__wait(struct xvi_memnet_job *job, int timeout_ms);
  * descriptor stays valid).  Every job must be collected exactly once.
  */
 XVI_API int xvi_memnet_job__done(struct xvi_memnet_job *job, ssize_t *result);
+
+/* ---------------------------------------------------------------------- */
+/* Remote sockets: a TCP Server's kernel sockets                            */
+/*
+ * MemNet's TCP Server: the host does no TCP/IP.  A context over one tunnel
+ * (an xvi stream to xvi-tcpserver on the node that faces the clients)
+ * carries the socket calls below to that node, which performs them on its
+ * kernel TCP sockets; data moves in frames over the tunnel, bounded per
+ * socket by credit each way (docs/PROTOCOL.md, "TCP Server tunnel").
+ *
+ * Socket descriptors (sd) are small integers of the context, not fds.
+ * Errors are the server kernel's own (-ECONNREFUSED, -EADDRINUSE,
+ * -ECONNRESET, -EPIPE, -ETIMEDOUT, ...).  When the tunnel fails (the
+ * server died: keepalive bound of the stream context, or it restarted) every
+ * call returns the tunnel's error, -ETIMEDOUT or -ECONNRESET; the server
+ * aborts the host's sockets when it sees the tunnel go.
+ *
+ * Calls block unless the socket was made with XVI_MN_NONBLOCK (accepted
+ * sockets inherit the listener's); connect() always blocks until the
+ * server's kernel completed or refused it.  Progress happens inside these
+ * calls (no thread): an application that sleeps elsewhere puts
+ * xvi_mn_ctx__fd() in its poll set and calls xvi_mn__poll(..., 0) when it
+ * fires.
+ */
+struct xvi_mn_ctx;
+
+struct xvi_mn_ctx_opts {
+	size_t sz;
+	int timeout_ms;		/* bound on reaching the server; default 5000 */
+	size_t :0;
+};
+
+/*
+ * Open a tunnel over stream context @sctx to the TCP Server at @server,
+ * stream service @service.  NULL with errno (ETIMEDOUT, ECONNREFUSED:
+ * nothing serves there; EPROTONOSUPPORT: another protocol version).
+ */
+XVI_API struct xvi_mn_ctx *xvi_mn_ctx__new(struct xvi_stream_ctx *sctx,
+					   const union xvi_sockaddr *server,
+					   __u16 service,
+					   const struct xvi_mn_ctx_opts *opts);
+/* Close the tunnel: the server closes every socket left open. */
+XVI_API void xvi_mn_ctx__free(struct xvi_mn_ctx *mn);
+/* The stream context's fd (POLLIN: call xvi_mn__poll). */
+XVI_API int xvi_mn_ctx__fd(const struct xvi_mn_ctx *mn);
+
+enum xvi_mn_sock_flags {
+	XVI_MN_NONBLOCK = 1 << 0,	/* -EAGAIN instead of waiting */
+};
+
+/* A TCP socket of @family (AF_INET, AF_INET6) on the server: sd >= 0. */
+XVI_API int xvi_mn__socket(struct xvi_mn_ctx *mn, int family, int flags);
+XVI_API int xvi_mn__bind(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr,
+			 socklen_t len);
+XVI_API int xvi_mn__listen(struct xvi_mn_ctx *mn, int sd, int backlog);
+/* A connection's sd; its peer in @peer if not NULL.  -EAGAIN (non-blocking). */
+XVI_API int xvi_mn__accept(struct xvi_mn_ctx *mn, int sd, struct sockaddr_storage *peer);
+XVI_API int xvi_mn__connect(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr,
+			    socklen_t len);
+/* As send(2)/recv(2) of a blocking or non-blocking socket; @flags must be 0. */
+XVI_API ssize_t xvi_mn__send(struct xvi_mn_ctx *mn, int sd, const void *buf, size_t len,
+			     int flags);
+XVI_API ssize_t xvi_mn__recv(struct xvi_mn_ctx *mn, int sd, void *buf, size_t len,
+			     int flags);
+XVI_API int xvi_mn__shutdown(struct xvi_mn_ctx *mn, int sd, int how);
+/* Close: FIN after the data sent (RST if received data was left unread). */
+XVI_API int xvi_mn__close(struct xvi_mn_ctx *mn, int sd);
+/* Close with RST at once. */
+XVI_API int xvi_mn__abort(struct xvi_mn_ctx *mn, int sd);
+
+/* Send all @len bytes at @off of region @mem (registered on the stream
+ * context), receive into them until full or end of stream. */
+XVI_API ssize_t xvi_mn__send_direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off,
+				    size_t len);
+XVI_API ssize_t xvi_mn__recv_direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off,
+				    size_t len);
+
+/* Readiness of many sockets: like poll(2) with POLLIN, POLLOUT, POLLERR,
+ * POLLHUP; a listener is readable when accept() would succeed.  Returns
+ * the entries with revents, 0 when @timeout_ms ran out, or -errno. */
+struct xvi_mn_pollfd {
+	int sd;
+	short events;
+	short revents;
+};
+
+XVI_API int xvi_mn__poll(struct xvi_mn_ctx *mn, struct xvi_mn_pollfd *fds, int n,
+			 int timeout_ms);
 
 #ifdef __cplusplus
 }

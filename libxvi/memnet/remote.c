@@ -1,0 +1,759 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Remote sockets (include/xvi_memnet.h): socket calls carried to
+ * xvi-tcpserver over one tunnel stream (docs/PROTOCOL.md, "TCP Server
+ * tunnel").  Requests are synchronous, one at a time (the context is
+ * single-threaded); data flows under per-socket credit: the server sends a
+ * socket at most the window the host buffers for it, and the host sends at
+ * most what the server's kernel socket took.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include "xvi_memnet.h"
+#include "memnet/tunnel.h"
+#include "stream/engine.h"
+#include "common/log.h"
+#include "common/util.h"
+
+/* Data frames wait while the tunnel's output holds this much. */
+#define OUT_HIGH	(256 * 1024)
+#define IN_CAP		(16 * (XVI_TUN_HDR_LEN + XVI_TUN_MAX_PAYLOAD))
+#define WAIT_SLICE_MS	100
+
+struct acc {
+	int sd;
+	struct xvi_tun_addr peer;
+};
+
+struct rsock {
+	int flags;
+	bool listener, connected;
+	bool rd_eof;		/* the peer's FIN came (or SHUT_RD) */
+	bool wr_shut;
+	int err;		/* pending error, positive errno */
+	char *rx;		/* ring of window bytes */
+	__u32 rx_head, rx_len, rx_done;	/* rx_done: read, not credited yet */
+	__u32 tx_credit;
+	struct acc *aq;		/* listener: accepted, not yet taken */
+	__u32 aq_head, aq_len, aq_cap;
+};
+
+struct xvi_mn_ctx {
+	struct xvi_stream_ctx *sctx;
+	struct xvi_stream *tun;
+	int dead;		/* the tunnel's error, positive errno */
+	__u32 window;
+	char *in;
+	size_t in_off, in_len;
+	char *out;
+	size_t out_off, out_len, out_cap;
+	struct rsock **socks;	/* by handle */
+	__u32 nsocks;
+	__u32 req, want;	/* last request id; the one waited for */
+	bool got;
+	__s32 got_val;
+};
+
+/* ---- the tunnel ------------------------------------------------------------ */
+
+static int emit(struct xvi_mn_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 val,
+		const void *payload, __u32 len)
+{
+	struct xvi_tun_hdr h = { .type = type, .sock = sock, .req = req, .val = val, .len = len };
+	size_t need;
+
+	if (mn->out_off && mn->out_off + mn->out_len + XVI_TUN_HDR_LEN + len > mn->out_cap) {
+		memmove(mn->out, mn->out + mn->out_off, mn->out_len);
+		mn->out_off = 0;
+	}
+	need = mn->out_off + mn->out_len + XVI_TUN_HDR_LEN + len;
+	if (need > mn->out_cap) {
+		size_t cap = mn->out_cap ? mn->out_cap : 65536;
+		char *p;
+
+		while (cap < need)
+			cap *= 2;
+		p = realloc(mn->out, cap);
+		if (!p)
+			return -ENOMEM;
+		mn->out = p;
+		mn->out_cap = cap;
+	}
+	xvi_tun_hdr_put(mn->out + mn->out_off + mn->out_len, &h);
+	if (len)
+		memcpy(mn->out + mn->out_off + mn->out_len + XVI_TUN_HDR_LEN, payload, len);
+	mn->out_len += XVI_TUN_HDR_LEN + len;
+	return 0;
+}
+
+static struct rsock *sock_of(struct xvi_mn_ctx *mn, int sd)
+{
+	return sd > 0 && (__u32)sd < mn->nsocks ? mn->socks[sd] : NULL;
+}
+
+static struct rsock *slot_open(struct xvi_mn_ctx *mn, __u32 h, int flags)
+{
+	struct rsock *rs;
+
+	if (!h)
+		return NULL;
+	if (h >= mn->nsocks) {
+		__u32 n = mn->nsocks ? mn->nsocks : 64;
+		struct rsock **p;
+
+		while (n <= h)
+			n *= 2;
+		p = realloc(mn->socks, n * sizeof(*p));
+		if (!p)
+			return NULL;
+		memset(p + mn->nsocks, 0, (n - mn->nsocks) * sizeof(*p));
+		mn->socks = p;
+		mn->nsocks = n;
+	}
+	if (mn->socks[h])	/* a server that reuses a live handle */
+		return NULL;
+	rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return NULL;
+	rs->flags = flags;
+	mn->socks[h] = rs;
+	return rs;
+}
+
+static void slot_free(struct xvi_mn_ctx *mn, int sd)
+{
+	struct rsock *rs = sock_of(mn, sd);
+
+	if (!rs)
+		return;
+	free(rs->rx);
+	free(rs->aq);
+	free(rs);
+	mn->socks[sd] = NULL;
+}
+
+static void tunnel_failed(struct xvi_mn_ctx *mn, int err)
+{
+	if (mn->dead)
+		return;
+	mn->dead = err ? err : ECONNRESET;
+	pr_warn("memnet: the tunnel to the TCP Server failed: %s\n", strerror(mn->dead));
+	for (__u32 i = 1; i < mn->nsocks; i++)
+		if (mn->socks[i] && !mn->socks[i]->err)
+			mn->socks[i]->err = mn->dead;
+}
+
+static void on_data(struct xvi_mn_ctx *mn, struct rsock *rs, const char *p, __u32 len)
+{
+	__u32 tail, first;
+
+	if (!rs->rx) {
+		rs->rx = malloc(mn->window);
+		if (!rs->rx) {
+			tunnel_failed(mn, ENOMEM);
+			return;
+		}
+	}
+	if (rs->rx_len + rs->rx_done + len > mn->window) {
+		pr_warn("memnet: the TCP Server sent beyond a socket's credit\n");
+		tunnel_failed(mn, EPROTO);
+		return;
+	}
+	tail = (rs->rx_head + rs->rx_len) % mn->window;
+	first = len < mn->window - tail ? len : mn->window - tail;
+	memcpy(rs->rx + tail, p, first);
+	memcpy(rs->rx, p + first, len - first);
+	rs->rx_len += len;
+}
+
+static void on_frame(struct xvi_mn_ctx *mn, const struct xvi_tun_hdr *h, const char *p)
+{
+	struct rsock *rs = sock_of(mn, (int)h->sock), *ns;
+
+	switch (h->type) {
+	case XVI_TUN_REPLY:
+		if (h->req == mn->want) {
+			mn->got = true;
+			mn->got_val = h->val;
+		}
+		return;
+	case XVI_TUN_DATA:
+		if (rs && !rs->rd_eof)
+			on_data(mn, rs, p, h->len);
+		else if (rs)	/* after SHUT_RD: dropped, credited at once */
+			emit(mn, XVI_TUN_CREDIT, h->sock, 0, (__s32)h->len, NULL, 0);
+		return;
+	case XVI_TUN_CREDIT:
+		if (rs && h->val > 0)
+			rs->tx_credit += (__u32)h->val;
+		return;
+	case XVI_TUN_EOF:
+		if (rs)
+			rs->rd_eof = true;
+		return;
+	case XVI_TUN_ERROR:
+		if (rs && h->val > 0)
+			rs->err = h->val;
+		return;
+	case XVI_TUN_ACCEPTED:
+		if (!rs || !rs->listener || h->len != sizeof(struct xvi_tun_addr))
+			return;
+		ns = slot_open(mn, (__u32)h->val, rs->flags);
+		if (!ns) {
+			emit(mn, XVI_TUN_CLOSE, (__u32)h->val, 0, 1, NULL, 0);
+			return;
+		}
+		ns->connected = true;
+		ns->tx_credit = mn->window;
+		if (rs->aq_len == rs->aq_cap) {
+			__u32 cap = rs->aq_cap ? rs->aq_cap * 2 : 16;
+			struct acc *q = malloc(cap * sizeof(*q));
+
+			if (!q) {
+				slot_free(mn, h->val);
+				emit(mn, XVI_TUN_CLOSE, (__u32)h->val, 0, 1, NULL, 0);
+				return;
+			}
+			for (__u32 i = 0; i < rs->aq_len; i++)
+				q[i] = rs->aq[(rs->aq_head + i) % rs->aq_cap];
+			free(rs->aq);
+			rs->aq = q;
+			rs->aq_head = 0;
+			rs->aq_cap = cap;
+		}
+		rs->aq[(rs->aq_head + rs->aq_len) % rs->aq_cap].sd = h->val;
+		memcpy(&rs->aq[(rs->aq_head + rs->aq_len) % rs->aq_cap].peer, p, h->len);
+		rs->aq_len++;
+		return;
+	default:
+		return;	/* a newer server's frame: not for us */
+	}
+}
+
+/* Run the stream engine, send what is queued, take what arrived. */
+static void pump(struct xvi_mn_ctx *mn)
+{
+	if (mn->dead)
+		return;
+	xvi_stream_ctx__process(mn->sctx);
+	for (;;) {
+		ssize_t r;
+
+		while (mn->out_len) {
+			r = xvi_stream__send(mn->tun, mn->out + mn->out_off, mn->out_len, 0);
+			if (r == -EAGAIN)
+				break;
+			if (r < 0) {
+				tunnel_failed(mn, (int)-r);
+				return;
+			}
+			mn->out_off += (size_t)r;
+			mn->out_len -= (size_t)r;
+		}
+		if (!mn->out_len)
+			mn->out_off = 0;
+		if (mn->in_off + mn->in_len == IN_CAP) {
+			memmove(mn->in, mn->in + mn->in_off, mn->in_len);
+			mn->in_off = 0;
+		}
+		r = xvi_stream__recv(mn->tun, mn->in + mn->in_off + mn->in_len,
+				     IN_CAP - mn->in_off - mn->in_len, 0);
+		if (r == -EAGAIN)
+			return;
+		if (r <= 0) {
+			tunnel_failed(mn, (int)-r);
+			return;
+		}
+		mn->in_len += (size_t)r;
+		while (mn->in_len >= XVI_TUN_HDR_LEN) {
+			struct xvi_tun_hdr h;
+
+			xvi_tun_hdr_get(mn->in + mn->in_off, &h);
+			if (h.len > XVI_TUN_MAX_PAYLOAD) {
+				tunnel_failed(mn, EPROTO);
+				return;
+			}
+			if (mn->in_len < XVI_TUN_HDR_LEN + h.len)
+				break;
+			on_frame(mn, &h, mn->in + mn->in_off + XVI_TUN_HDR_LEN);
+			mn->in_off += XVI_TUN_HDR_LEN + h.len;
+			mn->in_len -= XVI_TUN_HDR_LEN + h.len;
+			if (mn->dead)
+				return;
+		}
+		if (!mn->in_len)
+			mn->in_off = 0;
+	}
+}
+
+/* Sleep until the tunnel may have news, at most @ms. */
+static void nap(struct xvi_mn_ctx *mn, int ms)
+{
+	if (ms < 0 || ms > WAIT_SLICE_MS)
+		ms = WAIT_SLICE_MS;
+	xvi_stream_ctx__wait(mn->sctx, ms);
+	pump(mn);
+}
+
+/* One request and its reply: the result (>= 0) or -errno. */
+static int request(struct xvi_mn_ctx *mn, __u8 type, int sd, __s32 val, const void *payload,
+		   __u32 len)
+{
+	int err;
+
+	if (mn->dead)
+		return -mn->dead;
+	mn->want = ++mn->req ? mn->req : ++mn->req;
+	mn->got = false;
+	err = emit(mn, type, (__u32)sd, mn->want, val, payload, len);
+	if (err)
+		return err;
+	pump(mn);
+	while (!mn->got && !mn->dead)
+		nap(mn, -1);
+	mn->want = 0;
+	return mn->got ? mn->got_val : -mn->dead;
+}
+
+/* ---- context ----------------------------------------------------------------- */
+
+struct xvi_mn_ctx *xvi_mn_ctx__new(struct xvi_stream_ctx *sctx, const union xvi_sockaddr *server,
+				   __u16 service, const struct xvi_mn_ctx_opts *opts)
+{
+	XVI_OPTS(xvi_stream_opts, so, .flags = XVI_STREAM_NONBLOCK | XVI_STREAM_NODELAY);
+	int tmo = opts && opts->sz >= offsetof(struct xvi_mn_ctx_opts, timeout_ms) + sizeof(int) &&
+		  opts->timeout_ms > 0 ? opts->timeout_ms : 5000;
+	struct xvi_mn_ctx *mn;
+	long long end = xvi_now_ms() + tmo;
+	int err, r;
+
+	if (!sctx || !server) {
+		errno = EINVAL;
+		return NULL;
+	}
+	mn = calloc(1, sizeof(*mn));
+	if (!mn || !(mn->in = malloc(IN_CAP))) {
+		free(mn);
+		errno = ENOMEM;
+		return NULL;
+	}
+	mn->sctx = sctx;
+	mn->window = XVI_TUN_WINDOW;
+	mn->tun = xvi_stream__socket(sctx, &so);
+	if (!mn->tun) {
+		err = errno;
+		goto fail;
+	}
+	err = -xvi_stream__connect(mn->tun, server, service);
+	while (err == EINPROGRESS) {
+		struct xvi_stream_pollfd p = { .s = mn->tun, .events = POLLOUT };
+		long long left = end - xvi_now_ms();
+
+		if (left <= 0) {
+			err = ETIMEDOUT;
+			break;
+		}
+		r = xvi_stream__poll(&p, 1, (int)left);
+		if (r == 1) {
+			struct xvi_stream_info info = { .sz = sizeof(info) };
+
+			xvi_stream__info(mn->tun, &info);
+			err = info.state >= XVI_SS_ESTABLISHED ? 0 :
+			      info.error ? info.error : ECONNREFUSED;
+		} else if (r < 0 && r != -ETIMEDOUT) {
+			err = -r;
+		}
+	}
+	if (err) {
+		pr_warn("memnet: cannot reach the TCP Server: %s%s\n", strerror(err),
+			err == ETIMEDOUT || err == ECONNREFUSED ?
+			": is xvi-tcpserver running there, on that service?" : "");
+		goto fail;
+	}
+	r = request(mn, XVI_TUN_HELLO, 0, XVI_TUN_VERSION, NULL, 0);
+	if (r < XVI_TUN_MAX_PAYLOAD) {
+		err = r < 0 ? -r : EPROTO;
+		pr_warn("memnet: the TCP Server refused the tunnel: %s\n", strerror(err));
+		goto fail;
+	}
+	mn->window = (__u32)r;
+	return mn;
+fail:
+	if (mn->tun)
+		xvi_stream__abort(mn->tun);
+	free(mn->in);
+	free(mn);
+	errno = err;
+	return NULL;
+}
+
+void xvi_mn_ctx__free(struct xvi_mn_ctx *mn)
+{
+	if (!mn)
+		return;
+	/* Flush what is queued (bounded by the tunnel's health). */
+	for (int i = 0; i < 50 && mn->out_len && !mn->dead; i++)
+		nap(mn, WAIT_SLICE_MS);
+	for (__u32 i = 1; i < mn->nsocks; i++)
+		slot_free(mn, (int)i);
+	if (mn->dead)
+		xvi_stream__abort(mn->tun);
+	else
+		xvi_stream__close(mn->tun);
+	free(mn->socks);
+	free(mn->in);
+	free(mn->out);
+	free(mn);
+}
+
+int xvi_mn_ctx__fd(const struct xvi_mn_ctx *mn)
+{
+	return mn ? xvi_stream_ctx__fd(mn->sctx) : xvi_err(-EINVAL);
+}
+
+/* ---- sockets ------------------------------------------------------------------- */
+
+#define GET(mn, sd, rs)							\
+	do {								\
+		if (!(mn) || !((rs) = sock_of((mn), (sd))))		\
+			return xvi_err(-EBADF);				\
+	} while (0)
+
+int xvi_mn__socket(struct xvi_mn_ctx *mn, int family, int flags)
+{
+	int h;
+
+	if (!mn || (flags & ~XVI_MN_NONBLOCK))
+		return xvi_err(-EINVAL);
+	h = request(mn, XVI_TUN_SOCKET, 0, family, NULL, 0);
+	if (h <= 0)
+		return xvi_err(h ? h : -EPROTO);
+	if (!slot_open(mn, (__u32)h, flags)) {
+		emit(mn, XVI_TUN_CLOSE, (__u32)h, 0, 1, NULL, 0);
+		return xvi_err(-ENOMEM);
+	}
+	return h;
+}
+
+static int addr_request(struct xvi_mn_ctx *mn, __u8 type, int sd, const struct sockaddr *sa,
+			socklen_t len)
+{
+	struct xvi_tun_addr ta;
+
+	if (!sa || len < sizeof(sa_family_t) || xvi_tun_addr_put(&ta, sa))
+		return -EAFNOSUPPORT;
+	return request(mn, type, sd, 0, &ta, sizeof(ta));
+}
+
+int xvi_mn__bind(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr, socklen_t len)
+{
+	struct rsock *rs;
+
+	GET(mn, sd, rs);
+	return xvi_err(addr_request(mn, XVI_TUN_BIND, sd, addr, len));
+}
+
+int xvi_mn__listen(struct xvi_mn_ctx *mn, int sd, int backlog)
+{
+	struct rsock *rs;
+	int err;
+
+	GET(mn, sd, rs);
+	if (backlog <= 0)
+		backlog = 64;
+	err = request(mn, XVI_TUN_LISTEN, sd, backlog, NULL, 0);
+	if (!err)
+		rs->listener = true;
+	return xvi_err(err);
+}
+
+int xvi_mn__connect(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr, socklen_t len)
+{
+	struct rsock *rs;
+	int err;
+
+	GET(mn, sd, rs);
+	if (rs->connected)
+		return xvi_err(-EISCONN);
+	err = addr_request(mn, XVI_TUN_CONNECT, sd, addr, len);
+	if (!err) {
+		rs->connected = true;
+		rs->tx_credit = mn->window;
+	}
+	return xvi_err(err);
+}
+
+int xvi_mn__accept(struct xvi_mn_ctx *mn, int sd, struct sockaddr_storage *peer)
+{
+	struct rsock *rs;
+	struct acc a;
+
+	GET(mn, sd, rs);
+	if (!rs->listener)
+		return xvi_err(-EINVAL);
+	pump(mn);
+	while (!rs->aq_len) {
+		if (rs->err)
+			return xvi_err(-rs->err);
+		if (mn->dead)
+			return xvi_err(-mn->dead);
+		if (rs->flags & XVI_MN_NONBLOCK)
+			return xvi_err(-EAGAIN);
+		nap(mn, -1);
+	}
+	a = rs->aq[rs->aq_head];
+	rs->aq_head = (rs->aq_head + 1) % rs->aq_cap;
+	rs->aq_len--;
+	/* The slot is free again on the server. */
+	emit(mn, XVI_TUN_CREDIT, (__u32)sd, 0, 1, NULL, 0);
+	if (peer)
+		xvi_tun_addr_get(&a.peer, peer);
+	return a.sd;
+}
+
+static bool can_send(const struct xvi_mn_ctx *mn, const struct rsock *rs)
+{
+	return rs->tx_credit && mn->out_len < OUT_HIGH;
+}
+
+ssize_t xvi_mn__send(struct xvi_mn_ctx *mn, int sd, const void *buf, size_t len, int flags)
+{
+	struct rsock *rs;
+	size_t done = 0;
+
+	GET(mn, sd, rs);
+	if (flags || (!buf && len))
+		return xvi_err(-EINVAL);
+	pump(mn);
+	for (;;) {
+		if (rs->err)
+			return done ? (ssize_t)done : xvi_err(-rs->err);
+		if (rs->wr_shut)
+			return done ? (ssize_t)done : xvi_err(-EPIPE);
+		if (!rs->connected)
+			return xvi_err(-ENOTCONN);
+		while (done < len && can_send(mn, rs)) {
+			size_t n = len - done;
+
+			if (n > rs->tx_credit)
+				n = rs->tx_credit;
+			if (n > XVI_TUN_MAX_PAYLOAD)
+				n = XVI_TUN_MAX_PAYLOAD;
+			if (emit(mn, XVI_TUN_DATA, (__u32)sd, 0, 0, (const char *)buf + done,
+				 (__u32)n))
+				return done ? (ssize_t)done : xvi_err(-ENOMEM);
+			rs->tx_credit -= (__u32)n;
+			done += n;
+		}
+		pump(mn);
+		if (done == len || (done && (rs->flags & XVI_MN_NONBLOCK)))
+			return (ssize_t)done;
+		if (rs->flags & XVI_MN_NONBLOCK)
+			return xvi_err(-EAGAIN);
+		if (!can_send(mn, rs))
+			nap(mn, -1);
+	}
+}
+
+/* Give the server back credit for what the application read. */
+static void credit_back(struct xvi_mn_ctx *mn, int sd, struct rsock *rs)
+{
+	if (rs->rx_done && (rs->rx_done >= mn->window / 4 || !rs->rx_len)) {
+		emit(mn, XVI_TUN_CREDIT, (__u32)sd, 0, (__s32)rs->rx_done, NULL, 0);
+		rs->rx_done = 0;
+	}
+}
+
+ssize_t xvi_mn__recv(struct xvi_mn_ctx *mn, int sd, void *buf, size_t len, int flags)
+{
+	struct rsock *rs;
+	size_t n, first;
+
+	GET(mn, sd, rs);
+	if (flags || (!buf && len))
+		return xvi_err(-EINVAL);
+	pump(mn);
+	while (!rs->rx_len) {
+		if (rs->rd_eof)
+			return 0;
+		if (rs->err)
+			return xvi_err(-rs->err);
+		if (!rs->connected)
+			return xvi_err(-ENOTCONN);
+		if (rs->flags & XVI_MN_NONBLOCK)
+			return xvi_err(-EAGAIN);
+		nap(mn, -1);
+	}
+	n = len < rs->rx_len ? len : rs->rx_len;
+	first = n < mn->window - rs->rx_head ? n : mn->window - rs->rx_head;
+	memcpy(buf, rs->rx + rs->rx_head, first);
+	memcpy((char *)buf + first, rs->rx, n - first);
+	rs->rx_head = (rs->rx_head + (__u32)n) % mn->window;
+	rs->rx_len -= (__u32)n;
+	rs->rx_done += (__u32)n;
+	credit_back(mn, sd, rs);
+	pump(mn);
+	return (ssize_t)n;
+}
+
+int xvi_mn__shutdown(struct xvi_mn_ctx *mn, int sd, int how)
+{
+	struct rsock *rs;
+	int err;
+
+	GET(mn, sd, rs);
+	if (how != SHUT_RD && how != SHUT_WR && how != SHUT_RDWR)
+		return xvi_err(-EINVAL);
+	if (!rs->connected)
+		return xvi_err(-ENOTCONN);
+	err = request(mn, XVI_TUN_SHUTDOWN, sd, how, NULL, 0);
+	if (err)
+		return xvi_err(err);
+	if (how != SHUT_RD)
+		rs->wr_shut = true;
+	if (how != SHUT_WR) {
+		rs->rd_eof = true;
+		rs->rx_done += rs->rx_len;
+		rs->rx_len = 0;
+		credit_back(mn, sd, rs);
+	}
+	return 0;
+}
+
+static int close_sd(struct xvi_mn_ctx *mn, int sd, bool abort)
+{
+	struct rsock *rs;
+
+	GET(mn, sd, rs);
+	/* As TCP: closing with received data unread is an abort. */
+	if (rs->rx_len)
+		abort = true;
+	while (rs->aq_len) {
+		int a = rs->aq[rs->aq_head].sd;
+
+		rs->aq_head = (rs->aq_head + 1) % rs->aq_cap;
+		rs->aq_len--;
+		emit(mn, XVI_TUN_CLOSE, (__u32)a, 0, 1, NULL, 0);
+		slot_free(mn, a);
+	}
+	slot_free(mn, sd);
+	if (!mn->dead)
+		emit(mn, XVI_TUN_CLOSE, (__u32)sd, 0, abort, NULL, 0);
+	pump(mn);
+	return 0;
+}
+
+int xvi_mn__close(struct xvi_mn_ctx *mn, int sd)
+{
+	return close_sd(mn, sd, false);
+}
+
+int xvi_mn__abort(struct xvi_mn_ctx *mn, int sd)
+{
+	return close_sd(mn, sd, true);
+}
+
+static int region(struct xvi_mn_ctx *mn, int mem, size_t off, size_t len, char **p)
+{
+	struct xvi_sregion *r;
+
+	if (!mn || mem < 0 || mem >= XVI_SCTX_MAX_REGIONS)
+		return -EINVAL;
+	r = &mn->sctx->regions[mem];
+	if (!r->used || off > r->len || len > r->len - off) {
+		pr_warn("memnet: [%zu, +%zu) is not inside registered region %d\n", off, len, mem);
+		return -EINVAL;
+	}
+	*p = (char *)r->addr + off;
+	return 0;
+}
+
+/* Move all @len bytes between region memory and the socket (a receive
+ * also ends at end of stream), waiting for credit and data. */
+static ssize_t direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off, size_t len,
+		      bool send)
+{
+	char *p;
+	int err = region(mn, mem, off, len, &p);
+	size_t done = 0;
+
+	if (err)
+		return xvi_err(err);
+	while (done < len) {
+		ssize_t r = send ? xvi_mn__send(mn, sd, p + done, len - done, 0) :
+				   xvi_mn__recv(mn, sd, p + done, len - done, 0);
+
+		if (r == -EAGAIN) {
+			nap(mn, -1);
+			continue;
+		}
+		if (r < 0)
+			return done ? (ssize_t)done : r;
+		if (!r)
+			break;
+		done += (size_t)r;
+	}
+	return (ssize_t)done;
+}
+
+ssize_t xvi_mn__send_direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off, size_t len)
+{
+	return direct(mn, sd, mem, off, len, true);
+}
+
+ssize_t xvi_mn__recv_direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off, size_t len)
+{
+	return direct(mn, sd, mem, off, len, false);
+}
+
+static short revents_of(const struct xvi_mn_ctx *mn, const struct rsock *rs, short events)
+{
+	short re = 0;
+
+	if (!rs)
+		return POLLNVAL;
+	if (rs->listener) {
+		if (rs->aq_len)
+			re |= POLLIN;
+	} else {
+		if (rs->rx_len || rs->rd_eof)
+			re |= POLLIN;
+		if (rs->connected && can_send(mn, rs) && !rs->wr_shut)
+			re |= POLLOUT;
+		if (rs->rd_eof && rs->wr_shut)
+			re |= POLLHUP;
+	}
+	if (rs->err)
+		re |= POLLERR;
+	return re & (events | POLLERR | POLLHUP | POLLNVAL);
+}
+
+int xvi_mn__poll(struct xvi_mn_ctx *mn, struct xvi_mn_pollfd *fds, int n, int timeout_ms)
+{
+	long long end = timeout_ms > 0 ? xvi_now_ms() + timeout_ms : 0;
+
+	if (!mn || (n && !fds) || n < 0)
+		return xvi_err(-EINVAL);
+	pump(mn);
+	for (;;) {
+		int ready = 0;
+
+		for (int i = 0; i < n; i++) {
+			fds[i].revents = revents_of(mn, sock_of(mn, fds[i].sd), fds[i].events);
+			ready += fds[i].revents != 0;
+		}
+		if (ready || !timeout_ms)
+			return ready;
+		if (timeout_ms > 0) {
+			long long left = end - xvi_now_ms();
+
+			if (left <= 0)
+				return 0;
+			nap(mn, (int)left);
+		} else {
+			nap(mn, -1);
+		}
+	}
+}
