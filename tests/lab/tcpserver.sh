@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# tcpserver.sh: MemNet's TCP Server (docs/DESIGN.md, "TCP Server") on the
+# three-node lab turned into a routed one: a (198.18.1.1) -- m -- b
+# (198.18.2.2).  xvi-tcpserver runs on m with its tunnel endpoint on xvb;
+# the application on b (xvi-mncat, xvi-httpd) reaches it over xvi streams
+# and does no TCP itself: its sockets are m's kernel sockets, bound to m's
+# address 198.18.1.254 that a's kernel TCP talks to.  A kernel peer on a
+# (helpers/tcp_peer.py, curl) checks the semantics end to end.
+
+. "$(dirname "$0")/_tap.sh"
+
+XVIRELAY=$T_BIN/xvi-relay
+TCPSRV=$T_BIN/xvi-tcpserver
+MNCAT=$T_BIN/xvi-mncat
+HTTPD=$T_BIN/xvi-httpd
+PEER=$T_HELPERS/tcp_peer.py
+A4=198.18.1.1 M4A=198.18.1.254 M4B=198.18.2.254 B4=198.18.2.2
+SPORT=9000	# the tunnel's service on m
+PORT=7400	# one per case: no TIME_WAIT from a case before
+SRV_PID=
+
+t_setup() {
+	t_need "$XDPVI" "$XVIRELAY" "$TCPSRV" "$MNCAT" || return 1
+	T_LAB=$(t_lab_name ts)
+	lab_up --name "$T_LAB" --nodes 3 >&2 || { fail "lab_up --nodes 3 $T_LAB failed"; return 1; }
+	lab_relay_stop --name "$T_LAB"
+	t_x a ip addr flush dev "$LAB_IFACE" &&
+	t_x b ip addr flush dev "$LAB_IFACE" &&
+	t_x a ip addr add $A4/24 dev "$LAB_IFACE" &&
+	t_x a ip route add default via $M4A &&
+	t_x b ip addr add $B4/24 dev "$LAB_IFACE" &&
+	t_x b ip route add default via $M4B &&
+	t_x m ip link set xva promisc off &&
+	t_x m ip link set xvb promisc off &&
+	t_x m ip addr add $M4A/24 dev xva &&
+	t_x m ip addr add $M4B/24 dev xvb &&
+	t_x m sysctl -qw net.ipv4.ip_forward=1 || { fail "could not address the nodes"; return 1; }
+	t_attach b || return 1
+	local err
+	err=$(t_xdpvi m attach xvb 2>&1 >/dev/null) ||
+		{ fail "xdp-vi attach xvb on m: ${err//$'\n'/ }"; return 1; }
+	_srv_start
+}
+
+_srv_start() {
+	lab_exec --name "$T_LAB" -T 600 m -- "$TCPSRV" -v -i xvb -m "${1:-2000}" $M4B $SPORT \
+		2>>"$T_TMP/srv.err" &
+	SRV_PID=$!
+	lab_at_exit "t_stop $SRV_PID"
+	t_wait_endpoint_port m $SPORT || { fail "xvi-tcpserver never came up: $(tail -2 \
+		"$T_TMP/srv.err")"; return 1; }
+}
+
+# The server process itself (lab_exec's child), for kill -9 and memory.
+_srv_real_pid() { pgrep -P "$SRV_PID" -x xvi-tcpserver || pgrep -f "^$TCPSRV .*$M4B $SPORT" | head -1; }
+
+_mncat() { t_x -T "${T_MNCAT_TMO:-60}" b "$MNCAT" -i "$LAB_IFACE" -s $M4B:$SPORT "$@"; }
+
+# Wait (bounded) until m's kernel listens on PORT.
+_wait_listen() {
+	local i
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		[ -n "$(t_x "$1" ss -H -tln "sport = :$2" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+_mkfile() { [ -s "$T_TMP/in$1" ] || head -c "$(($1 << 20))" /dev/urandom >"$T_TMP/in$1"; }
+_sha() { sha256sum <"$1" | cut -d' ' -f1; }
+
+_same() {	# WHAT FILE WANT
+	[ "$(_sha "$2")" = "$(_sha "$3")" ] ||
+		fail "$1 differs: $(stat -c %s "$2") of $(stat -c %s "$3") bytes, sha256 differs"
+}
+
+# Data both ways at once, byte-exact, each direction closed by its own FIN
+# while the other still flows (half-close): b listens on m's port, a's
+# kernel connects.
+case_both_ways() {
+	local port=$((PORT++)) rl rc
+	_mkfile 8
+	head -c 3000000 /dev/urandom >"$T_TMP/back"
+	_mncat -l $port <"$T_TMP/back" >"$T_TMP/got_b" 2>"$T_TMP/l.err" &
+	local lpid=$!
+	_wait_listen m $port || { t_stop $lpid; fail "no listener on m:$port: $(cat "$T_TMP/l.err")"
+		return 1; }
+	t_x -T 60 a "$PY" "$PEER" connect $M4A $port --send "$T_TMP/in8" --out "$T_TMP/got_a" \
+		>"$T_TMP/peer.out" 2>&1 && rc=0 || rc=$?
+	wait $lpid && rl=0 || rl=$?
+	[ $rc = 0 ] || { fail "kernel peer: $(cat "$T_TMP/peer.out")"; return 1; }
+	[ $rl = 0 ] || { fail "xvi-mncat: $(tail -2 "$T_TMP/l.err")"; return 1; }
+	_same "a -> b (8 MiB)" "$T_TMP/got_b" "$T_TMP/in8" || return 1
+	_same "b -> a (3 MB)" "$T_TMP/got_a" "$T_TMP/back" || return 1
+	t_log "8 MiB a -> b and 3 MB b -> a byte-exact, both closed by FIN"
+}
+
+# The other way: b's application connects out through m to a's kernel
+# listener; each side sends a file and half-closes.
+case_connect_out() {
+	local port=$((PORT++)) rc rl
+	_mkfile 4
+	head -c 1000000 /dev/urandom >"$T_TMP/back"
+	t_x -T 60 a "$PY" "$PEER" listen $port --send "$T_TMP/back" --out "$T_TMP/got_a" \
+		>"$T_TMP/peer.out" 2>&1 &
+	local ppid=$!
+	_wait_listen a $port || { t_stop $ppid; fail "kernel listener on a never came up"; return 1; }
+	_mncat $A4 $port <"$T_TMP/in4" >"$T_TMP/got_b" 2>"$T_TMP/c.err" && rc=0 || rc=$?
+	wait $ppid && rl=0 || rl=$?
+	[ $rc = 0 ] || { fail "xvi-mncat: $(tail -2 "$T_TMP/c.err")"; return 1; }
+	[ $rl = 0 ] || { fail "kernel listener: $(cat "$T_TMP/peer.out")"; return 1; }
+	_same "b -> a (4 MiB)" "$T_TMP/got_a" "$T_TMP/in4" || return 1
+	_same "a -> b (1 MB)" "$T_TMP/got_b" "$T_TMP/back"
+}
+
+# _mncat_fails WANT ARGS...: xvi-mncat exits 1 naming errno WANT.
+_mncat_fails() {
+	local want=$1 rc
+	shift
+	_mncat "$@" </dev/null >/dev/null 2>"$T_TMP/c.err" && rc=0 || rc=$?
+	[ $rc = 1 ] || { fail "xvi-mncat $* exit $rc, want 1 ($want): $(tail -2 "$T_TMP/c.err")"
+		return 1; }
+	grep -q "($want)" "$T_TMP/c.err" || { fail "xvi-mncat $*: not $want: $(tail -2 \
+		"$T_TMP/c.err")"; return 1; }
+	t_log "$(tail -1 "$T_TMP/c.err")"
+}
+
+case_refused() {
+	_mncat_fails ECONNREFUSED $A4 $((PORT++))
+}
+
+# Listening on a port m's kernel already listens on (a plain kernel
+# listener there): m's kernel's own EADDRINUSE.
+case_in_use() {
+	local port=$((PORT++)) lpid
+	t_x -T 30 m "$PY" "$PEER" listen $port >/dev/null 2>&1 &
+	lpid=$!
+	_wait_listen m $port || { t_stop $lpid; fail "kernel listener on m never came up"; return 1; }
+	_mncat_fails EADDRINUSE -l $port -R && { t_stop $lpid; return 0; }
+	t_stop $lpid
+	return 1
+}
+
+# The client's RST reaches the application on b as ECONNRESET.
+case_rst_from_client() {
+	local port=$((PORT++)) lpid rl
+	head -c 100000 /dev/urandom >"$T_TMP/some"
+	_mncat -l $port -R >"$T_TMP/got_b" 2>"$T_TMP/l.err" </dev/null &
+	lpid=$!
+	_wait_listen m $port || { t_stop $lpid; fail "listener never came up"; return 1; }
+	t_x -T 30 a "$PY" "$PEER" connect $M4A $port --send "$T_TMP/some" --rst \
+		>"$T_TMP/peer.out" 2>&1 || { t_stop $lpid; fail "peer: $(cat "$T_TMP/peer.out")"
+		return 1; }
+	wait $lpid && rl=0 || rl=$?
+	[ $rl = 1 ] && grep -q '(ECONNRESET)' "$T_TMP/l.err" ||
+		fail "xvi-mncat exit $rl, want ECONNRESET: $(tail -2 "$T_TMP/l.err")"
+}
+
+# The application's abort reaches a's kernel as a RST.
+case_rst_from_host() {
+	local port=$((PORT++)) ppid rc
+	head -c 100000 /dev/urandom >"$T_TMP/some"
+	t_x -T 30 a "$PY" "$PEER" listen $port --out "$T_TMP/got_a" >"$T_TMP/peer.out" 2>&1 &
+	ppid=$!
+	_wait_listen a $port || { t_stop $ppid; fail "kernel listener never came up"; return 1; }
+	_mncat --abort $A4 $port <"$T_TMP/some" >/dev/null 2>"$T_TMP/c.err" ||
+		{ t_stop $ppid; fail "xvi-mncat: $(tail -2 "$T_TMP/c.err")"; return 1; }
+	wait $ppid && rc=0 || rc=$?
+	[ $rc = 1 ] && grep -qx ECONNRESET "$T_TMP/peer.out" ||
+		fail "kernel peer exit $rc, want ECONNRESET: $(cat "$T_TMP/peer.out")"
+}
+
+# Many connections at once through one tunnel, each echoed byte-exact.
+case_many() {
+	local port=$((PORT++)) n=${T_TS_CONNS:-1000} lpid rc rl
+	_mncat -l $port --echo --conns $n </dev/null >/dev/null 2>"$T_TMP/l.err" &
+	lpid=$!
+	_wait_listen m $port || { t_stop $lpid; fail "listener never came up"; return 1; }
+	t_x -T 150 a "$PY" "$PEER" many $M4A $port $n >"$T_TMP/peer.out" 2>&1 && rc=0 || rc=$?
+	wait $lpid && rl=0 || rl=$?
+	[ $rc = 0 ] || { fail "kernel clients: $(cat "$T_TMP/peer.out")"; return 1; }
+	[ $rl = 0 ] || { fail "echo on b: $(tail -2 "$T_TMP/l.err")"; return 1; }
+	t_log "$n connections echoed: $(cat "$T_TMP/peer.out")"
+}
+
+CASES=(
+	both_ways	case_both_ways	"data both ways byte-exact, each side half-closes"
+	connect_out	case_connect_out	"b connects out through m: both ways, half-close"
+	refused		case_refused	"connect to a closed port: ECONNREFUSED on b"
+	in_use		case_in_use	"listen on a port m already listens on: EADDRINUSE"
+	rst_from_client	case_rst_from_client	"a's RST: ECONNRESET on b"
+	rst_from_host	case_rst_from_host	"b's abort: ECONNRESET on a"
+	many		case_many	"1000 concurrent connections echoed byte-exact"
+)
+t_main "$@"
