@@ -185,6 +185,107 @@ case_many() {
 	t_log "$n connections echoed: $(cat "$T_TMP/peer.out")"
 }
 
+_rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
+_rchar() { awk '/^rchar:/ { print $2 }' "/proc/$1/io" 2>/dev/null; }
+_pid_of() { pgrep -f -- "$1" | head -1; }
+
+# Wait (bounded) until process $1 has read something and then read nothing
+# more for two looks in a row: it is held back.
+_wait_stalled() {
+	local prev=-1 cur i
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		cur=$(_rchar "$1")
+		[ -n "$cur" ] || return 1
+		[ "$cur" -gt 0 ] && [ "$cur" = "$prev" ] && return 0
+		prev=$cur
+		sleep 0.3
+	done
+	return 1
+}
+
+# _send_to_holder PORT FILE HOLD: b's listener sends FILE to a's kernel
+# client, which reads nothing until HOLD exists.  Sets LPID PPID MPID.
+_send_to_holder() {
+	rm -f "$3"
+	_mncat -l "$1" <"$2" >/dev/null 2>"$T_TMP/l.err" &
+	LPID=$!
+	_wait_listen m "$1" || { t_stop $LPID; fail "listener never came up"; return 1; }
+	t_x -T 120 a "$PY" "$PEER" connect $M4A "$1" --hold "$3" --out "$T_TMP/got_a" \
+		>"$T_TMP/peer.out" 2>&1 &
+	PPID_=$!
+	MPID=$(_pid_of "^$MNCAT -i $LAB_IFACE -s $M4B:$SPORT -l $1")
+	[ -n "$MPID" ] || { t_stop $LPID; t_stop $PPID_; fail "no xvi-mncat process"; return 1; }
+}
+
+# A client that does not read: the kernels' buffers fill, then the
+# per-socket credit holds b's sender back; neither node buffers the rest of
+# the 64 MiB.  Then the client reads everything, byte-exact.
+case_slow_reader() {
+	local port=$((PORT++)) hold=$T_TMP/hold spid s0 s1 h1 read rl rc
+	_mkfile 64
+	spid=$(_srv_real_pid)
+	s0=$(_rss_kb "$spid")
+	_send_to_holder $port "$T_TMP/in64" "$hold" || return 1
+	_wait_stalled "$MPID" || { t_stop $LPID; t_stop $PPID_; fail "the sender never stalled"
+		return 1; }
+	read=$(_rchar "$MPID") s1=$(_rss_kb "$spid") h1=$(_rss_kb "$MPID")
+	t_log "held back after $((read >> 10)) KiB of 65536 read on b; xvi-tcpserver RSS ${s0} -> ${s1} KiB, xvi-mncat RSS ${h1} KiB"
+	touch "$hold"
+	wait $PPID_ && rc=0 || rc=$?
+	wait $LPID && rl=0 || rl=$?
+	[ "$read" -lt $((48 << 20)) ] || { fail "b read $read bytes of 64 MiB before the client read anything: nothing held it back"; return 1; }
+	[ $((s1 - s0)) -lt 8192 ] || { fail "xvi-tcpserver grew by $((s1 - s0)) KiB for one slow client"; return 1; }
+	[ $rc = 0 ] || { fail "kernel client: $(cat "$T_TMP/peer.out")"; return 1; }
+	[ $rl = 0 ] || { fail "xvi-mncat: $(tail -2 "$T_TMP/l.err")"; return 1; }
+	_same "64 MiB to a slow reader" "$T_TMP/got_a" "$T_TMP/in64"
+}
+
+# The host killed mid-transfer: the server sees its tunnel die within the
+# keepalive bound and aborts its sockets (a's client gets ECONNRESET), and
+# m keeps no socket of it.
+case_host_killed() {
+	local port=$((PORT++)) hold=$T_TMP/hold t0 rc left i
+	_mkfile 64
+	_send_to_holder $port "$T_TMP/in64" "$hold" || return 1
+	_wait_stalled "$MPID" || { t_stop $LPID; t_stop $PPID_; fail "the transfer never started"
+		return 1; }
+	touch "$hold"
+	kill -9 "$MPID"
+	t0=$(date +%s%3N)
+	wait $PPID_ && rc=0 || rc=$?
+	wait $LPID
+	t_log "host killed: a's client ended after $(($(date +%s%3N) - t0)) ms: $(cat "$T_TMP/peer.out")"
+	[ $rc = 1 ] && grep -qx ECONNRESET "$T_TMP/peer.out" ||
+		{ fail "a's client: exit $rc, $(cat "$T_TMP/peer.out"), want ECONNRESET"; return 1; }
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		left=$(t_x m ss -H -tan "sport = :$port" | grep -vc LISTEN)
+		[ "$left" = 0 ] && break
+		sleep 0.1
+	done
+	[ "$left" = 0 ] || fail "m keeps $left sockets of the dead host: $(t_x m ss -tan "sport = :$port")"
+}
+
+# The TCP Server killed -9 mid-transfer: the application on b gets an
+# error (the tunnel's: ETIMEDOUT within the keepalive bound, or
+# ECONNRESET), never a clean end.  The server is started again after.
+case_server_killed() {
+	local port=$((PORT++)) hold=$T_TMP/hold t0 rl
+	_mkfile 64
+	_send_to_holder $port "$T_TMP/in64" "$hold" || return 1
+	_wait_stalled "$MPID" || { t_stop $LPID; t_stop $PPID_; fail "the transfer never started"
+		return 1; }
+	kill -9 "$(_srv_real_pid)"
+	t0=$(date +%s%3N)
+	wait $LPID && rl=0 || rl=$?
+	t_log "server killed: b's application ended after $(($(date +%s%3N) - t0)) ms: $(tail -1 "$T_TMP/l.err")"
+	touch "$hold"
+	wait $PPID_
+	wait $SRV_PID 2>/dev/null
+	_srv_start || return 1
+	[ $rl = 1 ] && grep -qE '\((ETIMEDOUT|ECONNRESET)\)' "$T_TMP/l.err" ||
+		fail "xvi-mncat exit $rl, want ETIMEDOUT or ECONNRESET: $(tail -2 "$T_TMP/l.err")"
+}
+
 CASES=(
 	both_ways	case_both_ways	"data both ways byte-exact, each side half-closes"
 	connect_out	case_connect_out	"b connects out through m: both ways, half-close"
@@ -193,5 +294,8 @@ CASES=(
 	rst_from_client	case_rst_from_client	"a's RST: ECONNRESET on b"
 	rst_from_host	case_rst_from_host	"b's abort: ECONNRESET on a"
 	many		case_many	"1000 concurrent connections echoed byte-exact"
+	slow_reader	case_slow_reader	"a slow client holds b back; bounded memory; byte-exact"
+	host_killed	case_host_killed	"host killed -9: its sockets reset, none left on m"
+	server_killed	case_server_killed	"TCP Server killed -9: an error on b"
 )
 t_main "$@"
