@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* xvi-httpd's two backends: kernel sockets, MemNet remote sockets. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <xvi_memnet.h>
+#include "httpd.h"
+#include "stream_transport.h"
+
+/* ---- kernel ------------------------------------------------------------------- */
+
+static ssize_t kres(ssize_t r)
+{
+	return r < 0 ? (errno == EWOULDBLOCK ? -EAGAIN : -errno) : r;
+}
+
+static int k_listen(struct hio *io, __u16 port, int backlog)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int one = 1, fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+
+	if (fd < 0)
+		return -errno;
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) || listen(fd, backlog)) {
+		int err = errno;
+
+		close(fd);
+		return -err;
+	}
+	return fd;
+}
+
+static int k_accept(struct hio *io, int l)
+{
+	int one = 1, fd = accept4(l, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (fd < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	return fd;
+}
+
+static ssize_t k_recv(struct hio *io, int c, void *buf, size_t len)
+{
+	return kres(recv(c, buf, len, MSG_DONTWAIT));
+}
+
+static ssize_t k_send(struct hio *io, int c, const void *buf, size_t len)
+{
+	return kres(send(c, buf, len, MSG_DONTWAIT | MSG_NOSIGNAL));
+}
+
+static void k_close(struct hio *io, int c)
+{
+	close(c);
+}
+
+static int k_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tmo)
+{
+	struct pollfd *p = calloc((size_t)n, sizeof(*p));
+	int r;
+
+	if (!p)
+		return -ENOMEM;
+	for (int i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = ids[i], .events = ev[i] };
+	r = poll(p, (nfds_t)n, tmo);
+	for (int i = 0; i < n; i++)
+		rev[i] = p[i].revents;
+	free(p);
+	return r < 0 ? -errno : r;
+}
+
+static void k_free(struct hio *io)
+{
+	free(io);
+}
+
+static const struct hio_ops kernel_ops = {
+	k_listen, k_accept, k_recv, k_send, k_close, k_poll, k_free,
+};
+
+struct hio *hio_kernel(void)
+{
+	struct hio *io = calloc(1, sizeof(*io));
+
+	if (io)
+		io->ops = &kernel_ops;
+	return io;
+}
+
+/* ---- MemNet remote sockets ------------------------------------------------------ */
+
+struct mio {
+	struct hio io;
+	struct xst o;			/* the endpoint and its stream context */
+	struct xvi_mn_ctx *mn;
+	struct xvi_mn_pollfd *p;
+	int np;
+};
+
+#define MIO(io) ((struct mio *)(io))
+
+static int m_listen(struct hio *io, __u16 port, int backlog)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int err, sd = xvi_mn__socket(MIO(io)->mn, AF_INET, XVI_MN_NONBLOCK);
+
+	if (sd < 0)
+		return sd;
+	err = xvi_mn__bind(MIO(io)->mn, sd, (struct sockaddr *)&a, sizeof(a));
+	if (!err)
+		err = xvi_mn__listen(MIO(io)->mn, sd, backlog);
+	if (err)
+		xvi_mn__close(MIO(io)->mn, sd);
+	return err ? err : sd;
+}
+
+static int m_accept(struct hio *io, int l)
+{
+	return xvi_mn__accept(MIO(io)->mn, l, NULL);
+}
+
+static ssize_t m_recv(struct hio *io, int c, void *buf, size_t len)
+{
+	return xvi_mn__recv(MIO(io)->mn, c, buf, len, 0);
+}
+
+static ssize_t m_send(struct hio *io, int c, const void *buf, size_t len)
+{
+	return xvi_mn__send(MIO(io)->mn, c, buf, len, 0);
+}
+
+static void m_close(struct hio *io, int c)
+{
+	xvi_mn__close(MIO(io)->mn, c);
+}
+
+static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tmo)
+{
+	struct mio *m = MIO(io);
+	int r;
+
+	if (n > m->np) {
+		struct xvi_mn_pollfd *p = realloc(m->p, (size_t)n * 2 * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		m->p = p;
+		m->np = n * 2;
+	}
+	for (int i = 0; i < n; i++)
+		m->p[i] = (struct xvi_mn_pollfd){ .sd = ids[i], .events = ev[i] };
+	r = xvi_mn__poll(m->mn, m->p, n, tmo);
+	for (int i = 0; i < n; i++)
+		rev[i] = m->p[i].revents;
+	return r;
+}
+
+static void m_free(struct hio *io)
+{
+	struct mio *m = MIO(io);
+
+	xvi_mn_ctx__free(m->mn);
+	xst_close(&m->o);
+	free(m->p);
+	free(m);
+}
+
+static const struct hio_ops memnet_ops = {
+	m_listen, m_accept, m_recv, m_send, m_close, m_poll, m_free,
+};
+
+struct hio *hio_memnet(const char *iface, const char *server)
+{
+	struct xst_cfg cfg = { .xt = { .prog = "xvi-httpd", .iface = iface,
+				       .wait = XVI_WAIT_BLOCK }, .nodelay = true };
+	union xvi_sockaddr srv, local;
+	struct mio *m = calloc(1, sizeof(*m));
+	char ip[64], *colon;
+	const char *why;
+	__u16 port;
+
+	if (!m)
+		return NULL;
+	snprintf(ip, sizeof(ip), "%s", server);
+	colon = strrchr(ip, ':');
+	if (!colon || (*colon = 0, (why = xt_parse_port(colon + 1, &port))) ||
+	    (why = xt_parse_ip(ip, port, &srv))) {
+		fprintf(stderr, "xvi-httpd: --server %s: give IP:PORT of xvi-tcpserver\n", server);
+		free(m);
+		return NULL;
+	}
+	xt_any_addr(srv.sa.sa_family, xt_pid_port(), &local);
+	if (xst_open(&m->o, &cfg, &local)) {
+		free(m);
+		return NULL;
+	}
+	m->mn = xvi_mn_ctx__new(m->o.ctx, &srv, port, NULL);
+	if (!m->mn) {
+		fprintf(stderr, "xvi-httpd: no tunnel to the TCP Server at %s: %s\n", server,
+			strerror(errno));
+		xst_close(&m->o);
+		free(m);
+		return NULL;
+	}
+	m->io.ops = &memnet_ops;
+	return &m->io;
+}
