@@ -19,6 +19,8 @@ PKGS=(
 	# a real memcached (the key-value cache suite and bench, and xvi-run's),
 	# socat (unmodified UDP programs under xvi-run, tests/lab/preload.sh)
 	memcached socat
+	# TCP Server suite and bench: a web client, HTTP load generators
+	curl httperf wrk
 )
 
 missing=()

@@ -22,7 +22,7 @@ PORT=7400	# one per case: no TIME_WAIT from a case before
 SRV_PID=
 
 t_setup() {
-	t_need "$XDPVI" "$XVIRELAY" "$TCPSRV" "$MNCAT" || return 1
+	t_need "$XDPVI" "$XVIRELAY" "$TCPSRV" "$MNCAT" "$HTTPD" || return 1
 	T_LAB=$(t_lab_name ts)
 	lab_up --name "$T_LAB" --nodes 3 >&2 || { fail "lab_up --nodes 3 $T_LAB failed"; return 1; }
 	lab_relay_stop --name "$T_LAB"
@@ -265,6 +265,43 @@ case_host_killed() {
 	[ "$left" = 0 ] || fail "m keeps $left sockets of the dead host: $(t_x m ss -tan "sport = :$port")"
 }
 
+# xvi-httpd on b over the TCP Server, fetched by an unmodified curl on a at
+# m's address: two files over one kept-alive HTTP/1.1 connection and one
+# over HTTP/1.0, byte-exact; a missing file is a 404; then wrk for 10 s
+# without an error.
+case_web() {
+	local port=$((PORT++)) hpid code
+	mkdir -p "$T_TMP/www"
+	head -c 1048576 /dev/urandom >"$T_TMP/www/big.bin"
+	head -c 777 /dev/urandom >"$T_TMP/www/small.bin"
+	t_x -T 120 b "$HTTPD" -i "$LAB_IFACE" -s $M4B:$SPORT -r "$T_TMP/www" $port \
+		2>"$T_TMP/h.err" &
+	hpid=$!
+	_wait_listen m $port || { t_stop $hpid; fail "xvi-httpd never listened: $(cat "$T_TMP/h.err")"
+		return 1; }
+	rm -f "$T_TMP/c1" "$T_TMP/c2" "$T_TMP/c3"
+	t_x -T 30 a curl -sS --fail -v "http://$M4A:$port/big.bin" -o "$T_TMP/c1" \
+		"http://$M4A:$port/small.bin" -o "$T_TMP/c2" 2>"$T_TMP/curl.err" &&
+	t_x -T 30 a curl -sS --fail --http1.0 "http://$M4A:$port/big.bin" -o "$T_TMP/c3" ||
+		{ t_stop $hpid; fail "curl: $(grep -v '^[<>*{}]' "$T_TMP/curl.err" | tail -2)"; return 1; }
+	code=$(t_x -T 30 a curl -s -o /dev/null -w '%{http_code}' "http://$M4A:$port/nosuch")
+	_same "big.bin over HTTP/1.1" "$T_TMP/c1" "$T_TMP/www/big.bin" &&
+	_same "small.bin, same connection" "$T_TMP/c2" "$T_TMP/www/small.bin" &&
+	_same "big.bin over HTTP/1.0" "$T_TMP/c3" "$T_TMP/www/big.bin" ||
+		{ t_stop $hpid; return 1; }
+	grep -q 'Re-using existing connection' "$T_TMP/curl.err" ||
+		{ t_stop $hpid; fail "curl did not keep the connection alive"; return 1; }
+	[ "$code" = 404 ] || { t_stop $hpid; fail "missing file: HTTP $code, want 404"; return 1; }
+	t_x -T 40 a wrk -t 1 -c 20 -d 10s "http://$M4A:$port/small.bin" >"$T_TMP/wrk.out" 2>&1 ||
+		{ t_stop $hpid; fail "wrk: $(tail -3 "$T_TMP/wrk.out")"; return 1; }
+	t_stop $hpid
+	sed 's/^/# wrk: /' "$T_TMP/wrk.out" >&2
+	grep -q 'Socket errors\|Non-2xx' "$T_TMP/wrk.out" &&
+		{ fail "wrk saw errors: $(grep 'Socket errors\|Non-2xx' "$T_TMP/wrk.out")"; return 1; }
+	grep -qE '^ +[0-9]+ requests in' "$T_TMP/wrk.out" ||
+		fail "wrk completed no requests: $(tail -3 "$T_TMP/wrk.out")"
+}
+
 # The TCP Server killed -9 mid-transfer: the application on b gets an
 # error (the tunnel's: ETIMEDOUT within the keepalive bound, or
 # ECONNRESET), never a clean end.  The server is started again after.
@@ -294,6 +331,7 @@ CASES=(
 	rst_from_client	case_rst_from_client	"a's RST: ECONNRESET on b"
 	rst_from_host	case_rst_from_host	"b's abort: ECONNRESET on a"
 	many		case_many	"1000 concurrent connections echoed byte-exact"
+	web		case_web	"curl on a fetches from xvi-httpd on b byte-exact; wrk 10 s"
 	slow_reader	case_slow_reader	"a slow client holds b back; bounded memory; byte-exact"
 	host_killed	case_host_killed	"host killed -9: its sockets reset, none left on m"
 	server_killed	case_server_killed	"TCP Server killed -9: an error on b"
