@@ -1,0 +1,154 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# tests/bench/tcpserver.sh: xvi-httpd on node b over kernel TCP (RegTCP: m
+# routes in its kernel) against the same server through MemNet's TCP
+# Server (xvi-tcpserver on m, the host's sockets are m's), on one routed
+# three-node lab (a 198.18.1.1 -- m -- 198.18.2.2 b, as
+# tests/lab/tcpserver.sh builds it).  A benchmark, not a test: it prints a
+# table and never fails on numbers.
+#
+#   node a: wrk (closed loop, 20 connections, keep-alive) and httperf
+#           (open loop, HTTP/1.1, 6 requests per connection in bursts of 3,
+#           at RATE new connections/s) fetching a 1 KiB file
+#   node b: xvi-httpd --kernel, or xvi-httpd over the TCP Server
+#   node m: kernel forwarding, or xvi-tcpserver
+#
+# Variants alternate (regtcp, memnet, regtcp, ...) for ROUNDS rounds; the
+# table shows medians (min-max) of wrk's requests/s and latency p50/p99,
+# httperf's reply rate and reply time, and the CPU seconds per second of
+# the host's server process and of xvi-tcpserver during the wrk run.
+#
+# usage: B=build tests/bench/tcpserver.sh [-t SEC] [-r ROUNDS] [-R RATE]
+
+set -u -o pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${B:-build}
+case $B in /*) BIN=$B/bin ;; *) BIN=$ROOT/$B/bin ;; esac
+SEC=5 ROUNDS=3 RATE=2000
+while [ $# -ge 2 ]; do
+	case $1 in -t) SEC=$2 ;; -r) ROUNDS=$2 ;; -R) RATE=$2 ;; *) break ;; esac
+	shift 2
+done
+[ $# -eq 0 ] || { grep '^# usage:' "$0" | cut -c3- >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "tcpserver.sh: needs root (lab)" >&2; exit 1; }
+for b in "$BIN/xdp-vi" "$BIN/xvi-httpd" "$BIN/xvi-tcpserver" "$BIN/xvi-relay"; do
+	[ -x "$b" ] || { echo "tcpserver.sh: $b missing: make B=$B" >&2; exit 1; }
+done
+command -v wrk >/dev/null && command -v httperf >/dev/null ||
+	{ echo "tcpserver.sh: wrk and httperf missing: scripts/install-deps.sh" >&2; exit 1; }
+. "$ROOT/netns-lab/lib.sh"
+export XVI_RELAY=$BIN/xvi-relay
+TMP=$(mktemp -d /tmp/xvi-bench-ts.XXXXXX)
+lab_at_exit "rm -rf '$TMP'"
+L=xbt$$
+lab_up --name "$L" --nodes 3 >&2 || { echo "tcpserver.sh: lab_up failed" >&2; exit 1; }
+lab_relay_stop --name "$L"
+x() { local n=$1; shift; lab_exec --name "$L" -T 60 "$n" -- "$@"; }
+die() { echo "tcpserver.sh: $*" >&2; exit 1; }
+
+for n in a b; do x "$n" ip addr flush dev xv0 || die "flush on $n"; done
+x a ip addr add 198.18.1.1/24 dev xv0 && x a ip route add default via 198.18.1.254 &&
+x b ip addr add 198.18.2.2/24 dev xv0 && x b ip route add default via 198.18.2.254 &&
+x m ip link set xva promisc off && x m ip link set xvb promisc off &&
+x m ip addr add 198.18.1.254/24 dev xva && x m ip addr add 198.18.2.254/24 dev xvb &&
+x m sysctl -qw net.ipv4.ip_forward=1 || die "could not build the routed lab"
+x b "$BIN/xdp-vi" attach xv0 >/dev/null || die "attach on b"
+x m "$BIN/xdp-vi" attach xvb >/dev/null || die "attach xvb on m"
+x a ping -c 1 -W 2 198.18.2.2 >/dev/null || die "no way from a to b"
+mkdir -p "$TMP/www"
+head -c 1024 /dev/urandom >"$TMP/www/f1k"
+
+x m "$BIN/xvi-tcpserver" -i xvb 198.18.2.254 9000 2>"$TMP/srv.err" &
+SRV=$!
+lab_at_exit "kill $SRV 2>/dev/null"
+for _ in $(seq 50); do
+	x m "$BIN/xdp-vi" status 2>/dev/null | grep -q ':9000' && break
+	sleep 0.1
+done
+
+cpu_of() {	# utime + stime of PID in seconds (0 without a PID)
+	[ -n "$1" ] || { echo 0; return; }
+	awk -v hz="$(getconf CLK_TCK)" '{ printf "%.3f\n", ($14 + $15) / hz }' "/proc/$1/stat" \
+		2>/dev/null || echo 0
+}
+pid_of() { pgrep -f -- "$1" | head -1; }
+wait_listen() {
+	for _ in $(seq 100); do
+		[ -n "$(x "$1" ss -H -tln "sport = :$2" 2>/dev/null)" ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+PORT=8100
+run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms host_cpu srv_cpu"
+	local v=$1 dst node hp h0 h1 s0 s1 spid
+	PORT=$((PORT + 1))
+	if [ "$v" = regtcp ]; then
+		x b "$BIN/xvi-httpd" --kernel -r "$TMP/www" $PORT 2>"$TMP/h.err" &
+		dst=198.18.2.2 node=b
+	else
+		x b "$BIN/xvi-httpd" -i xv0 -s 198.18.2.254:9000 -r "$TMP/www" $PORT 2>"$TMP/h.err" &
+		dst=198.18.1.254 node=m
+	fi
+	local w=$!
+	wait_listen $node $PORT || die "$v: no listener: $(cat "$TMP/h.err")"
+	hp=$(pid_of "^$BIN/xvi-httpd .*$PORT\$") spid=$(pid_of "^$BIN/xvi-tcpserver")
+	h0=$(cpu_of "$hp") s0=$(cpu_of "$spid")
+	x a wrk --latency -t 1 -c 20 -d "${SEC}s" "http://$dst:$PORT/f1k" >"$TMP/wrk.out" 2>&1
+	h1=$(cpu_of "$hp") s1=$(cpu_of "$spid")
+	x a httperf --hog --server $dst --port $PORT --uri /f1k --rate "$RATE" \
+		--num-conns $((RATE * SEC)) --num-calls 6 --burst-length 3 --timeout 5 \
+		>"$TMP/hp.out" 2>&1
+	kill -TERM "$hp" 2>/dev/null
+	wait "$w"
+	python3 - "$v" "$TMP/wrk.out" "$TMP/hp.out" "$SEC" "$h0" "$h1" "$s0" "$s1" <<'PY'
+import re, sys
+v, wrk, hp, sec = sys.argv[1], open(sys.argv[2]).read(), open(sys.argv[3]).read(), float(sys.argv[4])
+h0, h1, s0, s1 = map(float, sys.argv[5:9])
+def ms(s):
+    m = re.match(r"([\d.]+)(us|ms|s)", s)
+    return float(m.group(1)) * {"us": 1e-3, "ms": 1, "s": 1e3}[m.group(2)] if m else -1
+rps = re.search(r"Requests/sec:\s+([\d.]+)", wrk)
+p50 = re.search(r"\s50%\s+(\S+)", wrk)
+p99 = re.search(r"\s99%\s+(\S+)", wrk)
+# httperf samples its reply rate every 5 s: the total over the duration
+# covers runs shorter than that too.
+tot = re.search(r"replies (\d+) test-duration ([\d.]+) s", hp)
+ht = re.search(r"Reply time \[ms\]: response ([\d.]+)", hp)
+srv = (s1 - s0) / sec if v == "memnet" else 0.0
+print(v, rps.group(1) if rps else -1, ms(p50.group(1)) if p50 else -1,
+      ms(p99.group(1)) if p99 else -1,
+      "%.0f" % (int(tot.group(1)) / float(tot.group(2))) if tot else -1,
+      ht.group(1) if ht else -1,
+      "%.2f" % ((h1 - h0) / sec), "%.2f" % srv)
+PY
+}
+
+for r in $(seq "$ROUNDS"); do
+	for v in ${TS_VARIANTS:-regtcp memnet}; do
+		run_one "$v" | tee -a "$TMP/rows" >&2
+	done
+done
+
+sed 's/^/# xvi-tcpserver: /' "$TMP/srv.err" >&2
+python3 - "$TMP/rows" "$SEC" "$ROUNDS" "$RATE" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+def col(v, i):
+    return [float(r[i]) for r in rows if r[0] == v and float(r[i]) >= 0]
+def fmt(xs, f):
+    return "%s (%s-%s)" % (f % statistics.median(xs), f % min(xs), f % max(xs)) if xs else "-"
+print("Web server on b, 1 KiB file, fetched from a; %s s a run, %s rounds" % (sys.argv[2], sys.argv[3]))
+print("wrk -t1 -c20 (keep-alive, closed loop); httperf HTTP/1.1, 6 calls a connection in bursts of 3, %s connections/s offered" % sys.argv[4])
+print("| system | wrk requests/s | p50 ms | p99 ms | httperf replies/s | reply time ms | host server CPU/s | xvi-tcpserver CPU/s |")
+print("|---|---|---|---|---|---|---|---|")
+for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"), ("memnet", "MemNet (TCP Server on m)")):
+    print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (name, fmt(col(v, 1), "%.0f"),
+          fmt(col(v, 2), "%.3f"), fmt(col(v, 3), "%.3f"), fmt(col(v, 4), "%.0f"),
+          fmt(col(v, 5), "%.2f"), fmt(col(v, 6), "%.2f"), fmt(col(v, 7), "%.2f")))
+r, m = col("regtcp", 1), col("memnet", 1)
+if r and m:
+    print("\nMemNet / RegTCP wrk requests/s, medians: %.2fx" % (statistics.median(m) / statistics.median(r)))
+PY
