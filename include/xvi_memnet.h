@@ -120,16 +120,16 @@ XVI_API int xvi_memnet_job__done(struct xvi_memnet_job *job, ssize_t *result);
  * call returns the tunnel's error, -ETIMEDOUT or -ECONNRESET; the server
  * aborts the host's sockets when it sees the tunnel go.
  *
- * Calls block unless the socket was made with XVI_MN_NONBLOCK (accepted
+ * Calls block unless the socket was made with XVI_MEMNET_NONBLOCK (accepted
  * sockets inherit the listener's); connect() always blocks until the
  * server's kernel completed or refused it.  Progress happens inside these
  * calls (no thread): an application that sleeps elsewhere puts
- * xvi_mn_ctx__fd() in its poll set and calls xvi_mn__poll(..., 0) when it
+ * xvi_memnet_ctx__fd() in its poll set and calls xvi_memnet_ctx__poll(..., 0) when it
  * fires.
  */
-struct xvi_mn_ctx;
+struct xvi_memnet_ctx;
 
-struct xvi_mn_ctx_opts {
+struct xvi_memnet_ctx_opts {
 	size_t sz;
 	int timeout_ms;		/* bound on reaching the server; default 5000 */
 	size_t :0;
@@ -140,57 +140,57 @@ struct xvi_mn_ctx_opts {
  * stream service @service.  NULL with errno (ETIMEDOUT, ECONNREFUSED:
  * nothing serves there; EPROTONOSUPPORT: another protocol version).
  */
-XVI_API struct xvi_mn_ctx *xvi_mn_ctx__new(struct xvi_stream_ctx *sctx,
-					   const union xvi_sockaddr *server,
-					   __u16 service,
-					   const struct xvi_mn_ctx_opts *opts);
+XVI_API struct xvi_memnet_ctx *xvi_memnet_ctx__new(struct xvi_stream_ctx *sctx,
+			const union xvi_sockaddr *server, __u16 service,
+			const struct xvi_memnet_ctx_opts *opts);
 /* Close the tunnel: the server closes every socket left open. */
-XVI_API void xvi_mn_ctx__free(struct xvi_mn_ctx *mn);
-/* The stream context's fd (POLLIN: call xvi_mn__poll). */
-XVI_API int xvi_mn_ctx__fd(const struct xvi_mn_ctx *mn);
+XVI_API void xvi_memnet_ctx__free(struct xvi_memnet_ctx *mn);
+/* The stream context's fd (POLLIN: call xvi_memnet_ctx__poll). */
+XVI_API int xvi_memnet_ctx__fd(const struct xvi_memnet_ctx *mn);
 
-enum xvi_mn_sock_flags {
-	XVI_MN_NONBLOCK = 1 << 0,	/* -EAGAIN instead of waiting */
+enum xvi_memnet_sock_flags {
+	XVI_MEMNET_NONBLOCK = 1 << 0,	/* -EAGAIN instead of waiting */
 };
 
 /* A TCP socket of @family (AF_INET, AF_INET6) on the server: sd >= 0. */
-XVI_API int xvi_mn__socket(struct xvi_mn_ctx *mn, int family, int flags);
-XVI_API int xvi_mn__bind(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr,
-			 socklen_t len);
-XVI_API int xvi_mn__listen(struct xvi_mn_ctx *mn, int sd, int backlog);
+XVI_API int xvi_memnet_ctx__socket(struct xvi_memnet_ctx *mn, int family, int flags);
+XVI_API int xvi_memnet_ctx__bind(struct xvi_memnet_ctx *mn, int sd, const struct sockaddr *addr,
+			socklen_t len);
+XVI_API int xvi_memnet_ctx__listen(struct xvi_memnet_ctx *mn, int sd, int backlog);
 /* A connection's sd; its peer in @peer if not NULL.  -EAGAIN (non-blocking). */
-XVI_API int xvi_mn__accept(struct xvi_mn_ctx *mn, int sd, struct sockaddr_storage *peer);
-XVI_API int xvi_mn__connect(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr,
-			    socklen_t len);
+XVI_API int xvi_memnet_ctx__accept(struct xvi_memnet_ctx *mn, int sd,
+			struct sockaddr_storage *peer);
+XVI_API int xvi_memnet_ctx__connect(struct xvi_memnet_ctx *mn, int sd, const struct sockaddr *addr,
+			socklen_t len);
 /* As send(2)/recv(2) of a blocking or non-blocking socket; @flags must be 0. */
-XVI_API ssize_t xvi_mn__send(struct xvi_mn_ctx *mn, int sd, const void *buf, size_t len,
-			     int flags);
-XVI_API ssize_t xvi_mn__recv(struct xvi_mn_ctx *mn, int sd, void *buf, size_t len,
-			     int flags);
-XVI_API int xvi_mn__shutdown(struct xvi_mn_ctx *mn, int sd, int how);
+XVI_API ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf, size_t len,
+			int flags);
+XVI_API ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_t len,
+			int flags);
+XVI_API int xvi_memnet_ctx__shutdown(struct xvi_memnet_ctx *mn, int sd, int how);
 /* Close: FIN after the data sent (RST if received data was left unread). */
-XVI_API int xvi_mn__close(struct xvi_mn_ctx *mn, int sd);
+XVI_API int xvi_memnet_ctx__close(struct xvi_memnet_ctx *mn, int sd);
 /* Close with RST at once. */
-XVI_API int xvi_mn__abort(struct xvi_mn_ctx *mn, int sd);
+XVI_API int xvi_memnet_ctx__abort(struct xvi_memnet_ctx *mn, int sd);
 
 /* Send all @len bytes at @off of region @mem (registered on the stream
  * context), receive into them until full or end of stream. */
-XVI_API ssize_t xvi_mn__send_direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off,
-				    size_t len);
-XVI_API ssize_t xvi_mn__recv_direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off,
-				    size_t len);
+XVI_API ssize_t xvi_memnet_ctx__send_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off,
+			size_t len);
+XVI_API ssize_t xvi_memnet_ctx__recv_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off,
+			size_t len);
 
 /* Readiness of many sockets: like poll(2) with POLLIN, POLLOUT, POLLERR,
  * POLLHUP; a listener is readable when accept() would succeed.  Returns
  * the entries with revents, 0 when @timeout_ms ran out, or -errno. */
-struct xvi_mn_pollfd {
+struct xvi_memnet_pollfd {
 	int sd;
 	short events;
 	short revents;
 };
 
-XVI_API int xvi_mn__poll(struct xvi_mn_ctx *mn, struct xvi_mn_pollfd *fds, int n,
-			 int timeout_ms);
+XVI_API int xvi_memnet_ctx__poll(struct xvi_memnet_ctx *mn, struct xvi_memnet_pollfd *fds, int n,
+			int timeout_ms);
 
 #ifdef __cplusplus
 }

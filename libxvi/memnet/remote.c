@@ -40,7 +40,7 @@ struct rsock {
 	__u32 aq_head, aq_len, aq_cap;
 };
 
-struct xvi_mn_ctx {
+struct xvi_memnet_ctx {
 	struct xvi_stream_ctx *sctx;
 	struct xvi_stream *tun;
 	int dead;		/* the tunnel's error, positive errno */
@@ -58,7 +58,7 @@ struct xvi_mn_ctx {
 
 /* ---- the tunnel ------------------------------------------------------------ */
 
-static int emit(struct xvi_mn_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 val,
+static int emit(struct xvi_memnet_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 val,
 		const void *payload, __u32 len)
 {
 	struct xvi_tun_hdr h = { .type = type, .sock = sock, .req = req, .val = val, .len = len };
@@ -88,12 +88,12 @@ static int emit(struct xvi_mn_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 v
 	return 0;
 }
 
-static struct rsock *sock_of(struct xvi_mn_ctx *mn, int sd)
+static struct rsock *sock_of(struct xvi_memnet_ctx *mn, int sd)
 {
 	return sd > 0 && (__u32)sd < mn->nsocks ? mn->socks[sd] : NULL;
 }
 
-static struct rsock *slot_open(struct xvi_mn_ctx *mn, __u32 h, int flags)
+static struct rsock *slot_open(struct xvi_memnet_ctx *mn, __u32 h, int flags)
 {
 	struct rsock *rs;
 
@@ -122,7 +122,7 @@ static struct rsock *slot_open(struct xvi_mn_ctx *mn, __u32 h, int flags)
 	return rs;
 }
 
-static void slot_free(struct xvi_mn_ctx *mn, int sd)
+static void slot_free(struct xvi_memnet_ctx *mn, int sd)
 {
 	struct rsock *rs = sock_of(mn, sd);
 
@@ -134,7 +134,7 @@ static void slot_free(struct xvi_mn_ctx *mn, int sd)
 	mn->socks[sd] = NULL;
 }
 
-static void tunnel_failed(struct xvi_mn_ctx *mn, int err)
+static void tunnel_failed(struct xvi_memnet_ctx *mn, int err)
 {
 	if (mn->dead)
 		return;
@@ -145,7 +145,7 @@ static void tunnel_failed(struct xvi_mn_ctx *mn, int err)
 			mn->socks[i]->err = mn->dead;
 }
 
-static void on_data(struct xvi_mn_ctx *mn, struct rsock *rs, const char *p, __u32 len)
+static void on_data(struct xvi_memnet_ctx *mn, struct rsock *rs, const char *p, __u32 len)
 {
 	__u32 tail, first;
 
@@ -168,7 +168,7 @@ static void on_data(struct xvi_mn_ctx *mn, struct rsock *rs, const char *p, __u3
 	rs->rx_len += len;
 }
 
-static void on_frame(struct xvi_mn_ctx *mn, const struct xvi_tun_hdr *h, const char *p)
+static void on_frame(struct xvi_memnet_ctx *mn, const struct xvi_tun_hdr *h, const char *p)
 {
 	struct rsock *rs = sock_of(mn, (int)h->sock), *ns;
 
@@ -233,7 +233,7 @@ static void on_frame(struct xvi_mn_ctx *mn, const struct xvi_tun_hdr *h, const c
 }
 
 /* Run the stream engine, send what is queued, take what arrived. */
-static void pump(struct xvi_mn_ctx *mn)
+static void pump(struct xvi_memnet_ctx *mn)
 {
 	if (mn->dead)
 		return;
@@ -289,7 +289,7 @@ static void pump(struct xvi_mn_ctx *mn)
 }
 
 /* Sleep until the tunnel may have news, at most @ms. */
-static void nap(struct xvi_mn_ctx *mn, int ms)
+static void nap(struct xvi_memnet_ctx *mn, int ms)
 {
 	if (ms < 0 || ms > WAIT_SLICE_MS)
 		ms = WAIT_SLICE_MS;
@@ -298,7 +298,7 @@ static void nap(struct xvi_mn_ctx *mn, int ms)
 }
 
 /* One request and its reply: the result (>= 0) or -errno. */
-static int request(struct xvi_mn_ctx *mn, __u8 type, int sd, __s32 val, const void *payload,
+static int request(struct xvi_memnet_ctx *mn, __u8 type, int sd, __s32 val, const void *payload,
 		   __u32 len)
 {
 	int err;
@@ -319,13 +319,13 @@ static int request(struct xvi_mn_ctx *mn, __u8 type, int sd, __s32 val, const vo
 
 /* ---- context ----------------------------------------------------------------- */
 
-struct xvi_mn_ctx *xvi_mn_ctx__new(struct xvi_stream_ctx *sctx, const union xvi_sockaddr *server,
-				   __u16 service, const struct xvi_mn_ctx_opts *opts)
+struct xvi_memnet_ctx *xvi_memnet_ctx__new(struct xvi_stream_ctx *sctx, const union xvi_sockaddr *server,
+				   __u16 service, const struct xvi_memnet_ctx_opts *opts)
 {
 	XVI_OPTS(xvi_stream_opts, so, .flags = XVI_STREAM_NONBLOCK | XVI_STREAM_NODELAY);
-	int tmo = opts && opts->sz >= offsetof(struct xvi_mn_ctx_opts, timeout_ms) + sizeof(int) &&
+	int tmo = opts && opts->sz >= offsetof(struct xvi_memnet_ctx_opts, timeout_ms) + sizeof(int) &&
 		  opts->timeout_ms > 0 ? opts->timeout_ms : 5000;
-	struct xvi_mn_ctx *mn;
+	struct xvi_memnet_ctx *mn;
 	long long end = xvi_now_ms() + tmo;
 	int err, r;
 
@@ -389,7 +389,7 @@ fail:
 	return NULL;
 }
 
-void xvi_mn_ctx__free(struct xvi_mn_ctx *mn)
+void xvi_memnet_ctx__free(struct xvi_memnet_ctx *mn)
 {
 	if (!mn)
 		return;
@@ -408,7 +408,7 @@ void xvi_mn_ctx__free(struct xvi_mn_ctx *mn)
 	free(mn);
 }
 
-int xvi_mn_ctx__fd(const struct xvi_mn_ctx *mn)
+int xvi_memnet_ctx__fd(const struct xvi_memnet_ctx *mn)
 {
 	return mn ? xvi_stream_ctx__fd(mn->sctx) : xvi_err(-EINVAL);
 }
@@ -421,11 +421,11 @@ int xvi_mn_ctx__fd(const struct xvi_mn_ctx *mn)
 			return xvi_err(-EBADF);				\
 	} while (0)
 
-int xvi_mn__socket(struct xvi_mn_ctx *mn, int family, int flags)
+int xvi_memnet_ctx__socket(struct xvi_memnet_ctx *mn, int family, int flags)
 {
 	int h;
 
-	if (!mn || (flags & ~XVI_MN_NONBLOCK))
+	if (!mn || (flags & ~XVI_MEMNET_NONBLOCK))
 		return xvi_err(-EINVAL);
 	h = request(mn, XVI_TUN_SOCKET, 0, family, NULL, 0);
 	if (h <= 0)
@@ -437,7 +437,7 @@ int xvi_mn__socket(struct xvi_mn_ctx *mn, int family, int flags)
 	return h;
 }
 
-static int addr_request(struct xvi_mn_ctx *mn, __u8 type, int sd, const struct sockaddr *sa,
+static int addr_request(struct xvi_memnet_ctx *mn, __u8 type, int sd, const struct sockaddr *sa,
 			socklen_t len)
 {
 	struct xvi_tun_addr ta;
@@ -447,7 +447,7 @@ static int addr_request(struct xvi_mn_ctx *mn, __u8 type, int sd, const struct s
 	return request(mn, type, sd, 0, &ta, sizeof(ta));
 }
 
-int xvi_mn__bind(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr, socklen_t len)
+int xvi_memnet_ctx__bind(struct xvi_memnet_ctx *mn, int sd, const struct sockaddr *addr, socklen_t len)
 {
 	struct rsock *rs;
 
@@ -455,7 +455,7 @@ int xvi_mn__bind(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr, soc
 	return xvi_err(addr_request(mn, XVI_TUN_BIND, sd, addr, len));
 }
 
-int xvi_mn__listen(struct xvi_mn_ctx *mn, int sd, int backlog)
+int xvi_memnet_ctx__listen(struct xvi_memnet_ctx *mn, int sd, int backlog)
 {
 	struct rsock *rs;
 	int err;
@@ -469,7 +469,7 @@ int xvi_mn__listen(struct xvi_mn_ctx *mn, int sd, int backlog)
 	return xvi_err(err);
 }
 
-int xvi_mn__connect(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr, socklen_t len)
+int xvi_memnet_ctx__connect(struct xvi_memnet_ctx *mn, int sd, const struct sockaddr *addr, socklen_t len)
 {
 	struct rsock *rs;
 	int err;
@@ -485,7 +485,7 @@ int xvi_mn__connect(struct xvi_mn_ctx *mn, int sd, const struct sockaddr *addr, 
 	return xvi_err(err);
 }
 
-int xvi_mn__accept(struct xvi_mn_ctx *mn, int sd, struct sockaddr_storage *peer)
+int xvi_memnet_ctx__accept(struct xvi_memnet_ctx *mn, int sd, struct sockaddr_storage *peer)
 {
 	struct rsock *rs;
 	struct acc a;
@@ -499,7 +499,7 @@ int xvi_mn__accept(struct xvi_mn_ctx *mn, int sd, struct sockaddr_storage *peer)
 			return xvi_err(-rs->err);
 		if (mn->dead)
 			return xvi_err(-mn->dead);
-		if (rs->flags & XVI_MN_NONBLOCK)
+		if (rs->flags & XVI_MEMNET_NONBLOCK)
 			return xvi_err(-EAGAIN);
 		nap(mn, -1);
 	}
@@ -513,12 +513,12 @@ int xvi_mn__accept(struct xvi_mn_ctx *mn, int sd, struct sockaddr_storage *peer)
 	return a.sd;
 }
 
-static bool can_send(const struct xvi_mn_ctx *mn, const struct rsock *rs)
+static bool can_send(const struct xvi_memnet_ctx *mn, const struct rsock *rs)
 {
 	return rs->tx_credit && mn->out_len < OUT_HIGH;
 }
 
-ssize_t xvi_mn__send(struct xvi_mn_ctx *mn, int sd, const void *buf, size_t len, int flags)
+ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf, size_t len, int flags)
 {
 	struct rsock *rs;
 	size_t done = 0;
@@ -548,9 +548,9 @@ ssize_t xvi_mn__send(struct xvi_mn_ctx *mn, int sd, const void *buf, size_t len,
 			done += n;
 		}
 		pump(mn);
-		if (done == len || (done && (rs->flags & XVI_MN_NONBLOCK)))
+		if (done == len || (done && (rs->flags & XVI_MEMNET_NONBLOCK)))
 			return (ssize_t)done;
-		if (rs->flags & XVI_MN_NONBLOCK)
+		if (rs->flags & XVI_MEMNET_NONBLOCK)
 			return xvi_err(-EAGAIN);
 		if (!can_send(mn, rs))
 			nap(mn, -1);
@@ -558,7 +558,7 @@ ssize_t xvi_mn__send(struct xvi_mn_ctx *mn, int sd, const void *buf, size_t len,
 }
 
 /* Give the server back credit for what the application read. */
-static void credit_back(struct xvi_mn_ctx *mn, int sd, struct rsock *rs)
+static void credit_back(struct xvi_memnet_ctx *mn, int sd, struct rsock *rs)
 {
 	if (rs->rx_done && (rs->rx_done >= mn->window / 4 || !rs->rx_len)) {
 		emit(mn, XVI_TUN_CREDIT, (__u32)sd, 0, (__s32)rs->rx_done, NULL, 0);
@@ -566,7 +566,7 @@ static void credit_back(struct xvi_mn_ctx *mn, int sd, struct rsock *rs)
 	}
 }
 
-ssize_t xvi_mn__recv(struct xvi_mn_ctx *mn, int sd, void *buf, size_t len, int flags)
+ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_t len, int flags)
 {
 	struct rsock *rs;
 	size_t n, first;
@@ -582,7 +582,7 @@ ssize_t xvi_mn__recv(struct xvi_mn_ctx *mn, int sd, void *buf, size_t len, int f
 			return xvi_err(-rs->err);
 		if (!rs->connected)
 			return xvi_err(-ENOTCONN);
-		if (rs->flags & XVI_MN_NONBLOCK)
+		if (rs->flags & XVI_MEMNET_NONBLOCK)
 			return xvi_err(-EAGAIN);
 		nap(mn, -1);
 	}
@@ -598,7 +598,7 @@ ssize_t xvi_mn__recv(struct xvi_mn_ctx *mn, int sd, void *buf, size_t len, int f
 	return (ssize_t)n;
 }
 
-int xvi_mn__shutdown(struct xvi_mn_ctx *mn, int sd, int how)
+int xvi_memnet_ctx__shutdown(struct xvi_memnet_ctx *mn, int sd, int how)
 {
 	struct rsock *rs;
 	int err;
@@ -622,7 +622,7 @@ int xvi_mn__shutdown(struct xvi_mn_ctx *mn, int sd, int how)
 	return 0;
 }
 
-static int close_sd(struct xvi_mn_ctx *mn, int sd, bool abort)
+static int close_sd(struct xvi_memnet_ctx *mn, int sd, bool abort)
 {
 	struct rsock *rs;
 
@@ -645,17 +645,17 @@ static int close_sd(struct xvi_mn_ctx *mn, int sd, bool abort)
 	return 0;
 }
 
-int xvi_mn__close(struct xvi_mn_ctx *mn, int sd)
+int xvi_memnet_ctx__close(struct xvi_memnet_ctx *mn, int sd)
 {
 	return close_sd(mn, sd, false);
 }
 
-int xvi_mn__abort(struct xvi_mn_ctx *mn, int sd)
+int xvi_memnet_ctx__abort(struct xvi_memnet_ctx *mn, int sd)
 {
 	return close_sd(mn, sd, true);
 }
 
-static int region(struct xvi_mn_ctx *mn, int mem, size_t off, size_t len, char **p)
+static int region(struct xvi_memnet_ctx *mn, int mem, size_t off, size_t len, char **p)
 {
 	struct xvi_sregion *r;
 
@@ -672,7 +672,7 @@ static int region(struct xvi_mn_ctx *mn, int mem, size_t off, size_t len, char *
 
 /* Move all @len bytes between region memory and the socket (a receive
  * also ends at end of stream), waiting for credit and data. */
-static ssize_t direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off, size_t len,
+static ssize_t direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off, size_t len,
 		      bool send)
 {
 	char *p;
@@ -682,8 +682,8 @@ static ssize_t direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off, size_t
 	if (err)
 		return xvi_err(err);
 	while (done < len) {
-		ssize_t r = send ? xvi_mn__send(mn, sd, p + done, len - done, 0) :
-				   xvi_mn__recv(mn, sd, p + done, len - done, 0);
+		ssize_t r = send ? xvi_memnet_ctx__send(mn, sd, p + done, len - done, 0) :
+				   xvi_memnet_ctx__recv(mn, sd, p + done, len - done, 0);
 
 		if (r == -EAGAIN) {
 			nap(mn, -1);
@@ -698,17 +698,17 @@ static ssize_t direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off, size_t
 	return (ssize_t)done;
 }
 
-ssize_t xvi_mn__send_direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off, size_t len)
+ssize_t xvi_memnet_ctx__send_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off, size_t len)
 {
 	return direct(mn, sd, mem, off, len, true);
 }
 
-ssize_t xvi_mn__recv_direct(struct xvi_mn_ctx *mn, int sd, int mem, size_t off, size_t len)
+ssize_t xvi_memnet_ctx__recv_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off, size_t len)
 {
 	return direct(mn, sd, mem, off, len, false);
 }
 
-static short revents_of(const struct xvi_mn_ctx *mn, const struct rsock *rs, short events)
+static short revents_of(const struct xvi_memnet_ctx *mn, const struct rsock *rs, short events)
 {
 	short re = 0;
 
@@ -730,7 +730,7 @@ static short revents_of(const struct xvi_mn_ctx *mn, const struct rsock *rs, sho
 	return re & (events | POLLERR | POLLHUP | POLLNVAL);
 }
 
-int xvi_mn__poll(struct xvi_mn_ctx *mn, struct xvi_mn_pollfd *fds, int n, int timeout_ms)
+int xvi_memnet_ctx__poll(struct xvi_memnet_ctx *mn, struct xvi_memnet_pollfd *fds, int n, int timeout_ms)
 {
 	long long end = timeout_ms > 0 ? xvi_now_ms() + timeout_ms : 0;
 

@@ -99,8 +99,8 @@ struct hio *hio_kernel(void)
 struct mio {
 	struct hio io;
 	struct xst o;			/* the endpoint and its stream context */
-	struct xvi_mn_ctx *mn;
-	struct xvi_mn_pollfd *p;
+	struct xvi_memnet_ctx *mn;
+	struct xvi_memnet_pollfd *p;
 	int np;
 };
 
@@ -109,36 +109,36 @@ struct mio {
 static int m_listen(struct hio *io, __u16 port, int backlog)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int err, sd = xvi_mn__socket(MIO(io)->mn, AF_INET, XVI_MN_NONBLOCK);
+	int err, sd = xvi_memnet_ctx__socket(MIO(io)->mn, AF_INET, XVI_MEMNET_NONBLOCK);
 
 	if (sd < 0)
 		return sd;
-	err = xvi_mn__bind(MIO(io)->mn, sd, (struct sockaddr *)&a, sizeof(a));
+	err = xvi_memnet_ctx__bind(MIO(io)->mn, sd, (struct sockaddr *)&a, sizeof(a));
 	if (!err)
-		err = xvi_mn__listen(MIO(io)->mn, sd, backlog);
+		err = xvi_memnet_ctx__listen(MIO(io)->mn, sd, backlog);
 	if (err)
-		xvi_mn__close(MIO(io)->mn, sd);
+		xvi_memnet_ctx__close(MIO(io)->mn, sd);
 	return err ? err : sd;
 }
 
 static int m_accept(struct hio *io, int l)
 {
-	return xvi_mn__accept(MIO(io)->mn, l, NULL);
+	return xvi_memnet_ctx__accept(MIO(io)->mn, l, NULL);
 }
 
 static ssize_t m_recv(struct hio *io, int c, void *buf, size_t len)
 {
-	return xvi_mn__recv(MIO(io)->mn, c, buf, len, 0);
+	return xvi_memnet_ctx__recv(MIO(io)->mn, c, buf, len, 0);
 }
 
 static ssize_t m_send(struct hio *io, int c, const void *buf, size_t len)
 {
-	return xvi_mn__send(MIO(io)->mn, c, buf, len, 0);
+	return xvi_memnet_ctx__send(MIO(io)->mn, c, buf, len, 0);
 }
 
 static void m_close(struct hio *io, int c)
 {
-	xvi_mn__close(MIO(io)->mn, c);
+	xvi_memnet_ctx__close(MIO(io)->mn, c);
 }
 
 static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tmo)
@@ -147,7 +147,7 @@ static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tm
 	int r;
 
 	if (n > m->np) {
-		struct xvi_mn_pollfd *p = realloc(m->p, (size_t)n * 2 * sizeof(*p));
+		struct xvi_memnet_pollfd *p = realloc(m->p, (size_t)n * 2 * sizeof(*p));
 
 		if (!p)
 			return -ENOMEM;
@@ -155,8 +155,8 @@ static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tm
 		m->np = n * 2;
 	}
 	for (int i = 0; i < n; i++)
-		m->p[i] = (struct xvi_mn_pollfd){ .sd = ids[i], .events = ev[i] };
-	r = xvi_mn__poll(m->mn, m->p, n, tmo);
+		m->p[i] = (struct xvi_memnet_pollfd){ .sd = ids[i], .events = ev[i] };
+	r = xvi_memnet_ctx__poll(m->mn, m->p, n, tmo);
 	for (int i = 0; i < n; i++)
 		rev[i] = m->p[i].revents;
 	return r;
@@ -166,7 +166,7 @@ static void m_free(struct hio *io)
 {
 	struct mio *m = MIO(io);
 
-	xvi_mn_ctx__free(m->mn);
+	xvi_memnet_ctx__free(m->mn);
 	xst_close(&m->o);
 	free(m->p);
 	free(m);
@@ -201,7 +201,7 @@ struct hio *hio_memnet(const char *iface, const char *server)
 		free(m);
 		return NULL;
 	}
-	m->mn = xvi_mn_ctx__new(m->o.ctx, &srv, port, NULL);
+	m->mn = xvi_memnet_ctx__new(m->o.ctx, &srv, port, NULL);
 	if (!m->mn) {
 		fprintf(stderr, "xvi-httpd: no tunnel to the TCP Server at %s: %s\n", server,
 			strerror(errno));

@@ -42,7 +42,7 @@ static int fail(const char *what, int err)
 	return 1;
 }
 
-static int cat(struct xvi_mn_ctx *mn, int sd, const struct cfg *cfg)
+static int cat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
 {
 	char *in = malloc(BUF), *out = malloc(BUF);
 	size_t ioff = 0, ilen = 0;
@@ -53,8 +53,8 @@ static int cat(struct xvi_mn_ctx *mn, int sd, const struct cfg *cfg)
 		return fail("malloc", ENOMEM);
 	fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
 	while (!xt_stop && (!peer_eof || !shut)) {
-		struct xvi_mn_pollfd p = { .sd = sd, .events = POLLIN };
-		struct pollfd f[2] = { { .fd = xvi_mn_ctx__fd(mn), .events = POLLIN },
+		struct xvi_memnet_pollfd p = { .sd = sd, .events = POLLIN };
+		struct pollfd f[2] = { { .fd = xvi_memnet_ctx__fd(mn), .events = POLLIN },
 				       { .fd = STDIN_FILENO, .events = POLLIN } };
 		bool progress = false;
 		ssize_t r;
@@ -72,7 +72,7 @@ static int cat(struct xvi_mn_ctx *mn, int sd, const struct cfg *cfg)
 			}
 		}
 		if (ioff < ilen) {
-			r = xvi_mn__send(mn, sd, in + ioff, ilen - ioff, 0);
+			r = xvi_memnet_ctx__send(mn, sd, in + ioff, ilen - ioff, 0);
 			if (r > 0) {
 				ioff += (size_t)r;
 				progress = true;
@@ -83,12 +83,12 @@ static int cat(struct xvi_mn_ctx *mn, int sd, const struct cfg *cfg)
 		}
 		if (in_eof && ioff == ilen && !shut) {
 			if (cfg->abort) {
-				xvi_mn__abort(mn, sd);
+				xvi_memnet_ctx__abort(mn, sd);
 				free(in);
 				free(out);
 				return 0;
 			}
-			r = xvi_mn__shutdown(mn, sd, SHUT_WR);
+			r = xvi_memnet_ctx__shutdown(mn, sd, SHUT_WR);
 			if (r) {
 				rc = fail("shutdown", (int)-r);
 				break;
@@ -96,7 +96,7 @@ static int cat(struct xvi_mn_ctx *mn, int sd, const struct cfg *cfg)
 			shut = true;
 		}
 		while (!peer_eof) {
-			r = xvi_mn__recv(mn, sd, out, BUF, 0);
+			r = xvi_memnet_ctx__recv(mn, sd, out, BUF, 0);
 			if (r == -EAGAIN)
 				break;
 			if (r < 0) {
@@ -115,12 +115,12 @@ static int cat(struct xvi_mn_ctx *mn, int sd, const struct cfg *cfg)
 		}
 		if (progress)
 			continue;
-		if (xvi_mn__poll(mn, &p, 1, 0) > 0)
+		if (xvi_memnet_ctx__poll(mn, &p, 1, 0) > 0)
 			continue;
 		if (ioff < ilen) {
-			struct xvi_mn_pollfd w = { .sd = sd, .events = POLLOUT };
+			struct xvi_memnet_pollfd w = { .sd = sd, .events = POLLOUT };
 
-			xvi_mn__poll(mn, &w, 1, 100);
+			xvi_memnet_ctx__poll(mn, &w, 1, 100);
 			continue;
 		}
 		poll(f, in_eof ? 1 : 2, 100);
@@ -128,31 +128,31 @@ static int cat(struct xvi_mn_ctx *mn, int sd, const struct cfg *cfg)
 out:
 	fflush(stdout);
 	if (!rc)
-		xvi_mn__close(mn, sd);
+		xvi_memnet_ctx__close(mn, sd);
 	free(in);
 	free(out);
 	return rc;
 }
 
 /* Echo up to @n connections at once, each until its peer's FIN. */
-static int echo(struct xvi_mn_ctx *mn, int ls, int n)
+static int echo(struct xvi_memnet_ctx *mn, int ls, int n)
 {
-	struct xvi_mn_pollfd *p = calloc((size_t)n + 1, sizeof(*p));
+	struct xvi_memnet_pollfd *p = calloc((size_t)n + 1, sizeof(*p));
 	char *buf = malloc(BUF);
 	int live = 0, accepted = 0, rc = 0;
 
 	if (!p || !buf)
 		return fail("malloc", ENOMEM);
-	p[0] = (struct xvi_mn_pollfd){ .sd = ls, .events = POLLIN };
+	p[0] = (struct xvi_memnet_pollfd){ .sd = ls, .events = POLLIN };
 	while (!xt_stop && (accepted < n || live)) {
-		int r = xvi_mn__poll(mn, p, live + 1, 200);
+		int r = xvi_memnet_ctx__poll(mn, p, live + 1, 200);
 
 		if (r < 0) {
 			rc = fail("poll", -r);
 			break;
 		}
 		while (accepted < n) {
-			int sd = xvi_mn__accept(mn, ls, NULL);
+			int sd = xvi_memnet_ctx__accept(mn, ls, NULL);
 
 			if (sd == -EAGAIN)
 				break;
@@ -161,27 +161,27 @@ static int echo(struct xvi_mn_ctx *mn, int ls, int n)
 				goto out;
 			}
 			accepted++;
-			p[++live] = (struct xvi_mn_pollfd){ .sd = sd, .events = POLLIN };
+			p[++live] = (struct xvi_memnet_pollfd){ .sd = sd, .events = POLLIN };
 		}
 		for (int i = 1; i <= live; i++) {
 			ssize_t got;
 
 			if (!p[i].revents)
 				continue;
-			got = xvi_mn__recv(mn, p[i].sd, buf, BUF, 0);
+			got = xvi_memnet_ctx__recv(mn, p[i].sd, buf, BUF, 0);
 			if (got == -EAGAIN)
 				continue;
 			if (got > 0) {
 				/* the echo waits for credit: POLLOUT */
 				for (ssize_t off = 0; off < got;) {
-					ssize_t w = xvi_mn__send(mn, p[i].sd, buf + off,
+					ssize_t w = xvi_memnet_ctx__send(mn, p[i].sd, buf + off,
 								 (size_t)(got - off), 0);
 
 					if (w == -EAGAIN) {
-						struct xvi_mn_pollfd o = { .sd = p[i].sd,
+						struct xvi_memnet_pollfd o = { .sd = p[i].sd,
 									   .events = POLLOUT };
 
-						xvi_mn__poll(mn, &o, 1, 100);
+						xvi_memnet_ctx__poll(mn, &o, 1, 100);
 						continue;
 					}
 					if (w < 0) {
@@ -196,7 +196,7 @@ static int echo(struct xvi_mn_ctx *mn, int ls, int n)
 				rc = fail("recv", (int)-got);
 				goto out;
 			}
-			xvi_mn__close(mn, p[i].sd);
+			xvi_memnet_ctx__close(mn, p[i].sd);
 			p[i--] = p[live--];
 		}
 	}
@@ -293,7 +293,7 @@ int main(int argc, char **argv)
 	struct cfg cfg = { .xst = { .xt = { .prog = "xvi-mncat", .wait = XVI_WAIT_BLOCK },
 				    .nodelay = true }, .conns = 1 };
 	union xvi_sockaddr local, any;
-	struct xvi_mn_ctx *mn;
+	struct xvi_memnet_ctx *mn;
 	struct xst o;
 	int sd, err, rc;
 
@@ -304,24 +304,24 @@ int main(int argc, char **argv)
 	xt_any_addr(cfg.server.sa.sa_family, xt_pid_port(), &local);
 	if (xst_open(&o, &cfg.xst, &local))
 		return 1;
-	mn = xvi_mn_ctx__new(o.ctx, &cfg.server, xt_port(&cfg.server), NULL);
+	mn = xvi_memnet_ctx__new(o.ctx, &cfg.server, xt_port(&cfg.server), NULL);
 	if (!mn) {
 		rc = fail("cannot open a tunnel to the TCP Server", errno);
 		goto out;
 	}
 	/* Non-blocking: cat and echo wait in one poll for every direction. */
-	sd = xvi_mn__socket(mn, cfg.listen ? AF_INET : cfg.dst.sa.sa_family, XVI_MN_NONBLOCK);
+	sd = xvi_memnet_ctx__socket(mn, cfg.listen ? AF_INET : cfg.dst.sa.sa_family, XVI_MEMNET_NONBLOCK);
 	if (sd < 0) {
 		rc = fail("socket", -sd);
 		goto out_mn;
 	}
 	if (cfg.listen) {
 		xt_any_addr(AF_INET, cfg.lport, &any);
-		if ((err = xvi_mn__bind(mn, sd, &any.sa, xt_addrlen(&any)))) {
+		if ((err = xvi_memnet_ctx__bind(mn, sd, &any.sa, xt_addrlen(&any)))) {
 			rc = fail("bind", -err);
 			goto out_mn;
 		}
-		if ((err = xvi_mn__listen(mn, sd, cfg.conns > 64 ? cfg.conns : 64))) {
+		if ((err = xvi_memnet_ctx__listen(mn, sd, cfg.conns > 64 ? cfg.conns : 64))) {
 			rc = fail("listen", -err);
 			goto out_mn;
 		}
@@ -329,29 +329,29 @@ int main(int argc, char **argv)
 		if (cfg.echo) {
 			rc = echo(mn, sd, cfg.conns);
 		} else {
-			struct xvi_mn_pollfd p = { .sd = sd, .events = POLLIN };
+			struct xvi_memnet_pollfd p = { .sd = sd, .events = POLLIN };
 			int c = -EAGAIN;
 
 			while (!xt_stop && c == -EAGAIN) {
-				xvi_mn__poll(mn, &p, 1, 200);
-				c = xvi_mn__accept(mn, sd, NULL);
+				xvi_memnet_ctx__poll(mn, &p, 1, 200);
+				c = xvi_memnet_ctx__accept(mn, sd, NULL);
 			}
 			if (c < 0) {
 				rc = fail("accept", xt_stop ? EINTR : -c);
 				goto out_mn;
 			}
-			xvi_mn__close(mn, sd);
+			xvi_memnet_ctx__close(mn, sd);
 			rc = cat(mn, c, &cfg);
 		}
 	} else {
-		if ((err = xvi_mn__connect(mn, sd, &cfg.dst.sa, xt_addrlen(&cfg.dst)))) {
+		if ((err = xvi_memnet_ctx__connect(mn, sd, &cfg.dst.sa, xt_addrlen(&cfg.dst)))) {
 			rc = fail("connect", -err);
 			goto out_mn;
 		}
 		rc = cat(mn, sd, &cfg);
 	}
 out_mn:
-	xvi_mn_ctx__free(mn);
+	xvi_memnet_ctx__free(mn);
 out:
 	xst_close(&o);
 	return rc;
