@@ -243,7 +243,8 @@ static void pump(struct xvi_memnet_ctx *mn)
 
 		while (mn->out_len) {
 			r = xvi_stream__send(mn->tun, mn->out + mn->out_off, mn->out_len, 0);
-			if (r == -EAGAIN)
+			/* 0: the stream's send buffer is full, as -EAGAIN */
+			if (r == -EAGAIN || !r)
 				break;
 			if (r < 0) {
 				tunnel_failed(mn, (int)-r);
