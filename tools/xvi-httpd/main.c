@@ -237,7 +237,7 @@ static int run(struct hio *io, int l)
 			ev[i + 1] = c->hdr_off < c->hdr_len || c->body_off < c->body_len ?
 				    POLLOUT : POLLIN;
 		}
-		r = io->ops->poll(io, ids, ev, rev, n + 1, 1000);
+		r = io->ops->poll(io, ids, ev, rev, n + 1, 200);
 		if (r < 0 && r != -EINTR) {
 			fprintf(stderr, "xvi-httpd: poll: %s\n", strerror(-r));
 			return 1;
