@@ -185,6 +185,17 @@ case_many() {
 	t_log "$n connections echoed: $(cat "$T_TMP/peer.out")"
 }
 
+# Wait (bounded) until no process matches PATTERN: b's queue is free for
+# the next application (one process's endpoints own it at a time).
+_gone() {
+	local i
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		pgrep -f -- "$1" >/dev/null || return 0
+		sleep 0.1
+	done
+	fail "still running: $(pgrep -af -- "$1")"
+}
+
 _rss_kb() { awk '/^VmRSS:/ { print $2 }' "/proc/$1/status" 2>/dev/null; }
 _rchar() { awk '/^rchar:/ { print $2 }' "/proc/$1/io" 2>/dev/null; }
 _pid_of() { pgrep -f -- "$1" | head -1; }
@@ -209,7 +220,8 @@ _send_to_holder() {
 	rm -f "$3"
 	_mncat -l "$1" <"$2" >/dev/null 2>"$T_TMP/l.err" &
 	LPID=$!
-	_wait_listen m "$1" || { t_stop $LPID; fail "listener never came up"; return 1; }
+	_wait_listen m "$1" || { t_stop $LPID; fail "listener never came up: $(tail -2 \
+		"$T_TMP/l.err")"; return 1; }
 	t_x -T 120 a "$PY" "$PEER" connect $M4A "$1" --hold "$3" --out "$T_TMP/got_a" \
 		>"$T_TMP/peer.out" 2>&1 &
 	PPID_=$!
@@ -295,6 +307,7 @@ case_web() {
 	t_x -T 40 a wrk -t 1 -c 20 -d 10s "http://$M4A:$port/small.bin" >"$T_TMP/wrk.out" 2>&1 ||
 		{ t_stop $hpid; fail "wrk: $(tail -3 "$T_TMP/wrk.out")"; return 1; }
 	t_stop $hpid
+	_gone "^$HTTPD " || return 1
 	sed 's/^/# wrk: /' "$T_TMP/wrk.out" >&2
 	grep -q 'Socket errors\|Non-2xx' "$T_TMP/wrk.out" &&
 		{ fail "wrk saw errors: $(grep 'Socket errors\|Non-2xx' "$T_TMP/wrk.out")"; return 1; }
