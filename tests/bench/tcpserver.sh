@@ -101,6 +101,9 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 	x a httperf --hog --server $dst --port $PORT --uri /f1k --rate "$RATE" \
 		--num-conns $((RATE * SEC)) --num-calls 6 --burst-length 3 --timeout 5 \
 		>"$TMP/hp.out" 2>&1
+	# httperf killed by its bound prints no summary: show what it did print.
+	grep -q 'test-duration' "$TMP/hp.out" ||
+		sed 's/^/# httperf ('"$v"'): /' "$TMP/hp.out" | tail -12 >&2
 	kill -TERM "$hp" 2>/dev/null
 	wait "$w"
 	python3 - "$v" "$TMP/wrk.out" "$TMP/hp.out" "$SEC" "$h0" "$h1" "$s0" "$s1" <<'PY'
