@@ -846,7 +846,9 @@ def main():
             ("multiq", "4g. Many queues, many cores: one port, 1 and 2 threads",
              "two-node lab with 2-queue veths", True),
             ("preload", "4h. Unmodified sockperf under xvi-run against kernel sockets",
-             "two-node lab, xvi-run on both ends or on neither", True)):
+             "two-node lab, xvi-run on both ends or on neither", True),
+            ("tcpserver", "4i. A web server through MemNet's TCP Server against kernel TCP",
+             "three-node lab, m routing or serving as the TCP Server", False)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
             continue
