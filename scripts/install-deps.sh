@@ -21,6 +21,8 @@ PKGS=(
 	memcached socat
 	# TCP Server suite and bench: a web client, HTTP load generators
 	curl httperf wrk
+	# a DNS server and its load generator (xvi-run's dnsperf row, tests/lab/preload.sh)
+	dnsmasq-base dnsperf
 )
 
 missing=()
