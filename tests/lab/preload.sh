@@ -298,7 +298,15 @@ t.bind(("127.0.0.1", 0))
 	[[ $err == *"would be accelerated: 198.18.0.2:9400 on $LAB_IFACE"* ]] ||
 		fail "--check did not report the accelerable socket: '${err:0:300}'" || return
 	[[ $err == *"stays on the kernel"*"lo"* ]] ||
-		fail "--check did not report the socket on lo: '${err:0:300}'"
+		fail "--check did not report the socket on lo: '${err:0:300}'" || return
+	# The preflight: the lab interface passes, lo says why it cannot.
+	[[ $err == *"preflight $LAB_IFACE: datapath attached"*"1 RX queue"* ]] ||
+		fail "no preflight line for $LAB_IFACE: '${err:0:300}'" || return
+	err=$(t_x -T 30 b "$XVIRUN" -v --iface lo true 2>&1) ||
+		fail "xvi-run -v --iface lo true failed: $err" || return
+	[[ $err == *"preflight lo: cannot be accelerated: no xdp-vi datapath attached"* ]] &&
+		[[ $err == *"preflight lo: MTU 65536 too large for one 2048-byte frame"* ]] ||
+		fail "the preflight did not say why lo cannot be accelerated: '${err:0:300}'"
 }
 
 # shellcheck disable=SC2034 # read by t_main
@@ -314,7 +322,7 @@ CASES=(
 	socat		case_socat	"socat UDP4 file relay a -> b, both under xvi-run, byte-exact"
 	memcached	case_memcached	"memcached -U under xvi-run (b): set and 100 gets over UDP from a"
 	fallback	case_fallback	"a socket on lo stays on the kernel, logged with its reason and counted"
-	check		case_check	"xvi-run --check reports the accelerable socket and the one on lo"
+	check		case_check	"xvi-run --check reports the accelerable socket and the one on lo; the preflight"
 )
 
 t_main "$@"

@@ -8,11 +8,14 @@
 #include <getopt.h>
 #include <libgen.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include "preflight.h"
 
 #define PRELOAD_NAME "libxvi-preload.so"
 #ifndef XVI_RUN_LIBDIR
@@ -78,6 +81,8 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	char lib[PATH_MAX], *preload, *old, *end;
+	const char *iface = NULL;
+	bool preflight = false;
 	int c;
 
 	while ((c = getopt_long(argc, argv, "+i:vcs:h", opts, NULL)) != -1) {
@@ -89,12 +94,15 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			setenv("XVI_RUN_IFACE", optarg, 1);
+			iface = optarg;
 			break;
 		case 'v':
 			setenv("XVI_RUN_VERBOSE", "1", 1);
+			preflight = true;
 			break;
 		case 'c':
 			setenv("XVI_RUN_CHECK", "1", 1);
+			preflight = true;
 			break;
 		case 's':
 			setenv("XVI_RUN_STATS", optarg, 1);
@@ -123,6 +131,8 @@ int main(int argc, char **argv)
 	}
 	if (find_preload(lib, sizeof(lib)))
 		return 2;
+	if (preflight)
+		xvi_run_preflight(iface);
 	old = getenv("LD_PRELOAD");
 	if (old && *old) {
 		if (asprintf(&preload, "%s:%s", lib, old) < 0)
