@@ -269,6 +269,74 @@ print("ok")
 	_ran_over_xvi b "$bb" "${ra:-0}" 101 both
 }
 
+# _dnsperf_stat OUT NAME: the number after "NAME:" in dnsperf's output
+# ("Queries sent", "Queries completed", "Queries lost"), or the NOERROR
+# count for NAME "NOERROR"; empty if it printed none.
+_dnsperf_stat() {
+	case $2 in
+	NOERROR) sed -n 's/.*Response codes:.*NOERROR \([0-9]*\).*/\1/p' "$1" | head -1 ;;
+	*) sed -n "s/^ *$2: *\([0-9]*\).*/\1/p" "$1" | head -1 ;;
+	esac
+}
+
+# dnsmasq under xvi-run on b answers from a hosts file of 300 names
+# (nothing upstream: a name it does not hold gets REFUSED); a plain
+# dnsperf on a sends each name once.  --bind-interfaces with
+# --listen-address: one UDP socket bound to b's lab address, read with a
+# plain recvmsg (dnsmasq asks for IP_PKTINFO only on a wildcard socket),
+# answered from the same socket.
+case_dnsperf() {
+	local hosts=$T_TMP/dns.hosts qf=$T_TMP/dns.queries out=$T_TMP/dnsperf.out
+	local port=9553 n=300 i bb pid rc ra sent got lost ok err
+	command -v dnsmasq >/dev/null && command -v dnsperf >/dev/null ||
+		{ fail "dnsmasq or dnsperf not installed (make deps)"; return 1; }
+	: >"$hosts" && : >"$qf"
+	for i in $(seq "$n"); do
+		echo "198.19.$((i / 250)).$((i % 250 + 1)) h$i.xvi.test" >>"$hosts"
+		echo "h$i.xvi.test A" >>"$qf"
+	done
+	bb=$(_udp_counters b)
+	t_x -T 60 b "$XVIRUN" dnsmasq -k --conf-file=/dev/null --pid-file= --user=root \
+		--no-resolv --no-hosts --addn-hosts="$hosts" --port="$port" \
+		--bind-interfaces --listen-address=198.18.0.2 >"$T_TMP/dnsmasq.out" 2>&1 &
+	pid=$!
+	t_wait_endpoint_port b "$port" || { t_stop "$pid"; fail "dnsmasq never came up on an" \
+		"endpoint: $(head -c 300 "$T_TMP/dnsmasq.out")"; return 1; }
+	t_x -T 60 a dnsperf -s 198.18.0.2 -p "$port" -d "$qf" -n 1 -l 20 -t 2 >"$out" 2>&1
+	rc=$?
+	# Ten answers' addresses, read back by a kernel client on a.
+	err=$(t_x -T 30 a "$PY" -c '
+import socket, struct, sys
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.settimeout(5)
+for i in range(1, 301, 30):
+    name = b"".join(bytes([len(p)]) + p for p in (b"h%d.xvi.test" % i).split(b"."))
+    s.sendto(struct.pack("!6H", i, 0x100, 1, 0, 0, 0) + name + b"\0\0\1\0\1",
+             ("198.18.0.2", int(sys.argv[1])))
+    d = s.recv(512)
+    want = socket.inet_aton("198.19.%d.%d" % (i // 250, i % 250 + 1))
+    if d[:2] != struct.pack("!H", i) or d[3] & 15 or d[-4:] != want:
+        sys.exit("h%d: answered %r" % (i, d))
+print("ok")
+' "$port" 2>&1)
+	ra=$(_status_rx b "$port")
+	t_stop "$pid"
+	_wait_gone b "$port" || return 1
+	grep -E 'Queries|Response codes|Run time|Latency' "$out" | sed 's/^/# /' >&2
+	[ $rc -eq 0 ] || fail "dnsperf exit $rc: $(tail -c 300 "$out")" || return
+	sent=$(_dnsperf_stat "$out" "Queries sent")
+	got=$(_dnsperf_stat "$out" "Queries completed")
+	lost=$(_dnsperf_stat "$out" "Queries lost")
+	ok=$(_dnsperf_stat "$out" NOERROR)
+	[ "${sent:-0}" -eq "$n" ] && [ "${got:-0}" -eq "$n" ] && [ "${lost:-1}" -eq 0 ] &&
+		[ "${ok:-0}" -eq "$n" ] || fail "dnsperf: sent ${sent:-?} completed ${got:-?}" \
+		"lost ${lost:-?} NOERROR ${ok:-?} of $n; dnsmasq: $(head -c 300 "$T_TMP/dnsmasq.out")" ||
+		return
+	[ "$err" = ok ] || fail "answers: $err" || return
+	# n + 10 queries in, as many answers out (dnsperf and the client saw them).
+	_ran_over_xvi b "$bb" "${ra:-0}" $((n + 10)) both
+}
+
 # Loud fallback: a socket the datapath cannot take says so, with its reason.
 case_fallback() {
 	local err
@@ -321,6 +389,7 @@ CASES=(
 	sp_tp_both	case_sp_tp_both	"sockperf throughput 1472 B, xvi-run on both nodes"
 	socat		case_socat	"socat UDP4 file relay a -> b, both under xvi-run, byte-exact"
 	memcached	case_memcached	"memcached -U under xvi-run (b): set and 100 gets over UDP from a"
+	dnsperf		case_dnsperf	"dnsmasq under xvi-run (b): 300 names from a hosts file, dnsperf (a)"
 	fallback	case_fallback	"a socket on lo stays on the kernel, logged with its reason and counted"
 	check		case_check	"xvi-run --check reports the accelerable socket and the one on lo; the preflight"
 )
