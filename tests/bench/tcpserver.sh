@@ -88,7 +88,6 @@ wait_listen() {
 PORT=8100
 run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms host_cpu srv_cpu"
 	local v=$1 dst node hp h0 h1 s0 s1 spid
-	PORT=$((PORT + 1))
 	if [ "$v" = regtcp ]; then
 		x b "$BIN/xvi-httpd" --kernel -r "$TMP/www" $PORT 2>"$TMP/h.err" &
 		dst=198.18.2.2 node=b
@@ -137,6 +136,7 @@ PY
 
 for r in $(seq "$ROUNDS"); do
 	for v in ${TS_VARIANTS:-regtcp memnet}; do
+		PORT=$((PORT + 1))	# here: run_one runs in the pipe's subshell
 		run_one "$v" | tee -a "$TMP/rows" >&2
 	done
 done
