@@ -58,16 +58,6 @@ _srv_real_pid() { pgrep -P "$SRV_PID" -x xvi-tcpserver || pgrep -f "^$TCPSRV .*$
 
 _mncat() { t_x -T "${T_MNCAT_TMO:-60}" b "$MNCAT" -i "$LAB_IFACE" -s $M4B:$SPORT "$@"; }
 
-# Wait (bounded) until m's kernel listens on PORT.
-_wait_listen() {
-	local i
-	for i in $(seq "$T_WAIT_TENTHS"); do
-		[ -n "$(t_x "$1" ss -H -tln "sport = :$2" 2>/dev/null)" ] && return 0
-		sleep 0.1
-	done
-	return 1
-}
-
 _mkfile() { [ -s "$T_TMP/in$1" ] || head -c "$(($1 << 20))" /dev/urandom >"$T_TMP/in$1"; }
 _sha() { sha256sum <"$1" | cut -d' ' -f1; }
 
@@ -85,7 +75,7 @@ case_both_ways() {
 	head -c 3000000 /dev/urandom >"$T_TMP/back"
 	_mncat -l $port <"$T_TMP/back" >"$T_TMP/got_b" 2>"$T_TMP/l.err" &
 	local lpid=$!
-	_wait_listen m $port || { t_stop $lpid; fail "no listener on m:$port: $(cat "$T_TMP/l.err")"
+	t_wait_tcp_port m $port || { t_stop $lpid; fail "no listener on m:$port: $(cat "$T_TMP/l.err")"
 		return 1; }
 	t_x -T 60 a "$PY" "$PEER" connect $M4A $port --send "$T_TMP/in8" --out "$T_TMP/got_a" \
 		>"$T_TMP/peer.out" 2>&1 && rc=0 || rc=$?
@@ -106,7 +96,7 @@ case_connect_out() {
 	t_x -T 60 a "$PY" "$PEER" listen $port --send "$T_TMP/back" --out "$T_TMP/got_a" \
 		>"$T_TMP/peer.out" 2>&1 &
 	local ppid=$!
-	_wait_listen a $port || { t_stop $ppid; fail "kernel listener on a never came up"; return 1; }
+	t_wait_tcp_port a $port || { t_stop $ppid; fail "kernel listener on a never came up"; return 1; }
 	_mncat $A4 $port <"$T_TMP/in4" >"$T_TMP/got_b" 2>"$T_TMP/c.err" && rc=0 || rc=$?
 	wait $ppid && rl=0 || rl=$?
 	[ $rc = 0 ] || { fail "xvi-mncat: $(tail -2 "$T_TMP/c.err")"; return 1; }
@@ -137,7 +127,7 @@ case_in_use() {
 	local port=$((PORT++)) lpid
 	t_x -T 30 m "$PY" "$PEER" listen $port >/dev/null 2>&1 &
 	lpid=$!
-	_wait_listen m $port || { t_stop $lpid; fail "kernel listener on m never came up"; return 1; }
+	t_wait_tcp_port m $port || { t_stop $lpid; fail "kernel listener on m never came up"; return 1; }
 	_mncat_fails EADDRINUSE -l $port -R && { t_stop $lpid; return 0; }
 	t_stop $lpid
 	return 1
@@ -149,7 +139,7 @@ case_rst_from_client() {
 	head -c 100000 /dev/urandom >"$T_TMP/some"
 	_mncat -l $port -R >"$T_TMP/got_b" 2>"$T_TMP/l.err" </dev/null &
 	lpid=$!
-	_wait_listen m $port || { t_stop $lpid; fail "listener never came up"; return 1; }
+	t_wait_tcp_port m $port || { t_stop $lpid; fail "listener never came up"; return 1; }
 	t_x -T 30 a "$PY" "$PEER" connect $M4A $port --send "$T_TMP/some" --rst \
 		>"$T_TMP/peer.out" 2>&1 || { t_stop $lpid; fail "peer: $(cat "$T_TMP/peer.out")"
 		return 1; }
@@ -164,7 +154,7 @@ case_rst_from_host() {
 	head -c 100000 /dev/urandom >"$T_TMP/some"
 	t_x -T 30 a "$PY" "$PEER" listen $port --out "$T_TMP/got_a" >"$T_TMP/peer.out" 2>&1 &
 	ppid=$!
-	_wait_listen a $port || { t_stop $ppid; fail "kernel listener never came up"; return 1; }
+	t_wait_tcp_port a $port || { t_stop $ppid; fail "kernel listener never came up"; return 1; }
 	_mncat --abort $A4 $port <"$T_TMP/some" >/dev/null 2>"$T_TMP/c.err" ||
 		{ t_stop $ppid; fail "xvi-mncat: $(tail -2 "$T_TMP/c.err")"; return 1; }
 	wait $ppid && rc=0 || rc=$?
@@ -177,7 +167,7 @@ case_many() {
 	local port=$((PORT++)) n=${T_TS_CONNS:-1000} lpid rc rl
 	_mncat -l $port --echo --conns $n </dev/null >/dev/null 2>"$T_TMP/l.err" &
 	lpid=$!
-	_wait_listen m $port || { t_stop $lpid; fail "listener never came up"; return 1; }
+	t_wait_tcp_port m $port || { t_stop $lpid; fail "listener never came up"; return 1; }
 	t_x -T 150 a "$PY" "$PEER" many $M4A $port $n >"$T_TMP/peer.out" 2>&1 && rc=0 || rc=$?
 	wait $lpid && rl=0 || rl=$?
 	[ $rc = 0 ] || { fail "kernel clients: $(cat "$T_TMP/peer.out")"; return 1; }
@@ -220,7 +210,7 @@ _send_to_holder() {
 	rm -f "$3"
 	_mncat -l "$1" <"$2" >/dev/null 2>"$T_TMP/l.err" &
 	LPID=$!
-	_wait_listen m "$1" || { t_stop $LPID; fail "listener never came up: $(tail -2 \
+	t_wait_tcp_port m "$1" || { t_stop $LPID; fail "listener never came up: $(tail -2 \
 		"$T_TMP/l.err")"; return 1; }
 	t_x -T 120 a "$PY" "$PEER" connect $M4A "$1" --hold "$3" --out "$T_TMP/got_a" \
 		>"$T_TMP/peer.out" 2>&1 &
@@ -289,7 +279,7 @@ case_web() {
 	t_x -T 120 b "$HTTPD" -i "$LAB_IFACE" -s $M4B:$SPORT -r "$T_TMP/www" $port \
 		2>"$T_TMP/h.err" &
 	hpid=$!
-	_wait_listen m $port || { t_stop $hpid; fail "xvi-httpd never listened: $(cat "$T_TMP/h.err")"
+	t_wait_tcp_port m $port || { t_stop $hpid; fail "xvi-httpd never listened: $(cat "$T_TMP/h.err")"
 		return 1; }
 	rm -f "$T_TMP/c1" "$T_TMP/c2" "$T_TMP/c3"
 	t_x -T 30 a curl -sS --fail -v "http://$M4A:$port/big.bin" -o "$T_TMP/c1" \
