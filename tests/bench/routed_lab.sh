@@ -1,0 +1,32 @@
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# tests/bench/routed_lab.sh: sourced by the benchmarks that need a routed
+# three-node lab (netns-lab/lib.sh sourced first).  Node m stops the relay
+# and routes between two subnets with the kernel's forwarding:
+#
+#   a 198.18.1.1/24 -- xva  m  xvb -- 198.18.2.2/24 b
+#                   198.18.1.254  198.18.2.254
+#
+# Nothing is attached and the veths keep their default settings; each
+# benchmark adds what it measures.
+
+# routed_lab_up NAME: build it, or fail with a message on stderr.
+routed_lab_up() {
+	local name=$1 n
+
+	_rx() { lab_exec --name "$name" -T 30 "$@"; }
+	lab_up --name "$name" --nodes 3 >&2 || { echo "routed lab: lab_up failed" >&2; return 1; }
+	lab_relay_stop --name "$name"
+	for n in a b; do
+		_rx "$n" -- ip addr flush dev xv0 || return 1
+	done
+	_rx a -- ip addr add 198.18.1.1/24 dev xv0 &&
+		_rx a -- ip route add default via 198.18.1.254 &&
+		_rx b -- ip addr add 198.18.2.2/24 dev xv0 &&
+		_rx b -- ip route add default via 198.18.2.254 &&
+		_rx m -- ip link set xva promisc off && _rx m -- ip link set xvb promisc off &&
+		_rx m -- ip addr add 198.18.1.254/24 dev xva &&
+		_rx m -- ip addr add 198.18.2.254/24 dev xvb &&
+		_rx m -- sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 ||
+		{ echo "routed lab: could not build the routed lab" >&2; return 1; }
+}
