@@ -23,6 +23,8 @@ PKGS=(
 	curl httperf wrk
 	# a DNS server and its load generator (xvi-run's dnsperf row, tests/lab/preload.sh)
 	dnsmasq-base dnsperf
+	# a router that drops packets (the loss-recovery bench, tests/bench/lossy.sh)
+	nftables
 )
 
 missing=()

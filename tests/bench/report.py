@@ -848,7 +848,9 @@ def main():
             ("preload", "4h. Unmodified sockperf under xvi-run against kernel sockets",
              "two-node lab, xvi-run on both ends or on neither", True),
             ("tcpserver", "4i. A web server through MemNet's TCP Server against kernel TCP",
-             "three-node lab, m routing or serving as the TCP Server", False)):
+             "three-node lab, m routing or serving as the TCP Server", False),
+            ("lossy", "4k. Loss recovery: a file through a router dropping 3 %",
+             "routed three-node lab, nftables on m", False)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
             continue
