@@ -321,3 +321,10 @@ install-preload: $(PRELOAD)
 	install -m 0755 $(PRELOAD) $(DESTDIR)$(LIBDIR)/
 uninstall-preload:
 	rm -f $(DESTDIR)$(LIBDIR)/libxvi-preload.so
+
+# ---- stream-progress: one progress run's cost against connections held ----
+# (tests/bench/engine/: it links the library, the other bench drivers not)
+STREAM_PROGRESS_OBJ := $(B)/obj/tests/bench/engine/stream_progress.o
+$(B)/tests/stream-progress: $(STREAM_PROGRESS_OBJ) $(B)/lib/libxvi.a | $(B)/tests
+	$(CC) -o $@ $(STREAM_PROGRESS_OBJ) $(B)/lib/libxvi.a $(LDLIBS)
+all: $(B)/tests/stream-progress
