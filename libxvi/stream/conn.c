@@ -7,6 +7,7 @@
  * full.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -68,10 +69,15 @@ void stream_new_cid(struct xvi_stream *s)
 
 struct xvi_stream *stream_new(struct xvi_stream_ctx *ctx, __u32 flags)
 {
-	struct xvi_stream *s = calloc(1, sizeof(*s));
+	struct xvi_stream *s;
 
+	/* Room in the timer queue now: queueing a timer must not fail. */
+	if (xvi_tq__reserve(&ctx->tq, ctx->nstreams + 1))
+		return NULL;
+	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
+	ctx->nstreams++;
 	s->ctx = ctx;
 	s->flags = flags;
 	s->state = XVI_SS_CLOSED;
@@ -104,18 +110,28 @@ int stream_alloc_buffers(struct xvi_stream *s)
 	return 0;
 }
 
+/* Take @s off the singly linked list at @head, linked at @next_off. */
+static void unlink_one(struct xvi_stream **head, struct xvi_stream *s, size_t next_off)
+{
+	for (; *head; head = (struct xvi_stream **)((char *)*head + next_off))
+		if (*head == s) {
+			*head = *(struct xvi_stream **)((char *)s + next_off);
+			return;
+		}
+}
+
 void stream_unqueue_output(struct xvi_stream *s)
 {
-	struct xvi_stream **pp;
-
-	if (!s->on_output)
-		return;
-	for (pp = &s->ctx->output; *pp; pp = &(*pp)->output_next)
-		if (*pp == s) {
-			*pp = s->output_next;
-			break;
-		}
+	if (s->on_output)
+		unlink_one(&s->ctx->output, s, offsetof(struct xvi_stream, output_next));
 	s->on_output = false;
+}
+
+void stream_unqueue_held(struct xvi_stream *s)
+{
+	if (s->on_held)
+		unlink_one(&s->ctx->held, s, offsetof(struct xvi_stream, held_next));
+	s->on_held = false;
 }
 
 /*
@@ -158,6 +174,9 @@ void stream_free(struct xvi_stream *s)
 	stream_release_refs(s);
 	stream_listener_remove(s);
 	stream_unqueue_output(s);
+	stream_unqueue_held(s);
+	xvi_tq__remove(&ctx->tq, &s->timer.node);
+	ctx->nstreams--;
 	unhash(s);
 	if (s->prev)
 		s->prev->next = s->next;

@@ -120,6 +120,7 @@ void xvi_sctx__free(struct xvi_stream_ctx *ctx)
 		return;
 	while (ctx->all)
 		stream_free(ctx->all);
+	xvi_tq__free(&ctx->tq);
 	free(ctx->htab);
 	free(ctx);
 }

@@ -16,6 +16,7 @@
 #include "common/sockaddr.h"
 #include "stream/wire.h"
 #include "stream/buf.h"
+#include "stream/tq.h"
 
 struct xvi_slink {
 	/*
@@ -74,6 +75,8 @@ struct xvi_stream {
 	bool bound;
 	bool on_output;			/* on the output list */
 	struct xvi_stream *output_next;	/* output list */
+	bool on_held;			/* on the held-ACK list */
+	struct xvi_stream *held_next;	/* held-ACK list */
 	struct xvi_stream *hash_next;	/* cid hash chain */
 	struct xvi_stream *prev, *next;	/* all connections */
 
@@ -178,8 +181,13 @@ struct xvi_stream {
 		__u32 cwnd, ssthresh, rto_ts;
 	} undo;
 
-	/* Due times in microseconds, 0 when off. */
+	/*
+	 * Due times in microseconds, 0 when off.  Set a nonzero one only
+	 * with stream_timer_set(): the node in the context's timer queue
+	 * must stay at or before the earliest of them (stream/timers.c).
+	 */
 	struct {
+		struct xvi_tq_node node;
 		__u64 rto_at;
 		__u64 reo_at;			/* RACK reordering window ends */
 		__u64 tlp_at;			/* tail loss probe due */
@@ -244,6 +252,9 @@ struct xvi_stream_ctx {
 	__u32 hmask;
 	struct xvi_stream *all;		/* connections and listeners */
 	struct xvi_stream *output;	/* output list */
+	struct xvi_tq tq;		/* connections with a due time */
+	__u32 nstreams;			/* streams allocated: nodes tq has room for */
+	struct xvi_stream *held;	/* connections that held an ACK (lazy) */
 	__u32 nconns;
 	__u64 armed;			/* deadline given to the link */
 	__u64 now;			/* cached for one run */
@@ -264,7 +275,7 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 /* Run due timers, send pending output, flush the link, re-arm the timer. */
 void xvi_sctx__run(struct xvi_stream_ctx *ctx);
 /* Earliest due time over all connections, 0 if none. */
-__u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx);
+__u64 xvi_sctx__next(struct xvi_stream_ctx *ctx);
 /* The application is about to sleep: held ACKs leave now (no reply soon). */
 void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx);
 /* Connections in a lingering close (orphans) still alive. */

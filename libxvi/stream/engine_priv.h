@@ -16,6 +16,7 @@
  *   stream/state.c     the connection state machine
  *   stream/input.c     a datagram in: demultiplexing, SYN, data, FIN
  *   stream/timers.c    due times and the engine's run (xvi_sctx__run)
+ *   stream/tq.c        the timer queue the run takes due connections from
  *   stream/ctx.c       the context: options, creation, freeing, regions
  *   stream/ops.c       the non-blocking stream operations (xvi_ss__*)
  * Names: stream_ acts on a connection, sctx_ on the context, sseg_ on an
@@ -46,6 +47,7 @@ void stream_new_cid(struct xvi_stream *s);
 struct xvi_stream *stream_new(struct xvi_stream_ctx *ctx, __u32 flags);
 int stream_alloc_buffers(struct xvi_stream *s);
 void stream_unqueue_output(struct xvi_stream *s);
+void stream_unqueue_held(struct xvi_stream *s);
 void stream_release_refs(struct xvi_stream *s);
 void stream_free(struct xvi_stream *s);
 void stream_listener_add(struct xvi_stream *l, struct xvi_stream *c, int which);
@@ -109,6 +111,22 @@ static inline void stream_queue_output(struct xvi_stream *s)
 	s->on_output = true;
 	s->output_next = s->ctx->output;
 	s->ctx->output = s;
+}
+
+/*
+ * Set one of s->timer's due times (0: off).  The connection's node in the
+ * timer queue stays at or before its earliest due time: an earlier time
+ * moves the node now, a later one (the keepalive pushed back by every
+ * segment, the RTO restarted by every ACK) or 0 leaves it, and the run
+ * puts the node at the true time when it comes up (timers.c).
+ */
+static inline void stream_timer_set(struct xvi_stream *s, __u64 *due, __u64 at)
+{
+	struct xvi_tq_node *e = &s->timer.node;
+
+	*due = at;
+	if (at && (!e->pos || at < e->at))
+		xvi_tq__set(&s->ctx->tq, e, at);
 }
 
 /* The cumulative ACK we send: the peer's FIN counts once consumed. */

@@ -65,7 +65,7 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 				c->rcv.ts_recent = h->tsval;
 			stream_xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->snd.iss, 0);
 			/* A retransmission: it gets a whole (backed-off) RTO. */
-			c->timer.rto_at = ctx->now + stream_syn_rto(c);
+			stream_timer_set(c, &c->timer.rto_at, ctx->now + stream_syn_rto(c));
 		} else {
 			c->ack.now = true;
 			stream_queue_output(c);
@@ -117,7 +117,7 @@ static void on_syn(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	c->snd.una_since = ctx->now;
 	stream_listener_add(l, c, XVI_SL_HALFOPEN);
 	stream_xmit(c, XVI_SF_SYN | XVI_SF_ACK, c->snd.iss, 0);
-	c->timer.rto_at = ctx->now + c->rtt.rto_us;
+	stream_timer_set(c, &c->timer.rto_at, ctx->now + c->rtt.rto_us);
 }
 
 static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *data)
@@ -176,7 +176,7 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 			if (s->ack.delayed >= ctx->ack_thr)
 				s->ack.now = true;
 			else if (!s->timer.delack_at)
-				s->timer.delack_at = ctx->now + ctx->delack_us;
+				stream_timer_set(s, &s->timer.delack_at, ctx->now + ctx->delack_us);
 		}
 		if (adv) {
 			s->stats.bytes_received += adv;
@@ -209,7 +209,18 @@ static void on_data(struct xvi_stream *s, const struct xvi_shdr *h, const __u8 *
 									   : ACK_HOLD_US;
 
 				s->ack.held = true;
-				s->timer.ack_hold_at = ctx->now + hold;
+				/*
+				 * On the held list, which release_acks walks
+				 * instead of every connection.  Lazy: an ACK
+				 * that leaves otherwise leaves the connection
+				 * on it, with ack.held false, until that walk.
+				 */
+				if (!s->on_held) {
+					s->on_held = true;
+					s->held_next = ctx->held;
+					ctx->held = s;
+				}
+				stream_timer_set(s, &s->timer.ack_hold_at, ctx->now + hold);
 			}
 		} else {
 			s->ack.now = true;
@@ -272,7 +283,7 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	}
 	s->timer.keepalive_sent = 0;
 	if (ctx->ka_cnt && s->state != XVI_SS_TIME_WAIT)
-		s->timer.keepalive_at = ctx->now + ctx->ka_idle_us;
+		stream_timer_set(s, &s->timer.keepalive_at, ctx->now + ctx->ka_idle_us);
 	if (h.flags & XVI_SF_RST) {
 		stream_fail(s, stream_rst_error(s));
 		return;
@@ -320,6 +331,6 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	/* RFC 9293 3.10.7.4: a retransmitted FIN in TIME_WAIT is acknowledged
 	 * again (on_data) and restarts the timer: the peer missed our ACK. */
 	if ((h.flags & XVI_SF_FIN) && s->state == XVI_SS_TIME_WAIT)
-		s->timer.close_at = ctx->now + stream_time_wait_us(s);
+		stream_timer_set(s, &s->timer.close_at, ctx->now + stream_time_wait_us(s));
 	stream_update_state(s);
 }

@@ -70,7 +70,7 @@ int xvi_ss__connect(struct xvi_stream *s, const union xvi_sockaddr *peer, __u16 
 	stream_set_state(s, XVI_SS_SYN_SENT);
 	s->snd.una_since = ctx->now;
 	stream_xmit(s, XVI_SF_SYN, s->snd.iss, 0);
-	s->timer.rto_at = ctx->now + s->rtt.rto_us;
+	stream_timer_set(s, &s->timer.rto_at, ctx->now + s->rtt.rto_us);
 	xvi_sctx__run(ctx);
 	return -EINPROGRESS;
 }
@@ -253,7 +253,7 @@ int xvi_ss__close(struct xvi_stream *s)
 	if (xvi_srq__ready(&s->rcv.queue) && !s->rcv.shut)
 		return xvi_ss__abort(s);	/* unread data: RST, as TCP */
 	s->orphan = true;
-	s->timer.close_at = ctx->now + ctx->linger_us;
+	stream_timer_set(s, &s->timer.close_at, ctx->now + ctx->linger_us);
 	if (!s->snd.fin_queued) {
 		s->snd.fin_queued = true;
 		if (s->state == XVI_SS_ESTABLISHED)

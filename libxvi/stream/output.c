@@ -230,7 +230,7 @@ void stream_output(struct xvi_stream *s)
 		if (!len) {
 			/* Zero window with nothing in flight: probe it. */
 			if (!wroom && s->flight.tail == s->flight.head && !s->timer.persist_at)
-				s->timer.persist_at = ctx->now + s->rtt.rto_us;
+				stream_timer_set(s, &s->timer.persist_at, ctx->now + s->rtt.rto_us);
 			break;
 		}
 		if (len < s->snd.mss && s->flight.tail != s->flight.head) {

@@ -54,7 +54,7 @@ void stream_arm_tlp(struct xvi_stream *s)
 	pto = 2 * (__u64)s->rtt.srtt_us;
 	if (pto < TLP_MIN_US)
 		pto = TLP_MIN_US;
-	s->timer.tlp_at = s->ctx->now + pto;
+	stream_timer_set(s, &s->timer.tlp_at, s->ctx->now + pto);
 	if (s->timer.rto_at && s->timer.tlp_at >= s->timer.rto_at)
 		s->timer.tlp_at = 0;
 }
@@ -155,7 +155,7 @@ void stream_rack_detect(struct xvi_stream *s)
 			next = due;
 		}
 	}
-	s->timer.reo_at = next;
+	stream_timer_set(s, &s->timer.reo_at, next);
 	if (lost) {
 		stream_enter_recovery(s);
 		stream_queue_output(s);

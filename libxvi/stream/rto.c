@@ -70,7 +70,7 @@ void stream_arm_rto(struct xvi_stream *s)
 		 */
 		if (s->orphan && rto > s->ctx->linger_us / 8)
 			rto = s->ctx->linger_us / 8;
-		s->timer.rto_at = s->ctx->now + rto;
+		stream_timer_set(s, &s->timer.rto_at, s->ctx->now + rto);
 	}
 }
 
@@ -122,7 +122,7 @@ bool stream_on_rto(struct xvi_stream *s)
 		} else {
 			stream_xmit(s, XVI_SF_SYN, s->snd.iss, 0);
 		}
-		s->timer.rto_at = ctx->now + stream_syn_rto(s);
+		stream_timer_set(s, &s->timer.rto_at, ctx->now + stream_syn_rto(s));
 		return true;
 	}
 	if (s->flight.tail == s->flight.head)

@@ -35,7 +35,7 @@ void stream_set_state(struct xvi_stream *s, enum xvi_stream_state st)
 		ctx->nconns++;
 	s->state = st;
 	if (st == XVI_SS_TIME_WAIT) {
-		s->timer.close_at = ctx->now + stream_time_wait_us(s);
+		stream_timer_set(s, &s->timer.close_at, ctx->now + stream_time_wait_us(s));
 		/* Nothing to send or probe: only the peer's FIN can come. */
 		s->timer.keepalive_at = s->timer.persist_at = s->timer.tlp_at = s->timer.reo_at = 0;
 	}
@@ -140,6 +140,6 @@ void stream_established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd)
 	s->timer.rto_at = 0;
 	s->rtt.backoff = 0;
 	s->snd.una_since = 0;
-	s->timer.keepalive_at = ctx->ka_cnt ? ctx->now + ctx->ka_idle_us : 0;
+	stream_timer_set(s, &s->timer.keepalive_at, ctx->ka_cnt ? ctx->now + ctx->ka_idle_us : 0);
 	stream_set_state(s, XVI_SS_ESTABLISHED);
 }

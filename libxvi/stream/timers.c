@@ -2,9 +2,14 @@
 /*
  * Every connection's due times, the run that fires them, sends what is
  * pending and re-arms the link's timer (xvi_sctx__run), and held ACKs
- * released before the application sleeps.
+ * released before the application sleeps.  A run costs what is due and
+ * what has output, not what the context holds: due connections come from
+ * the timer queue (stream/tq.c, one node per connection at its earliest
+ * due time), connections with something to send from the output list,
+ * held ACKs from the held list.
  */
 #include <errno.h>
+#include <stddef.h>
 #include "stream/engine_priv.h"
 
 static __u64 dmin(__u64 a, __u64 b)
@@ -69,7 +74,7 @@ static bool run_timers(struct xvi_stream *s)
 		stream_queue_output(s);
 	}
 	if (s->timer.persist_at && s->timer.persist_at <= now) {
-		s->timer.persist_at = now + s->rtt.rto_us * 2;
+		stream_timer_set(s, &s->timer.persist_at, now + s->rtt.rto_us * 2);
 		stream_xmit(s, XVI_SF_PRB, s->snd.nxt, 0);
 	}
 	if (s->timer.keepalive_at && s->timer.keepalive_at <= now && stream_synchronized(s)) {
@@ -79,26 +84,47 @@ static bool run_timers(struct xvi_stream *s)
 			return stream_fail(s, ETIMEDOUT);
 		}
 		s->timer.keepalive_sent++;
-		s->timer.keepalive_at = now + ctx->ka_intvl_us;
+		stream_timer_set(s, &s->timer.keepalive_at, now + ctx->ka_intvl_us);
 		stream_xmit(s, XVI_SF_PRB, s->snd.nxt, 0);
 	}
 	return true;
 }
 
-__u64 xvi_sctx__next(const struct xvi_stream_ctx *ctx)
+static struct xvi_stream *node_stream(struct xvi_tq_node *e)
 {
-	__u64 d = 0;
+	return (struct xvi_stream *)((char *)e - offsetof(struct xvi_stream, timer.node));
+}
 
-	for (const struct xvi_stream *s = ctx->all; s; s = s->next)
-		d = dmin(d, next_deadline(s));
-	return d;
+/*
+ * The queue's first node at its connection's true earliest due time: a
+ * node is only ever early (stream_timer_set), so move it to the true time,
+ * or out when nothing is due, until the first one is exact.
+ */
+static struct xvi_tq_node *first_exact(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_tq_node *e;
+	__u64 d;
+
+	while ((e = xvi_tq__first(&ctx->tq)) && (d = next_deadline(node_stream(e))) != e->at)
+		xvi_tq__set(&ctx->tq, e, d);
+	return e;
+}
+
+__u64 xvi_sctx__next(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_tq_node *e = first_exact(ctx);
+
+	return e ? e->at : 0;
 }
 
 void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx)
 {
+	struct xvi_stream *s;
 	bool any = false;
 
-	for (struct xvi_stream *s = ctx->all; s; s = s->next)
+	while ((s = ctx->held)) {
+		ctx->held = s->held_next;
+		s->on_held = false;
 		if (s->ack.held) {
 			s->ack.held = false;
 			s->timer.ack_hold_at = 0;
@@ -106,22 +132,41 @@ void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx)
 			stream_queue_output(s);
 			any = true;
 		}
+	}
 	if (any)
 		xvi_sctx__run(ctx);
 }
 
+/*
+ * Fire what is due: only the connections whose node is at or before now
+ * come up, each once per run.  A connection run_timers leaves with a time
+ * still at or before now (none does today) waits for the next run, as it
+ * did when every run scanned every connection.
+ */
+static void run_due(struct xvi_stream_ctx *ctx)
+{
+	__u64 now = ctx->now, d;
+	struct xvi_tq_node *e;
+	struct xvi_stream *s;
+
+	while ((e = xvi_tq__first(&ctx->tq)) && e->at <= now) {
+		s = node_stream(e);
+		xvi_tq__remove(&ctx->tq, e);
+		d = next_deadline(s);
+		if (d && d <= now && !run_timers(s))
+			continue;	/* freed, out of the queue */
+		d = next_deadline(s);
+		xvi_tq__set(&ctx->tq, e, d && d <= now ? now + 1 : d);
+	}
+}
+
 void xvi_sctx__run(struct xvi_stream_ctx *ctx)
 {
-	struct xvi_stream *s, *next;
+	struct xvi_stream *s;
 	__u64 d;
 
 	sctx_now(ctx);
-	for (s = ctx->all; s; s = next) {
-		next = s->next;
-		d = next_deadline(s);
-		if (d && d <= ctx->now && !run_timers(s))
-			continue;
-	}
+	run_due(ctx);
 	while ((s = ctx->output)) {
 		ctx->output = s->output_next;
 		s->on_output = false;
