@@ -489,6 +489,7 @@ def main():
         "kvcache": [r.get("text") for r in recs if r.get("test") == "kvcache"],
         "place": [r.get("text") for r in recs if r.get("test") == "place"],
         "multiq": [r.get("text") for r in recs if r.get("test") == "multiq"],
+        "progress": [r.get("text") for r in recs if r.get("test") == "progress"],
         "preload": [r.get("text") for r in preload],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
@@ -868,6 +869,28 @@ def main():
             w("")
         if unavailable.get(test):
             w("Script problem: %s" % unavailable[test])
+            w("")
+
+    # stream progress (tests/bench/engine/stream_progress.c, in-process)
+    progress = [r["text"] for r in recs if r.get("test") == "progress" and r.get("text")]
+    if progress or unavailable.get("progress"):
+        w("## 4j. Stream progress: one run's cost against connections held")
+        w("")
+        if progress:
+            w("From $B/tests/stream-progress (two stream engines over an in-process link with "
+              "a virtual clock; no lab).  `conns N`: nanoseconds per engine run and per wait's "
+              "sleep check (next due time, held ACKs) with N idle connections, median of 15 "
+              "rounds; it should not grow with N.  `batch B`: ACKs and link flushes (doorbells) "
+              "per data segment and CPU ns per segment of a 16 MiB copy, received datagrams "
+              "taken in bursts of up to B per run (64: what the link's pump does; 1: a run "
+              "per datagram), median of 5 alternating rounds:")
+            w("")
+            w("```")
+            w("\n\n".join(progress))
+            w("```")
+            w("")
+        if unavailable.get("progress"):
+            w("Script problem: %s" % unavailable["progress"])
             w("")
 
     # optimisations
