@@ -21,6 +21,24 @@
 #include <arpa/inet.h>
 #include "stream/engine.h"
 
+/* The timer queue: the engine's next due time is the earliest of all. */
+static void check_timers(struct xvi_stream_ctx *ctx)
+{
+	__u64 d = 0;
+
+	for (const struct xvi_stream *s = ctx->all; s; s = s->next) {
+		const __u64 t[] = { s->timer.rto_at, s->timer.reo_at, s->timer.tlp_at,
+				    s->timer.persist_at, s->timer.delack_at, s->timer.ack_hold_at,
+				    s->timer.keepalive_at, s->timer.close_at };
+
+		for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++)
+			if (t[i] && (!d || t[i] < d))
+				d = t[i];
+	}
+	if (xvi_sctx__next(ctx) != d)
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size);
 
 struct fake {
@@ -178,6 +196,7 @@ int LLVMFuzzerTestOneInput(const unsigned char *data, size_t size)
 			xvi_sctx__input(ctx, &peer, buf, hl + plen, true);
 		}
 		xvi_sctx__run(ctx);
+		check_timers(ctx);
 		if (c && c->state == XVI_SS_CLOSED) {
 			check(ctx, c);
 			break;
