@@ -140,8 +140,10 @@ void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx)
 /*
  * Fire what is due: only the connections whose node is at or before now
  * come up, each once per run.  A connection run_timers leaves with a time
- * still at or before now (none does today) waits for the next run, as it
- * did when every run scanned every connection.
+ * still at or before now (a keepalive due before the handshake completed,
+ * which it skips) waits for the next run, as it did when every run
+ * scanned every connection once; now + 1 keeps this loop from taking it
+ * again, and xvi_sctx__next() still reports the time itself.
  */
 static void run_due(struct xvi_stream_ctx *ctx)
 {
