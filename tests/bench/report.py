@@ -877,8 +877,9 @@ def main():
         w("## 4j. Stream progress: one run's cost against connections held")
         w("")
         if progress:
-            w("From $B/tests/stream-progress (two stream engines over an in-process link with "
-              "a virtual clock; no lab).  `conns N`: nanoseconds per engine run and per wait's "
+            w("From tests/bench/engine/stream_progress.c (two stream engines over an "
+              "in-process link with a virtual clock; no lab).  `conns N`: nanoseconds per "
+              "engine run and per wait's "
               "sleep check (next due time, held ACKs) with N idle connections, median of 15 "
               "rounds; it should not grow with N.  `batch B`: ACKs and link flushes (doorbells) "
               "per data segment and CPU ns per segment of a 16 MiB copy, received datagrams "
