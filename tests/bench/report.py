@@ -850,7 +850,7 @@ def main():
              "two-node lab, xvi-run on both ends or on neither", True),
             ("tcpserver", "4i. A web server through MemNet's TCP Server against kernel TCP",
              "three-node lab, m routing or serving as the TCP Server", False),
-            ("lossy", "4k. Loss recovery: a file through a router dropping 3 %",
+            ("lossy", "4j. Loss recovery: a file through a router dropping 3 %",
              "routed three-node lab, nftables on m", False)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
@@ -874,7 +874,7 @@ def main():
     # stream progress (tests/bench/engine/stream_progress.c, in-process)
     progress = [r["text"] for r in recs if r.get("test") == "progress" and r.get("text")]
     if progress or unavailable.get("progress"):
-        w("## 4j. Stream progress: one run's cost against connections held")
+        w("## 4k. Stream progress: one run's cost against connections held")
         w("")
         if progress:
             w("From tests/bench/engine/stream_progress.c (two stream engines over an "
