@@ -52,6 +52,13 @@ static bool ack_acceptable(const struct xvi_stream *s, __u32 ack)
 
 static void update_send_window(struct xvi_stream *s, const struct xvi_shdr *h)
 {
+	/*
+	 * A window that opens over data waiting to go is a reason to send,
+	 * also when nothing is in flight (a pure window update after a zero
+	 * window): no ACK of data will come to start the output otherwise.
+	 */
+	if (seq_gt(h->ack + h->wnd, s->snd.wnd_right) && s->snd.queue.end != s->snd.nxt)
+		stream_queue_output(s);
 	if (seq_gt(h->ack + h->wnd, s->snd.wnd_right) || seq_gt(h->ack, s->snd.una))
 		s->snd.wnd_right = h->ack + h->wnd;
 	s->snd.peer_wnd = h->wnd;

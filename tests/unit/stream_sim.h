@@ -312,4 +312,23 @@ static inline struct xvi_stream *pair(struct sim *s, struct xvi_stream *l, struc
 	return c;
 }
 
+/*
+ * Let @c send from @buf (@len bytes) for 2 virtual seconds while nobody
+ * reads on the other side: the window closes.  Returns the bytes queued.
+ */
+static inline __u64 sim_fill_window(struct sim *s, struct xvi_stream *c, const __u8 *buf,
+				    __u64 len)
+{
+	__u64 sent = 0;
+
+	for (int round = 0; round < 200; round++) {
+		ssize_t r = xvi_ss__send(c, buf + sent, len - sent);
+
+		if (r > 0)
+			sent += r;
+		RUN_UNTIL(s, 10000, false);
+	}
+	return sent;
+}
+
 #endif /* XVI_TEST_STREAM_SIM_H */

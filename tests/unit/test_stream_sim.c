@@ -1242,3 +1242,32 @@ Test(stream_sim, spurious_timeout_is_undone)
 	cr_expect_eq(xvi_srq__ready(&v->rcv.queue), sizeof(buf));
 	sim_fini(&s);
 }
+
+/*
+ * The receiver stops reading until the window is closed with nothing in
+ * flight, then reads everything: its window update alone must restart
+ * the sender (no ACK of data is coming, and the update ends the persist
+ * timer).
+ */
+Test(stream_sim, window_update_after_zero_window_restarts_output)
+{
+	struct xvi_stream *l, *c, *v;
+	__u8 *buf = malloc(1 << 20);
+	struct sim s;
+	__u64 sent;
+	__u32 held;
+
+	sim_init(&s, 79, NULL);
+	l = listener(&s, 10, 4);
+	c = pair(&s, l, &v);
+	memset(buf, 7, 1 << 20);
+	sent = sim_fill_window(&s, c, buf, 1 << 20);
+	held = xvi_srq__ready(&v->rcv.queue);
+	cr_assert_eq(c->snd.nxt, c->snd.una, "data still in flight");
+	cr_assert_lt(held, sent, "the window never closed");
+	cr_assert_eq(xvi_ss__recv(v, buf, 1 << 20), held);
+	cr_assert(RUN_UNTIL(&s, 1000000, xvi_srq__ready(&v->rcv.queue) > 0),
+		  "the window update did not restart the sender");
+	sim_fini(&s);
+	free(buf);
+}
