@@ -27,6 +27,7 @@
 #define XVI_STREAM_H
 
 #include <poll.h>
+#include <sys/uio.h>
 #include "xvi.h"
 
 #ifdef __cplusplus
@@ -277,6 +278,61 @@ XVI_API int xvi_stream__reap(struct xvi_stream *s, __u64 *cookies, int max);
  */
 XVI_API ssize_t xvi_stream__recv(struct xvi_stream *s, void *buf, size_t len,
 				 int flags);
+
+/*
+ * In-place sending and receiving: at most one copy per byte on each side.
+ *
+ * send() copies twice: from the caller into the stream's send buffer (kept
+ * for retransmission until acknowledged), then, fused with the UDP
+ * checksum, from there into the frame.  send_alloc()/send_commit() drop
+ * the first copy: the application writes its bytes straight into the send
+ * buffer, as tx_alloc()/tx_send() let it write datagrams into frames.
+ * Segmentation, headers and the checksum are made when a segment leaves
+ * (one copy+checksum pass into the frame, the AF_XDP socket's own buffer),
+ * retransmission copies from the same bytes again, and the space returns
+ * to send_alloc() as the peer acknowledges it.
+ *
+ *	void *p;
+ *	ssize_t n = xvi_stream__send_alloc(s, &p, want);
+ *	if (n > 0) {
+ *		produce(p, n);			// up to n bytes, in place
+ *		xvi_stream__send_commit(s, n);	// or fewer; 0 gives it back
+ *	}
+ *
+ * send_alloc returns the contiguous free space at the head of the send
+ * buffer (>0 bytes, at most @len when @len is not 0; it may be less than
+ * asked for where the buffer wraps: loop), -EAGAIN (full, non-blocking),
+ * or what send() returns on a broken connection.  A blocking stream waits
+ * for room.  The space belongs to the caller until send_commit(), which
+ * queues the first @len bytes of it (at most what send_alloc returned)
+ * and sends what the window allows; 0 or a negative errno (-EINVAL: more
+ * than was allocated, or a send()/send_ref() in between took the space
+ * back).  Other calls on the context may run in between.
+ */
+XVI_API ssize_t xvi_stream__send_alloc(struct xvi_stream *s, void **buf, size_t len);
+XVI_API int xvi_stream__send_commit(struct xvi_stream *s, size_t len);
+
+/*
+ * Views of the received in-order bytes where they lie (the stream's
+ * receive buffer, into which the payload was copied once from its frame),
+ * oldest first: up to @max iovecs (two where the buffer wraps; ask for
+ * 2).  Returns the number of iovecs (>0), 0 at end of stream, -EAGAIN
+ * (non-blocking, nothing ready), or the connection's error; a blocking
+ * stream waits for data.  Nothing is consumed: the views stay valid, and
+ * the receive window stays closed over them, until recv_release().  A
+ * second recv_zc() returns views from the same first byte, extended by
+ * what arrived since.  recv() and recv_zc() may be mixed; both read from
+ * the first unreleased byte.
+ */
+XVI_API int xvi_stream__recv_zc(struct xvi_stream *s, struct iovec *iov, int max);
+
+/*
+ * Consume the first @len bytes of what recv_zc() showed: their views are
+ * invalid from now on and the window opens (a window update goes to the
+ * peer when it opened by a good part).  0, or -EINVAL when @len is more
+ * than is ready.
+ */
+XVI_API int xvi_stream__recv_release(struct xvi_stream *s, size_t len);
 
 /* SHUT_WR sends FIN after queued data; SHUT_RD discards further data. */
 XVI_API int xvi_stream__shutdown(struct xvi_stream *s, int how);

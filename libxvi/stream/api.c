@@ -686,6 +686,59 @@ ssize_t xvi_stream__recv(struct xvi_stream *s, void *buf, size_t len, int flags)
 	return r < 0 ? xvi_err((int)r) : r;
 }
 
+ssize_t xvi_stream__send_alloc(struct xvi_stream *s, void **buf, size_t len)
+{
+	ssize_t r;
+
+	if (!s || !buf)
+		return xvi_err(-EINVAL);
+	progress(s->ctx);
+	/* Waiting processes what arrives: ACKs free room. */
+	while ((r = xvi_ss__send_alloc(s, buf, len)) == -EAGAIN && blocking(s))
+		xvi_stream_ctx__wait(s->ctx, -1);
+	return r < 0 ? xvi_err((int)r) : r;
+}
+
+/* A length the in-place calls never handed out: say what to do instead. */
+static int in_place_result(int err, const char *call, size_t len, const char *fix)
+{
+	if (err == -EINVAL)
+		pr_warn("stream: %s of %zu bytes: %s\n", call, len, fix);
+	return err ? xvi_err(err) : 0;
+}
+
+int xvi_stream__send_commit(struct xvi_stream *s, size_t len)
+{
+	if (!s)
+		return xvi_err(-EINVAL);
+	return in_place_result(xvi_ss__send_commit(s, len), "send_commit", len,
+			       "more than send_alloc gave, or a send in between took the space back: call send_alloc again");
+}
+
+int xvi_stream__recv_zc(struct xvi_stream *s, struct iovec *iov, int max)
+{
+	int r;
+
+	if (!s || !iov || max < 1)
+		return xvi_err(-EINVAL);
+	for (;;) {
+		progress(s->ctx);
+		r = xvi_ss__recv_zc(s, iov, max);
+		if (r != -EAGAIN || !blocking(s))
+			break;
+		xvi_stream_ctx__wait(s->ctx, -1);
+	}
+	return r < 0 ? xvi_err(r) : r;
+}
+
+int xvi_stream__recv_release(struct xvi_stream *s, size_t len)
+{
+	if (!s)
+		return xvi_err(-EINVAL);
+	return in_place_result(xvi_ss__recv_release(s, len), "recv_release", len,
+			       "more than recv_zc showed");
+}
+
 int xvi_stream__shutdown(struct xvi_stream *s, int how)
 {
 	int err;

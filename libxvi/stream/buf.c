@@ -216,6 +216,24 @@ __u32 xvi_srq__read(struct xvi_srq *q, void *out, __u32 len)
 	return len;
 }
 
+int xvi_srq__peek(const struct xvi_srq *q, struct iovec *iov, int max, __u32 len)
+{
+	__u32 ready = xvi_srq__ready(q), off = q->rd & (q->size - 1), first;
+
+	if (len > ready)
+		len = ready;
+	if (!len || max <= 0)
+		return 0;
+	first = q->size - off < len ? q->size - off : len;
+	iov[0].iov_base = q->buf + off;
+	iov[0].iov_len = first;
+	if (first == len || max < 2)
+		return 1;
+	iov[1].iov_base = q->buf;
+	iov[1].iov_len = len - first;
+	return 2;
+}
+
 int xvi_srq__sack(const struct xvi_srq *q, struct xvi_sack_blk *blk, int max)
 {
 	int n = 0;
@@ -261,6 +279,7 @@ void xvi_ssq__reset(struct xvi_ssq *q, __u32 seq)
 	q->ring_used = q->ring_head = 0;
 	q->ih = q->it = 0;
 	q->una = q->end = seq;
+	q->reserved = 0;
 }
 
 static inline struct xvi_sq_item *sq_item(const struct xvi_ssq *q, __u32 i)
@@ -268,34 +287,73 @@ static inline struct xvi_sq_item *sq_item(const struct xvi_ssq *q, __u32 i)
 	return &q->items[i & (q->items_cap - 1)];
 }
 
-__u32 xvi_ssq__push_copy(struct xvi_ssq *q, const void *data, __u32 len)
+/* The item the next copy bytes join, or NULL when a new one is needed. */
+static struct xvi_sq_item *sq_copy_tail(const struct xvi_ssq *q)
+{
+	struct xvi_sq_item *it = q->ih != q->it ? sq_item(q, q->ih - 1) : NULL;
+
+	if (!it || it->kind != XVI_SQI_COPY ||
+	    ((it->off + it->len) & (q->ring_size - 1)) != q->ring_head ||
+	    it->len > (1u << 30))
+		return NULL;
+	return it;
+}
+
+__u32 xvi_ssq__reserve(struct xvi_ssq *q, void **ptr)
+{
+	__u32 room = xvi_ssq__room(q), contig = q->ring_size - q->ring_head;
+
+	q->reserved = 0;
+	if (!sq_copy_tail(q) && q->ih - q->it == q->items_cap)
+		return 0;
+	*ptr = q->ring + q->ring_head;
+	q->reserved = room < contig ? room : contig;
+	return q->reserved;
+}
+
+int xvi_ssq__commit(struct xvi_ssq *q, __u32 len)
 {
 	struct xvi_sq_item *it;
-	__u32 room = xvi_ssq__room(q);
 
-	if (len > room)
-		len = room;
+	if (len > q->reserved)
+		return -EINVAL;
+	q->reserved = 0;
 	if (!len)
 		return 0;
 	/* Combine with the last item when it is a copy that ends here. */
-	it = q->ih != q->it ? sq_item(q, q->ih - 1) : NULL;
-	if (!it || it->kind != XVI_SQI_COPY ||
-	    ((it->off + it->len) & (q->ring_size - 1)) != q->ring_head ||
-	    it->len > (1u << 30)) {
-		if (q->ih - q->it == q->items_cap)
-			return 0;
+	it = sq_copy_tail(q);
+	if (!it) {
 		it = sq_item(q, q->ih++);
 		memset(it, 0, sizeof(*it));
 		it->kind = XVI_SQI_COPY;
 		it->seq = q->end;
 		it->off = q->ring_head;
 	}
-	ring_write(q->ring, q->ring_size, q->ring_head, data, len);
 	q->ring_head = (q->ring_head + len) & (q->ring_size - 1);
 	q->ring_used += len;
 	it->len += len;
 	q->end += len;
-	return len;
+	return 0;
+}
+
+__u32 xvi_ssq__push_copy(struct xvi_ssq *q, const void *data, __u32 len)
+{
+	__u32 done = 0;
+
+	/* At most two pieces: up to the end of the ring, then from its start. */
+	while (done < len) {
+		void *p;
+		__u32 n = xvi_ssq__reserve(q, &p);
+
+		if (!n)
+			break;
+		if (n > len - done)
+			n = len - done;
+		memcpy(p, (const __u8 *)data + done, n);
+		xvi_ssq__commit(q, n);
+		done += n;
+	}
+	return done;
 }
 
 int xvi_ssq__push_ref(struct xvi_ssq *q, const void *ptr, __u32 len, int region,
@@ -305,6 +363,7 @@ int xvi_ssq__push_ref(struct xvi_ssq *q, const void *ptr, __u32 len, int region,
 
 	if (q->ih - q->it == q->items_cap)
 		return -EAGAIN;
+	q->reserved = 0;
 	it = sq_item(q, q->ih++);
 	it->kind = XVI_SQI_REF;
 	it->seq = q->end;
@@ -391,8 +450,13 @@ void xvi_ssq__ack(struct xvi_ssq *q, __u32 ack,
 	}
 	if (q->it == q->ih) {
 		q->una = q->end;
-		/* Empty: restart the ring at 0 so copies stay contiguous. */
-		q->ring_head = 0;
-		q->ring_used = 0;
+		/*
+		 * Empty: restart the ring at 0 so copies stay contiguous, unless
+		 * the application is writing at the head in place.
+		 */
+		if (!q->reserved) {
+			q->ring_head = 0;
+			q->ring_used = 0;
+		}
 	}
 }

@@ -11,6 +11,7 @@
 #define XVI_STREAM_BUF_H
 
 #include <stdbool.h>
+#include <sys/uio.h>
 #include <linux/types.h>
 #include "stream/wire.h"
 
@@ -51,6 +52,13 @@ static inline __u32 xvi_srq__right(const struct xvi_srq *q) { return q->rd + q->
 __u32 xvi_srq__skip(struct xvi_srq *q, __u32 len);
 /* Copy out and consume up to @len bytes (@out NULL: discard). */
 __u32 xvi_srq__read(struct xvi_srq *q, void *out, __u32 len);
+/*
+ * Views of the ready bytes in place, from rd: at most @max pieces (two
+ * when they wrap around the ring), @len bytes in all.  Nothing is
+ * consumed: the bytes stay where they are, and the window stays closed
+ * over them, until xvi_srq__read(q, NULL, n) consumes them.
+ */
+int xvi_srq__peek(const struct xvi_srq *q, struct iovec *iov, int max, __u32 len);
 /* Fill at most @max SACK blocks, the most recently changed first. */
 int xvi_srq__sack(const struct xvi_srq *q, struct xvi_sack_blk *blk, int max);
 
@@ -78,6 +86,7 @@ struct xvi_ssq {
 	__u32 ih, it;		/* item ring: head (next free), tail */
 	__u32 una;		/* first unacknowledged byte (= first item) */
 	__u32 end;		/* one past the last queued byte */
+	__u32 reserved;		/* bytes at ring_head handed out, not committed */
 };
 
 int xvi_ssq__init(struct xvi_ssq *q, __u32 ring_size, __u32 items, __u32 seq);
@@ -85,6 +94,20 @@ void xvi_ssq__free(struct xvi_ssq *q);
 void xvi_ssq__reset(struct xvi_ssq *q, __u32 seq);
 /* Copy up to @len bytes in; returns bytes taken (0 when full). */
 __u32 xvi_ssq__push_copy(struct xvi_ssq *q, const void *data, __u32 len);
+/*
+ * In-place writing: the contiguous free space at the ring's head (*@ptr,
+ * returned length; 0 when the ring or the item ring is full), which
+ * xvi_ssq__commit() then queues without copying.  While it is reserved the
+ * ring does not move (an ACK that empties the queue leaves the head where
+ * it is); a push in between takes the reservation back.
+ */
+__u32 xvi_ssq__reserve(struct xvi_ssq *q, void **ptr);
+/*
+ * Queue @len bytes written at the space xvi_ssq__reserve() gave.  0, or
+ * -EINVAL when @len is more than that space or the reservation is gone
+ * (any push in between takes it back).
+ */
+int xvi_ssq__commit(struct xvi_ssq *q, __u32 len);
 /* Queue a reference; -EAGAIN when the item ring is full. */
 int xvi_ssq__push_ref(struct xvi_ssq *q, const void *ptr, __u32 len, int region,
 		      __u64 cookie);

@@ -293,6 +293,11 @@ ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len);
 ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t len,
 			 __u64 cookie);
 ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len);
+/* In place (xvi_stream__send_alloc/commit, recv_zc/release). */
+ssize_t xvi_ss__send_alloc(struct xvi_stream *s, void **buf, size_t len);
+int xvi_ss__send_commit(struct xvi_stream *s, size_t len);
+int xvi_ss__recv_zc(struct xvi_stream *s, struct iovec *iov, int max);
+int xvi_ss__recv_release(struct xvi_stream *s, size_t len);
 int xvi_ss__shutdown(struct xvi_stream *s, int how);
 int xvi_ss__close(struct xvi_stream *s);
 int xvi_ss__abort(struct xvi_stream *s);

@@ -82,10 +82,9 @@ static int pending_error(struct xvi_stream *s)
 	return 0;
 }
 
-ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len)
+/* Can the application queue data now?  0, or what send() returns instead. */
+static int send_check(struct xvi_stream *s)
 {
-	__u32 n;
-
 	if (s->err)
 		return pending_error(s);
 	if (s->state == XVI_SS_SYN_SENT || s->state == XVI_SS_SYN_RCVD)
@@ -94,15 +93,64 @@ ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len)
 		return -ENOTCONN;
 	if (s->snd.fin_queued || !stream_can_send(s))
 		return -EPIPE;
+	return 0;
+}
+
+/* New bytes were queued: send what the window allows. */
+static void send_queued(struct xvi_stream *s)
+{
+	sctx_now(s->ctx);
+	stream_output(s);
+	xvi_sctx__run(s->ctx);
+}
+
+ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len)
+{
+	int err = send_check(s);
+	__u32 n;
+
+	if (err)
+		return err;
 	if (!len)
 		return 0;
 	n = xvi_ssq__push_copy(&s->snd.queue, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
 	if (!n)
 		return -EAGAIN;
-	sctx_now(s->ctx);
-	stream_output(s);
-	xvi_sctx__run(s->ctx);
+	send_queued(s);
 	return n;
+}
+
+ssize_t xvi_ss__send_alloc(struct xvi_stream *s, void **buf, size_t len)
+{
+	int err = send_check(s);
+	__u32 n;
+
+	if (err)
+		return err;
+	n = xvi_ssq__reserve(&s->snd.queue, buf);
+	if (!n)
+		return -EAGAIN;
+	if (len && n > len)
+		n = (__u32)len;
+	/* The ring keeps the whole contiguous space; commit checks against it. */
+	return n;
+}
+
+int xvi_ss__send_commit(struct xvi_stream *s, size_t len)
+{
+	int err;
+
+	if (len > s->snd.queue.reserved)
+		return -EINVAL;
+	err = send_check(s);
+	if (err) {
+		s->snd.queue.reserved = 0;
+		return err;
+	}
+	err = xvi_ssq__commit(&s->snd.queue, (__u32)len);
+	if (!err && len)
+		send_queued(s);
+	return err;
 }
 
 ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t len,
@@ -144,16 +192,14 @@ int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max)
 	return n;
 }
 
-ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
+/*
+ * The application consumed @n bytes (the window was @before): a window
+ * update when it opened by a good part, and, SOVIA, the application
+ * turning to receive pushes combined data.  Then what recv() returns.
+ */
+static ssize_t recv_done(struct xvi_stream *s, __u32 before, __u32 n)
 {
-	__u32 n, before;
-
-	if (!s->flight.segs)
-		return s->err ? pending_error(s) : -ENOTCONN;
-	before = stream_rcv_wnd(s);
-	n = xvi_srq__read(&s->rcv.queue, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
 	if (n) {
-		/* Window update once the window opened by a good part. */
 		__u32 w = stream_rcv_wnd(s);
 
 		if (stream_synchronized(s) && !s->rcv.eof &&
@@ -163,7 +209,6 @@ ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
 			stream_queue_output(s);
 		}
 	}
-	/* SOVIA: the application turning to receive pushes combined data. */
 	if (s->snd.queue.end != s->snd.nxt && stream_can_send(s)) {
 		__u32 f = s->flags;
 
@@ -183,6 +228,45 @@ ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
 	if (s->state == XVI_SS_CLOSED)
 		return 0;
 	return -EAGAIN;
+}
+
+ssize_t xvi_ss__recv(struct xvi_stream *s, void *buf, size_t len)
+{
+	__u32 n, before;
+
+	if (!s->flight.segs)
+		return s->err ? pending_error(s) : -ENOTCONN;
+	before = stream_rcv_wnd(s);
+	n = xvi_srq__read(&s->rcv.queue, buf, len > (1u << 30) ? (1u << 30) : (__u32)len);
+	return recv_done(s, before, n);
+}
+
+int xvi_ss__recv_zc(struct xvi_stream *s, struct iovec *iov, int max)
+{
+	int n;
+	ssize_t r;
+
+	if (!s->flight.segs)
+		return s->err ? pending_error(s) : -ENOTCONN;
+	n = xvi_srq__peek(&s->rcv.queue, iov, max, ~0u);
+	if (n)
+		return n;
+	r = recv_done(s, stream_rcv_wnd(s), 0);
+	return r < 0 ? (int)r : 0;
+}
+
+int xvi_ss__recv_release(struct xvi_stream *s, size_t len)
+{
+	__u32 before;
+
+	if (!s->flight.segs)
+		return s->err ? pending_error(s) : -ENOTCONN;
+	if (len > xvi_srq__ready(&s->rcv.queue))
+		return -EINVAL;
+	before = stream_rcv_wnd(s);
+	xvi_srq__read(&s->rcv.queue, NULL, (__u32)len);
+	recv_done(s, before, (__u32)len);
+	return 0;
 }
 
 int xvi_ss__shutdown(struct xvi_stream *s, int how)
