@@ -95,6 +95,10 @@ static const struct opt_def perf_opts[] = {
 	{ OPT_FLAG, "nodelay", 0, ARG(cfg.nodelay),
 	  .help = "stream throughput: no small-message combining\n"
 		  "(ping-pong and the server always use it)" },
+	{ OPT_FLAG, "zc", 0, ARG(cfg.zc),
+	  .help = "xvi streams in place: the throughput client writes\n"
+		  "messages into the send buffer (send_alloc/send_commit),\n"
+		  "the server reads them where they lie (recv_zc/release)" },
 	{ OPT_UINT, "window", 0, ARG(cfg.window), "W",
 	  .help = "xvi streams: flow-control window in segments",
 	  .min = 2, .max = 65536, .err = "give 2..65536 segments" },

@@ -137,6 +137,8 @@ struct perf_cfg {
 	bool stream;
 	bool nodelay;		/* throughput: no combining (ping-pong: always) */
 	__u32 window;		/* xvi streams: window w in segments */
+	/* --zc: xvi streams in place (send_alloc/commit, recv_zc/release) */
+	bool zc;
 	/*
 	 * --threads N: N endpoints on queues queue..queue+N-1, one thread
 	 * each.  Server: one port spread over them (XVI_EP_SPREAD), or N

@@ -90,6 +90,8 @@ static int check_args(struct perf_args *a)
 	if (!cfg->stream && cfg->msg_size > XT_UDP_MAX)
 		return usage_err("-m %u: a datagram carries at most %u bytes (larger only with --stream)",
 				 cfg->msg_size, XT_UDP_MAX);
+	if (cfg->zc && (!cfg->stream || cfg->xt.kernel))
+		return usage_err("--zc is the in-place API of xvi streams: use it with --stream, without --kernel");
 	if (cfg->stream && cfg->xt.kernel && cfg->xt.kernel_single)
 		return usage_err("--kernel=sendto is a datagram API: use --stream --kernel for TCP");
 	if (!cfg->threads)

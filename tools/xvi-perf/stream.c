@@ -273,6 +273,27 @@ static ssize_t sconn_send_out(struct sconn *k)
 	return sent;
 }
 
+/*
+ * --zc: frame the received bytes where they lie in the stream's receive
+ * buffer, then release them.  Bytes consumed, 0 at the end, -errno;
+ * *@bad when a message header was broken.
+ */
+static ssize_t sconn_feed_zc(struct sconn *k, struct sctx *x, bool *bad)
+{
+	struct iovec iov[2];
+	size_t n = 0;
+	int r = xvi_stream__recv_zc(k->c.s, iov, 2);
+
+	if (r <= 0)
+		return r;
+	for (int i = 0; i < r && !*bad; i++) {
+		*bad = frame_feed(&k->fr, iov[i].iov_base, iov[i].iov_len, srv_msg, x) < 0;
+		n += iov[i].iov_len;
+	}
+	r = xvi_stream__recv_release(k->c.s, n);
+	return r < 0 ? r : (ssize_t)n;
+}
+
 /* Move a connection on: send pending replies, then read.  1 progress, 0 none. */
 static int sconn_run(struct sserver *s, struct sconn *k, char *rbuf)
 {
@@ -287,7 +308,9 @@ static int sconn_run(struct sserver *s, struct sconn *k, char *rbuf)
 	if (k->out_off == k->out_len)
 		k->out_off = k->out_len = 0;
 	for (i = 0; i < 16 && k->out_len - k->out_off < OUT_HIGH; i++) {
-		r = xst_recv(&k->c, rbuf, RBUF);
+		bool bad = false;
+
+		r = s->cfg->zc ? sconn_feed_zc(k, &x, &bad) : xst_recv(&k->c, rbuf, RBUF);
 		if (r == -EAGAIN)
 			break;
 		if (r == 0) {
@@ -298,7 +321,9 @@ static int sconn_run(struct sserver *s, struct sconn *k, char *rbuf)
 		if (r < 0)
 			goto fail;
 		progress = 1;
-		if (frame_feed(&k->fr, rbuf, (size_t)r, srv_msg, &x) < 0) {
+		if (!s->cfg->zc)
+			bad = frame_feed(&k->fr, rbuf, (size_t)r, srv_msg, &x) < 0;
+		if (bad) {
 			s->bad_frames++;
 			fprintf(stderr, "xvi-perf: a client sent a message with a broken header: "
 				"dropping the connection (only xvi-perf --stream clients speak this)\n");
@@ -684,6 +709,48 @@ int perf_stream_ping_pong(const struct perf_cfg *cfg)
 	return rc;
 }
 
+/*
+ * --zc: write bytes [@off, @off + @n) of the batch that starts after
+ * message @seq where they go (the send buffer): each message a sockperf
+ * header and a zeroed body, the bytes the copying client sends.
+ */
+static void batch_write(char *dst, size_t off, size_t n, __u64 seq, __u32 msg)
+{
+	while (n) {
+		size_t in = off % msg, take = msg - in < n ? msg - in : n, hn = 0;
+
+		if (in < SP_HDR_LEN) {
+			char h[SP_HDR_LEN];
+
+			hn = SP_HDR_LEN - in < take ? SP_HDR_LEN - in : take;
+			sp_put(h, seq + 1 + off / msg, SP_F_CLIENT, msg);
+			memcpy(dst, h + in, hn);
+		}
+		memset(dst + hn, 0, take - hn);
+		dst += take;
+		off += take;
+		n -= take;
+	}
+}
+
+/* One send of the rest of the batch: by copy, or in place with --zc. */
+static ssize_t batch_send(const struct perf_cfg *cfg, struct xst_conn *c, const char *buf,
+			  size_t off, size_t blen, __u64 seq)
+{
+	ssize_t w;
+	void *p;
+	int err;
+
+	if (!cfg->zc)
+		return xst_send(c, buf + off, blen - off);
+	w = xvi_stream__send_alloc(c->s, &p, blen - off);
+	if (w <= 0)
+		return w;
+	batch_write(p, off, (size_t)w, seq, cfg->msg_size);
+	err = xvi_stream__send_commit(c->s, (size_t)w);
+	return err ? err : w;
+}
+
 int perf_stream_throughput(const struct perf_cfg *cfg)
 {
 	struct xst_pollent pe;
@@ -721,11 +788,11 @@ int perf_stream_throughput(const struct perf_cfg *cfg)
 	while (!err && !xt_stop && (off || now < end)) {
 		ssize_t w;
 
-		if (!off)
+		if (!off && !cfg->zc)
 			for (i = 0; i < cfg->batch; i++)
 				sp_put(buf + (size_t)i * cfg->msg_size, seq + 1 + (__u64)i,
 				       SP_F_CLIENT, cfg->msg_size);
-		w = xst_send(&k->c, buf + off, blen - off);
+		w = batch_send(cfg, &k->c, buf, off, blen, seq);
 		calls++;
 		if (w > 0) {
 			off += (size_t)w;
@@ -771,13 +838,14 @@ int perf_stream_throughput(const struct perf_cfg *cfg)
 	if (cfg->json) {
 		printf("{\"mode\":\"throughput\",\"transport\":\"%s\",\"server\":\"%s\","
 		       "\"msg_size\":%u,\"seconds\":%.3f,\"mps_limit\":0,\"batch\":%d,"
-		       "\"send\":\"stream\",\"nodelay\":%s,\"sent\":%llu,\"send_errors\":%d,"
+		       "\"send\":\"%s\",\"nodelay\":%s,\"sent\":%llu,\"send_errors\":%d,"
 		       "\"no_buffer\":%llu,\"send_calls\":%llu,\"msg_rate\":%.1f,"
 		       "\"mbit_per_sec\":%.3f,\"bytes\":%llu,"
 		       "\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f,\"ns_per_msg\":%.1f,"
 		       "\"ns_per_byte\":%.4f}",
 		       xst_name(&k->o), xt_addr_str(&cfg->addr, a, sizeof(a)), cfg->msg_size,
-		       secs, cfg->batch, cfg->nodelay ? "true" : "false",
+		       secs, cfg->batch, cfg->zc ? "stream-zc" : "stream",
+		       cfg->nodelay ? "true" : "false",
 		       (unsigned long long)sent, err ? 1 : 0, (unsigned long long)waits,
 		       (unsigned long long)calls, (double)sent / secs,
 		       (double)sent * cfg->msg_size * 8 / secs / 1e6,
