@@ -25,6 +25,7 @@ struct cat_cfg {
 	unsigned long src_port;	/* -s, 0 = from the pid */
 	union xvi_sockaddr addr;/* listener: bind; sender: destination */
 	unsigned long conns;	/* stream: --conns N, 0 = one connection */
+	bool zc;		/* stream: --zc, in place (send_alloc, recv_zc) */
 };
 
 extern int cat_verbosity;

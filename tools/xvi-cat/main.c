@@ -48,6 +48,10 @@ static const struct opt_def cat_opts[] = {
 		  "sender sends all of stdin (at most 16 MiB) on each, the\n"
 		  "listener accepts N and prints each one's data in one piece",
 	  .err = "give 1..1000 connections" },
+	{ OPT_FLAG, "zc", 0, ARG(cfg.zc),
+	  .help = "stream: in place: stdin is read straight into the\n"
+		  "stream's send buffer (send_alloc/send_commit), stdout\n"
+		  "written from the receive buffer (recv_zc/recv_release)" },
 	{ OPT_UINT, NULL, 's', ARG(cfg.src_port), "PORT", .min = 1, .max = 65535,
 	  .help = "sender's source port (default from the pid, 49152..65535)",
 	  .err = XT_PORT_RANGE },
@@ -93,6 +97,8 @@ static int check_args(struct cat_cfg *cfg, int npos, char **pos)
 
 	if (!cfg->udp && cfg->count)
 		return usage_err("-c counts datagrams: it needs -u");
+	if (cfg->zc && (cfg->udp || cfg->xt.kernel || cfg->conns))
+		return usage_err("--zc is for one xvi stream (not -u, not --kernel, not --conns)");
 	if (cfg->conns && (cfg->udp || cfg->xt.kernel))
 		return usage_err("--conns is for xvi streams (not -u, not --kernel)");
 	if (!cfg->xt.iface && !cfg->xt.kernel)

@@ -29,6 +29,7 @@ struct sx {
 	__u64 t0, last;		/* ns: start, last progress */
 	unsigned long long in, out;
 	char *buf, *rbuf;
+	bool zc_full;		/* --zc: stdin waits for room in the stream */
 };
 
 /* The peer for messages: a listener's is the address that connected. */
@@ -80,8 +81,8 @@ static void report(const struct sx *x, const char *how)
 
 	if (!cat_verbosity)
 		return;
-	fprintf(stderr, "xvi-cat: %s: %llu bytes in, %llu bytes out, %.3f s, %.1f Mbit/s",
-		how, x->in, x->out, secs,
+	fprintf(stderr, "xvi-cat: %s%s: %llu bytes in, %llu bytes out, %.3f s, %.1f Mbit/s",
+		how, x->cfg->zc ? " (in place)" : "", x->in, x->out, secs,
 		secs > 0 ? (x->in > x->out ? x->in : x->out) * 8 / secs / 1e6 : 0.0);
 	if (x->c.s && !xst_info(&x->c, &info))
 		fprintf(stderr, "; segs %llu sent, %llu retrans, %llu timeouts, %llu recoveries, %llu probes, srtt %u us, cwnd %u",
@@ -113,6 +114,71 @@ static int out_all(const void *buf, size_t len)
 }
 
 /* ---- one loop for both transports --------------------------------------- */
+
+/*
+ * --zc: read stdin straight into the stream's send buffer.  1 progress
+ * (bytes, or end of input in *@in_eof), 0 nothing to do now, -1 failed.
+ */
+static int zc_send_input(struct sx *x, bool *in_eof)
+{
+	struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
+	ssize_t n, r;
+	void *buf;
+	char a[64];
+	int err;
+
+	x->zc_full = false;
+	if (poll(&p, 1, 0) <= 0)
+		return 0;
+	n = xvi_stream__send_alloc(x->c.s, &buf, IOBUF);
+	if (n == -EAGAIN) {
+		x->zc_full = true;
+		return 0;
+	}
+	if (n < 0) {
+		fprintf(stderr, "xvi-cat: send to %s failed: %s%s\n",
+			peer_str(x->cfg, a, sizeof(a)), strerror((int)-n), err_hint((int)-n));
+		return -1;
+	}
+	r = read(STDIN_FILENO, buf, (size_t)n);
+	if (r < 0 && errno != EINTR && errno != EAGAIN) {
+		fprintf(stderr, "xvi-cat: cannot read stdin: %s\n", strerror(errno));
+		return -1;
+	}
+	err = xvi_stream__send_commit(x->c.s, r > 0 ? (size_t)r : 0);
+	if (err) {
+		fprintf(stderr, "xvi-cat: send to %s failed: %s%s\n",
+			peer_str(x->cfg, a, sizeof(a)), strerror(-err), err_hint(-err));
+		return -1;
+	}
+	if (r > 0)
+		x->out += (unsigned long long)r;
+	if (r == 0)
+		*in_eof = true;
+	return r >= 0;
+}
+
+/*
+ * --zc: write what arrived to stdout from where it lies, then release it.
+ * Bytes (>0), 0 at the end, -EAGAIN, the connection's error, or
+ * -ECANCELED when stdout failed (said already).
+ */
+static ssize_t zc_recv_output(struct sx *x)
+{
+	struct iovec iov[2];
+	size_t n = 0;
+	int r = xvi_stream__recv_zc(x->c.s, iov, 2), err;
+
+	if (r <= 0)
+		return r;
+	for (int i = 0; i < r; i++) {
+		if (out_all(iov[i].iov_base, iov[i].iov_len))
+			return -ECANCELED;
+		n += iov[i].iov_len;
+	}
+	err = xvi_stream__recv_release(x->c.s, n);
+	return err ? err : (ssize_t)n;
+}
 
 /* Wait for the connection (and stdin if @want_in) at most @ms; 1 if stdin is readable. */
 static int wait_io(struct sx *x, bool want_in, short events, int ms)
@@ -154,7 +220,13 @@ static int pump_loop(struct sx *x, bool send)
 				return 1;
 			}
 		}
-		if (off == len && !in_eof) {
+		if (off == len && !in_eof && x->cfg->zc) {
+			int z = zc_send_input(x, &in_eof);
+
+			if (z < 0)
+				return 1;
+			progress |= z > 0;
+		} else if (off == len && !in_eof) {
 			struct pollfd p = { .fd = STDIN_FILENO, .events = POLLIN };
 
 			if (poll(&p, 1, 0) > 0) {
@@ -183,9 +255,11 @@ static int pump_loop(struct sx *x, bool send)
 			shut = true;
 		}
 		if (!peer_eof) {
-			r = xst_recv(&x->c, x->rbuf, IOBUF);
+			r = x->cfg->zc ? zc_recv_output(x) : xst_recv(&x->c, x->rbuf, IOBUF);
+			if (r == -ECANCELED)
+				return 1;
 			if (r > 0) {
-				if (out_all(x->rbuf, (size_t)r))
+				if (!x->cfg->zc && out_all(x->rbuf, (size_t)r))
 					return 1;
 				x->in += (unsigned long long)r;
 				progress = true;
@@ -209,8 +283,8 @@ static int pump_loop(struct sx *x, bool send)
 		}
 		if (idle_expired(x, send ? "sending" : "receiving"))
 			return 1;
-		wait_io(x, off == len && !in_eof,
-			(short)(POLLIN | (off < len ? POLLOUT : 0)), idle_ms(x));
+		wait_io(x, off == len && !in_eof && !x->zc_full,
+			(short)(POLLIN | (off < len || x->zc_full ? POLLOUT : 0)), idle_ms(x));
 	}
 	fprintf(stderr, "xvi-cat: interrupted\n");
 	return 1;
