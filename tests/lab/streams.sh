@@ -7,7 +7,8 @@
 # (a -- m -- b) with the impairment relay on m: 64 MiB byte-exact under
 # loss, reordering, duplication and corruption; 50 connections under 30 %
 # loss; a transfer
-# through a blackhole (3 s on / 2 s off); a peer killed mid-transfer, seen
+# through a blackhole (3 s on / 2 s off); the same loss with the in-place
+# calls (xvi-cat --zc); a peer killed mid-transfer, seen
 # by the other side within the keepalive bound.  Every case is bounded in
 # time; transfer times and retransmission counters go to stderr.
 
@@ -92,6 +93,18 @@ case_lossy64() {
 	t_log "relay loss=5% reorder=1% dup=0.5% corrupt=0.1%: 64 MiB byte-exact in ${XFER_MS} ms"
 	lab_relay_stats --name "$LAB3" | grep -E '^ab\.(drop_loss|duplicated|corrupted|reordered) ' |
 		paste -sd' ' | sed 's/^/# relay: /' >&2
+}
+
+# The in-place calls at both ends (xvi-cat --zc: stdin read straight into
+# the send buffer with send_alloc/send_commit, stdout written from the
+# receive buffer with recv_zc/recv_release) through the same impairment.
+case_lossy_zc() {
+	_mkfile 16
+	_impair "loss=5%,reorder=1%,dup=0.5%,corrupt=0.1%,seed=43" || return 1
+	t_stream_xfer "$LAB3" "$T_TMP/in16" 60 --zc || return 1
+	grep -q 'done (in place)' "$T_TMP/s.err" && grep -q 'done (in place)' "$T_TMP/l.err" ||
+		{ fail "a side did not use the in-place calls (no 'done (in place)')"; return 1; }
+	t_log "relay loss=5% reorder=1% dup=0.5% corrupt=0.1%, in place: 16 MiB byte-exact in ${XFER_MS} ms"
 }
 
 case_conns50() {
@@ -221,6 +234,7 @@ CASES=(
 	clean2		case_clean2	  "2 nodes: 16 MiB byte-exact, both ends exit 0"
 	close_by_ack	case_close_by_ack "2 nodes: both closes end by the FIN's ACK, no timer, no linger"
 	lossy64		case_lossy64	  "relay 5% loss, 1% reorder, 0.5% dup, 0.1% corrupt: 64 MiB byte-exact"
+	lossy_zc	case_lossy_zc	  "relay 5% loss, 1% reorder, 0.5% dup, 0.1% corrupt: 16 MiB in place (--zc) byte-exact"
 	conns50		case_conns50	  "relay 30% loss: 50 connections established, each delivers and closes"
 	conns1000	case_conns1000	  "2 nodes: 1000 concurrent connections, each 64 KiB byte-exact"
 	conns_big	case_conns_big	  "2 nodes: 4 connections, each 3 MiB byte-exact"
