@@ -851,7 +851,9 @@ def main():
             ("tcpserver", "4i. A web server through MemNet's TCP Server against kernel TCP",
              "three-node lab, m routing or serving as the TCP Server", False),
             ("lossy", "4j. Loss recovery: a file through a router dropping 3 %",
-             "routed three-node lab, nftables on m", False)):
+             "routed three-node lab, nftables on m", False),
+            ("streamzc", "4k. Streams in place (send_alloc, recv_zc) against send/recv",
+             "two-node lab with 3-queue veths", False)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
             continue
@@ -874,7 +876,7 @@ def main():
     # stream progress (tests/bench/engine/stream_progress.c, in-process)
     progress = [r["text"] for r in recs if r.get("test") == "progress" and r.get("text")]
     if progress or unavailable.get("progress"):
-        w("## 4k. Stream progress: one run's cost against connections held")
+        w("## 4l. Stream progress: one run's cost against connections held")
         w("")
         if progress:
             w("From tests/bench/engine/stream_progress.c (two stream engines over an "
