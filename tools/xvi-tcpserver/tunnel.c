@@ -128,7 +128,7 @@ static int tun_flush(struct tun *t)
 	while (t->out.len) {
 		ssize_t r = xvi_stream__send(t->s, t->out.p + t->out.off, t->out.len, 0);
 
-		/* 0: the stream's send buffer is full, as -EAGAIN */
+		/* A full stream says -EAGAIN; 0 would be no progress too. */
 		if (r == -EAGAIN || !r)
 			break;
 		if (r < 0)
