@@ -162,7 +162,12 @@ XVI_API int xvi_memnet_ctx__accept(struct xvi_memnet_ctx *mn, int sd,
 			struct sockaddr_storage *peer);
 XVI_API int xvi_memnet_ctx__connect(struct xvi_memnet_ctx *mn, int sd, const struct sockaddr *addr,
 			socklen_t len);
-/* As send(2)/recv(2) of a blocking or non-blocking socket; @flags must be 0. */
+/*
+ * As send(2)/recv(2) of a blocking or non-blocking socket.  recv's @flags
+ * must be 0; send takes MSG_MORE: the bytes are held on the host (up to
+ * 64 KiB) until a send without it, xvi_memnet_ctx__poll, or any call that
+ * waits, so that several sends, on any sockets, leave in one frame.
+ */
 XVI_API ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf, size_t len,
 			int flags);
 XVI_API ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_t len,

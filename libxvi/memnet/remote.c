@@ -19,6 +19,8 @@
 
 /* Data frames wait while the tunnel's output holds this much. */
 #define OUT_HIGH	(256 * 1024)
+/* MSG_MORE output is held until this much waits. */
+#define MORE_MAX	(64 * 1024)
 #define IN_CAP		(16 * (XVI_TUN_HDR_LEN + XVI_TUN_MAX_PAYLOAD))
 #define WAIT_SLICE_MS	100
 
@@ -51,6 +53,7 @@ struct xvi_memnet_ctx {
 	size_t out_off, out_len, out_cap;
 	struct rsock **socks;	/* by handle */
 	__u32 nsocks;
+	bool held;		/* out holds MSG_MORE data: flush it later */
 	__u32 req, want;	/* last request id; the one waited for */
 	bool got;
 	__s32 got_val;
@@ -232,18 +235,25 @@ static void on_frame(struct xvi_memnet_ctx *mn, const struct xvi_tun_hdr *h, con
 	}
 }
 
-/* Run the stream engine, send what is queued, take what arrived. */
-static void pump(struct xvi_memnet_ctx *mn)
+/*
+ * Run the stream engine, send what is queued (unless @flush is false), take
+ * what arrived.  Every xvi_stream__send() goes out as its own segment (the
+ * tunnel is NODELAY), so output held back and sent in one piece costs one
+ * frame, one TX kick and one wake-up of the server instead of one each.
+ */
+static void pump_io(struct xvi_memnet_ctx *mn, bool flush)
 {
 	if (mn->dead)
 		return;
+	if (flush)
+		mn->held = false;
 	xvi_stream_ctx__process(mn->sctx);
 	for (;;) {
 		ssize_t r;
 
-		while (mn->out_len) {
+		while (flush && mn->out_len) {
 			r = xvi_stream__send(mn->tun, mn->out + mn->out_off, mn->out_len, 0);
-			/* 0: the stream's send buffer is full, as -EAGAIN */
+			/* A full stream says -EAGAIN; 0 would be no progress too. */
 			if (r == -EAGAIN || !r)
 				break;
 			if (r < 0) {
@@ -289,11 +299,24 @@ static void pump(struct xvi_memnet_ctx *mn)
 	}
 }
 
+static void pump(struct xvi_memnet_ctx *mn)
+{
+	pump_io(mn, true);
+}
+
+/* As pump, but output held by MSG_MORE stays held. */
+static void pump_keep(struct xvi_memnet_ctx *mn)
+{
+	pump_io(mn, !mn->held);
+}
+
 /* Sleep until the tunnel may have news, at most @ms. */
 static void nap(struct xvi_memnet_ctx *mn, int ms)
 {
 	if (ms < 0 || ms > WAIT_SLICE_MS)
 		ms = WAIT_SLICE_MS;
+	if (mn->held)	/* nothing may wait behind a sleep */
+		pump(mn);
 	xvi_stream_ctx__wait(mn->sctx, ms);
 	pump(mn);
 }
@@ -494,7 +517,7 @@ int xvi_memnet_ctx__accept(struct xvi_memnet_ctx *mn, int sd, struct sockaddr_st
 	GET(mn, sd, rs);
 	if (!rs->listener)
 		return xvi_err(-EINVAL);
-	pump(mn);
+	pump_keep(mn);
 	while (!rs->aq_len) {
 		if (rs->err)
 			return xvi_err(-rs->err);
@@ -525,9 +548,9 @@ ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf,
 	size_t done = 0;
 
 	GET(mn, sd, rs);
-	if (flags || (!buf && len))
+	if ((flags & ~MSG_MORE) || (!buf && len))
 		return xvi_err(-EINVAL);
-	pump(mn);
+	pump_keep(mn);
 	for (;;) {
 		if (rs->err)
 			return done ? (ssize_t)done : xvi_err(-rs->err);
@@ -548,7 +571,12 @@ ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf,
 			rs->tx_credit -= (__u32)n;
 			done += n;
 		}
-		pump(mn);
+		if ((flags & MSG_MORE) && done == len && mn->out_len < MORE_MAX) {
+			mn->held = true;
+			pump_keep(mn);
+		} else {
+			pump(mn);
+		}
 		if (done == len || (done && (rs->flags & XVI_MEMNET_NONBLOCK)))
 			return (ssize_t)done;
 		if (rs->flags & XVI_MEMNET_NONBLOCK)
@@ -558,10 +586,15 @@ ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf,
 	}
 }
 
-/* Give the server back credit for what the application read. */
+/*
+ * Give the server back credit for what the application read, once half the
+ * window was read: the server then still holds at least half a window of
+ * credit, so it never waits for this, and a request-response exchange
+ * costs no CREDIT frame per request.
+ */
 static void credit_back(struct xvi_memnet_ctx *mn, int sd, struct rsock *rs)
 {
-	if (rs->rx_done && (rs->rx_done >= mn->window / 4 || !rs->rx_len)) {
+	if (rs->rx_done && rs->rx_done >= mn->window / 2) {
 		emit(mn, XVI_TUN_CREDIT, (__u32)sd, 0, (__s32)rs->rx_done, NULL, 0);
 		rs->rx_done = 0;
 	}
@@ -575,7 +608,7 @@ ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_
 	GET(mn, sd, rs);
 	if (flags || (!buf && len))
 		return xvi_err(-EINVAL);
-	pump(mn);
+	pump_keep(mn);
 	while (!rs->rx_len) {
 		if (rs->rd_eof)
 			return 0;
@@ -595,7 +628,7 @@ ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_
 	rs->rx_len -= (__u32)n;
 	rs->rx_done += (__u32)n;
 	credit_back(mn, sd, rs);
-	pump(mn);
+	pump_keep(mn);
 	return (ssize_t)n;
 }
 

@@ -160,8 +160,12 @@ static void write_some(struct tsock *ts)
 		tbuf_consume(&ts->tx, (size_t)r);
 		ts->uncredited += (__u32)r;
 	}
-	if (ts->uncredited && !ts->dead &&
-	    (!ts->tx.len || ts->uncredited >= t->srv->cfg->window / 2)) {
+	/*
+	 * Credit goes back once half the window was written: the host then
+	 * still holds half a window, so it never waits for this, and a
+	 * request-response exchange costs no CREDIT frame per response.
+	 */
+	if (ts->uncredited && !ts->dead && ts->uncredited >= t->srv->cfg->window / 2) {
 		tun_emit(t, XVI_TUN_CREDIT, ts->h, 0, (__s32)ts->uncredited, NULL, 0);
 		ts->uncredited = 0;
 	}
