@@ -19,7 +19,8 @@ struct hio_ops {
 	int (*listen)(struct hio *io, __u16 port, int backlog);	/* the listener's id */
 	int (*accept)(struct hio *io, int l);				/* a connection's id */
 	ssize_t (*recv)(struct hio *io, int c, void *buf, size_t len);
-	ssize_t (*send)(struct hio *io, int c, const void *buf, size_t len);
+	/* @more: another send to @c follows at once (MSG_MORE). */
+	ssize_t (*send)(struct hio *io, int c, const void *buf, size_t len, bool more);
 	void (*close)(struct hio *io, int c);
 	/* Like poll(2) over ids: entries with revents, 0, or -errno. */
 	int (*poll)(struct hio *io, int *ids, short *events, short *revents, int n,

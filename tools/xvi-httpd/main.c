@@ -180,7 +180,8 @@ static bool service(struct hio *io, struct conn *c)
 		ssize_t r;
 
 		if (c->hdr_off < c->hdr_len) {
-			r = io->ops->send(io, c->id, c->hdr + c->hdr_off, c->hdr_len - c->hdr_off);
+			r = io->ops->send(io, c->id, c->hdr + c->hdr_off, c->hdr_len - c->hdr_off,
+					  c->body_off < c->body_len);
 			if (r == -EAGAIN)
 				return true;
 			if (r < 0)
@@ -190,7 +191,7 @@ static bool service(struct hio *io, struct conn *c)
 		}
 		if (c->body_off < c->body_len) {
 			r = io->ops->send(io, c->id, c->body + c->body_off,
-					  c->body_len - c->body_off);
+					  c->body_len - c->body_off, false);
 			if (r == -EAGAIN)
 				return true;
 			if (r < 0)
