@@ -185,6 +185,24 @@ XVI_API ssize_t xvi_memnet_ctx__send_direct(struct xvi_memnet_ctx *mn, int sd, i
 XVI_API ssize_t xvi_memnet_ctx__recv_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off,
 			size_t len);
 
+/*
+ * The same as jobs (xvi_memnet_job__wait / __done above): a descriptor at
+ * once, or NULL with errno (EBADF, ENOTCONN, EINVAL: not inside region
+ * @mem).  A send job completes with @len once its bytes left the region
+ * (copied into the tunnel: the region is reusable), a receive job with the
+ * bytes received once full or at end of stream; an error completes them as
+ * send(2)/recv(2) return: the bytes moved, else -errno (-ECONNRESET,
+ * -EPIPE, ...).  Jobs of a socket complete in order; a plain send waits
+ * behind its send jobs, a plain recv returns -EBUSY while a receive job is
+ * pending, close() returns -EBUSY while any is (abort() completes them with
+ * -ECONNABORTED, as freeing the context does).  Their bytes leave with the
+ * next flush, as MSG_MORE sends' do.
+ */
+XVI_API struct xvi_memnet_job *xvi_memnet_ctx__async_send(struct xvi_memnet_ctx *mn, int sd,
+			int mem, size_t off, size_t len);
+XVI_API struct xvi_memnet_job *xvi_memnet_ctx__async_recv(struct xvi_memnet_ctx *mn, int sd,
+			int mem, size_t off, size_t len);
+
 /* Readiness of many sockets: like poll(2) with POLLIN, POLLOUT, POLLERR,
  * POLLHUP; a listener is readable when accept() would succeed.  Returns
  * the entries with revents, 0 when @timeout_ms ran out, or -errno. */

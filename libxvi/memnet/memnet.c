@@ -14,30 +14,12 @@
 #include <string.h>
 #include <time.h>
 #include "xvi_memnet.h"
+#include "memnet/job.h"
 #include "stream/engine.h"
 #include "common/log.h"
 #include "common/util.h"
 
-enum { MN_SEND = 1, MN_RECV = 2 };
-#define MN_MAGIC	0x4d4e4a42u	/* "MNJB" */
 #define INTERNAL_COOKIE	(~0ULL)		/* stream/api.c's blocking sends */
-
-struct xvi_memnet_job {
-	__u32 magic;
-	int kind;
-	struct xvi_stream *s;		/* NULL once the stream is gone */
-	struct xvi_stream_ctx *ctx;
-	int mem;
-	size_t off, len;
-	__u8 *buf;
-	bool submitted;			/* send: handed to the engine */
-	bool posted;			/* recv: the engine's posted buffer */
-	bool done;
-	ssize_t result;
-	__u32 sum;			/* debug: CRC32C of a send buffer */
-	struct xvi_memnet_job *next;	/* the stream's send or receive queue */
-	struct xvi_memnet_job *pnext;	/* the context's pending jobs */
-};
 
 static bool mn_debug(void)
 {
@@ -79,7 +61,7 @@ static void queue_unlink(struct xvi_memnet_job **head, struct xvi_memnet_job *j)
 		}
 }
 
-static void complete(struct xvi_memnet_job *j, ssize_t result)
+void xvi_mn__complete(struct xvi_memnet_job *j, ssize_t result)
 {
 	struct xvi_stream *s = j->s;
 
@@ -114,9 +96,9 @@ static void complete(struct xvi_memnet_job *j, ssize_t result)
 void xvi_mn__stream_gone(struct xvi_stream *s)
 {
 	while (s->memnet.rxq)
-		complete(s->memnet.rxq, -ECONNABORTED);
+		xvi_mn__complete(s->memnet.rxq, -ECONNABORTED);
 	while (s->memnet.txq)
-		complete(s->memnet.txq, -ECONNABORTED);
+		xvi_mn__complete(s->memnet.txq, -ECONNABORTED);
 	for (struct xvi_memnet_job *j = s->ctx->mn_pending; j; j = j->pnext)
 		if (j->s == s)
 			j->s = NULL;
@@ -139,7 +121,7 @@ static void stream_progress(struct xvi_stream *s)
 		if (r == -EAGAIN)
 			break;
 		if (r < 0) {
-			complete(j, r);
+			xvi_mn__complete(j, r);
 			break;	/* the list changed; the next call goes on */
 		}
 		j->submitted = true;
@@ -150,11 +132,11 @@ static void stream_progress(struct xvi_stream *s)
 
 			if (ck[i] == INTERNAL_COOKIE || !j || j->magic != MN_MAGIC)
 				continue;
-			complete(j, (ssize_t)j->len);
+			xvi_mn__complete(j, (ssize_t)j->len);
 		}
 	if (s->err) {
 		while (s->memnet.txq)
-			complete(s->memnet.txq, -s->err);
+			xvi_mn__complete(s->memnet.txq, -s->err);
 	}
 	/* The head receive job: what waits in the ring first, then post. */
 	while (s->memnet.rxq) {
@@ -169,11 +151,11 @@ static void stream_progress(struct xvi_stream *s)
 		else
 			j->result = (ssize_t)got;
 		if (got == j->len || r == 0) {
-			complete(j, (ssize_t)got);	/* full, or end of stream */
+			xvi_mn__complete(j, (ssize_t)got);	/* full, or end of stream */
 			continue;
 		}
 		if (r != -EAGAIN) {
-			complete(j, got ? (ssize_t)got : r);
+			xvi_mn__complete(j, got ? (ssize_t)got : r);
 			continue;
 		}
 		if (!j->posted) {
@@ -189,7 +171,13 @@ static void stream_progress(struct xvi_stream *s)
 
 static void progress(struct xvi_memnet_job *j)
 {
-	if (j->done || !j->s)
+	if (j->done)
+		return;
+	if (j->mn) {
+		xvi_mn__remote_progress(j->mn);
+		return;
+	}
+	if (!j->s)
 		return;
 	if (j->ctx->api)
 		xvi_stream_ctx__process(j->ctx);
@@ -197,26 +185,20 @@ static void progress(struct xvi_memnet_job *j)
 		stream_progress(j->s);
 }
 
-static struct xvi_memnet_job *job_new(struct xvi_stream *s, int kind, int mem, size_t off,
-				  size_t len)
+struct xvi_memnet_job *xvi_mn__job_alloc(struct xvi_stream_ctx *ctx, int kind, int mem,
+					 size_t off, size_t len)
 {
-	struct xvi_stream_ctx *ctx;
 	struct xvi_sregion *r;
 	struct xvi_memnet_job *j;
 
-	if (!s || mem < 0 || mem >= XVI_SCTX_MAX_REGIONS) {
+	if (mem < 0 || mem >= XVI_SCTX_MAX_REGIONS) {
 		errno = EINVAL;
 		return NULL;
 	}
-	ctx = s->ctx;
 	r = &ctx->regions[mem];
 	if (!r->used || off > r->len || len > r->len - off || !len || len > (1u << 30)) {
 		pr_warn("memnet: [%zu, +%zu) is not inside registered region %d\n", off, len, mem);
 		errno = EINVAL;
-		return NULL;
-	}
-	if (s->state == XVI_SS_LISTEN || (!s->flight.segs && !s->err)) {
-		errno = ENOTCONN;
 		return NULL;
 	}
 	if (mn_debug())
@@ -234,7 +216,6 @@ static struct xvi_memnet_job *job_new(struct xvi_stream *s, int kind, int mem, s
 	}
 	j->magic = MN_MAGIC;
 	j->kind = kind;
-	j->s = s;
 	j->ctx = ctx;
 	j->mem = mem;
 	j->off = off;
@@ -243,9 +224,29 @@ static struct xvi_memnet_job *job_new(struct xvi_stream *s, int kind, int mem, s
 	if (kind == MN_SEND && mn_debug())
 		j->sum = xvi_crc32c(0, j->buf, len);
 	r->refs++;
-	s->memnet.jobs++;
 	j->pnext = ctx->mn_pending;
 	ctx->mn_pending = j;
+	return j;
+}
+
+static struct xvi_memnet_job *job_new(struct xvi_stream *s, int kind, int mem, size_t off,
+				  size_t len)
+{
+	struct xvi_memnet_job *j;
+
+	if (!s) {
+		errno = EINVAL;
+		return NULL;
+	}
+	if (s->state == XVI_SS_LISTEN || (!s->flight.segs && !s->err)) {
+		errno = ENOTCONN;
+		return NULL;
+	}
+	j = xvi_mn__job_alloc(s->ctx, kind, mem, off, len);
+	if (!j)
+		return NULL;
+	j->s = s;
+	s->memnet.jobs++;
 	{
 		struct xvi_memnet_job **tail = kind == MN_SEND ? &s->memnet.txq : &s->memnet.rxq;
 
@@ -275,6 +276,8 @@ int xvi_memnet_job__wait(struct xvi_memnet_job *j, int timeout_ms)
 
 	if (!j || j->magic != MN_MAGIC)
 		return xvi_err(-EINVAL);
+	if (j->mn)
+		return xvi_err(xvi_mn__remote_wait(j, timeout_ms));
 	end = timeout_ms > 0 ? (__u64)xvi_now_ms() + (__u64)timeout_ms : 0;
 	for (;;) {
 		progress(j);
@@ -326,7 +329,7 @@ static ssize_t run_sync(struct xvi_memnet_job *j)
 		/* No real link to block on: the synchronous call owns its job,
 		 * so it ends it here (a send may still go out: it is queued). */
 		pr_warn("memnet: send_direct/recv_direct need a context over an endpoint\n");
-		complete(j, -EOPNOTSUPP);
+		xvi_mn__complete(j, -EOPNOTSUPP);
 	}
 	xvi_memnet_job__done(j, &r);
 	return r;

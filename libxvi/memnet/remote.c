@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "xvi_memnet.h"
+#include "memnet/job.h"
 #include "memnet/tunnel.h"
 #include "stream/engine.h"
 #include "common/log.h"
@@ -30,6 +31,7 @@ struct acc {
 };
 
 struct rsock {
+	int sd;
 	int flags;
 	bool listener, connected;
 	bool rd_eof;		/* the peer's FIN came (or SHUT_RD) */
@@ -40,6 +42,9 @@ struct rsock {
 	__u32 tx_credit;
 	struct acc *aq;		/* listener: accepted, not yet taken */
 	__u32 aq_head, aq_len, aq_cap;
+	struct xvi_memnet_job *txq, *rxq;	/* async jobs, in order */
+	struct rsock *jnext;	/* on the context's list of sockets with jobs */
+	bool on_jl;
 };
 
 struct xvi_memnet_ctx {
@@ -52,6 +57,7 @@ struct xvi_memnet_ctx {
 	char *out;
 	size_t out_off, out_len, out_cap;
 	struct rsock **socks;	/* by handle */
+	struct rsock *jl;	/* sockets with jobs */
 	__u32 nsocks;
 	bool held;		/* out holds MSG_MORE data: flush it later */
 	__u32 req, want;	/* last request id; the one waited for */
@@ -120,9 +126,19 @@ static struct rsock *slot_open(struct xvi_memnet_ctx *mn, __u32 h, int flags)
 	rs = calloc(1, sizeof(*rs));
 	if (!rs)
 		return NULL;
+	rs->sd = (int)h;
 	rs->flags = flags;
 	mn->socks[h] = rs;
 	return rs;
+}
+
+static void job_pop(struct xvi_memnet_job **q, ssize_t result)
+{
+	struct xvi_memnet_job *j = *q;
+
+	*q = j->next;
+	j->next = NULL;
+	xvi_mn__complete(j, result);
 }
 
 static void slot_free(struct xvi_memnet_ctx *mn, int sd)
@@ -131,11 +147,23 @@ static void slot_free(struct xvi_memnet_ctx *mn, int sd)
 
 	if (!rs)
 		return;
+	while (rs->txq)
+		job_pop(&rs->txq, -ECONNABORTED);
+	while (rs->rxq)
+		job_pop(&rs->rxq, -ECONNABORTED);
+	if (rs->on_jl)
+		for (struct rsock **pp = &mn->jl; *pp; pp = &(*pp)->jnext)
+			if (*pp == rs) {
+				*pp = rs->jnext;
+				break;
+			}
 	free(rs->rx);
 	free(rs->aq);
 	free(rs);
 	mn->socks[sd] = NULL;
 }
+
+static void jobs_run(struct xvi_memnet_ctx *mn);
 
 static void tunnel_failed(struct xvi_memnet_ctx *mn, int err)
 {
@@ -146,6 +174,7 @@ static void tunnel_failed(struct xvi_memnet_ctx *mn, int err)
 	for (__u32 i = 1; i < mn->nsocks; i++)
 		if (mn->socks[i] && !mn->socks[i]->err)
 			mn->socks[i]->err = mn->dead;
+	jobs_run(mn);
 }
 
 static void on_data(struct xvi_memnet_ctx *mn, struct rsock *rs, const char *p, __u32 len)
@@ -251,6 +280,7 @@ static void pump_io(struct xvi_memnet_ctx *mn, bool flush)
 	for (;;) {
 		ssize_t r;
 
+		jobs_run(mn);
 		while (flush && mn->out_len) {
 			r = xvi_stream__send(mn->tun, mn->out + mn->out_off, mn->out_len, 0);
 			/* A full stream says -EAGAIN; 0 would be no progress too. */
@@ -420,6 +450,12 @@ void xvi_memnet_ctx__free(struct xvi_memnet_ctx *mn)
 	/* Flush what is queued (bounded by the tunnel's health). */
 	for (int i = 0; i < 50 && mn->out_len && !mn->dead; i++)
 		nap(mn, WAIT_SLICE_MS);
+	for (struct rsock *rs = mn->jl; rs; rs = rs->jnext) {
+		for (struct xvi_memnet_job *j = rs->txq; j; j = j->next)
+			j->mn = NULL;
+		for (struct xvi_memnet_job *j = rs->rxq; j; j = j->next)
+			j->mn = NULL;
+	}
 	for (__u32 i = 1; i < mn->nsocks; i++)
 		slot_free(mn, (int)i);
 	if (mn->dead)
@@ -542,6 +578,12 @@ static bool can_send(const struct xvi_memnet_ctx *mn, const struct rsock *rs)
 	return rs->tx_credit && mn->out_len < OUT_HIGH;
 }
 
+/* A plain send waits behind the socket's send jobs: bytes stay in order. */
+static bool can_send_plain(const struct xvi_memnet_ctx *mn, const struct rsock *rs)
+{
+	return can_send(mn, rs) && !rs->txq;
+}
+
 ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf, size_t len, int flags)
 {
 	struct rsock *rs;
@@ -558,7 +600,7 @@ ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf,
 			return done ? (ssize_t)done : xvi_err(-EPIPE);
 		if (!rs->connected)
 			return xvi_err(-ENOTCONN);
-		while (done < len && can_send(mn, rs)) {
+		while (done < len && can_send_plain(mn, rs)) {
 			size_t n = len - done;
 
 			if (n > rs->tx_credit)
@@ -581,7 +623,7 @@ ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf,
 			return (ssize_t)done;
 		if (rs->flags & XVI_MEMNET_NONBLOCK)
 			return xvi_err(-EAGAIN);
-		if (!can_send(mn, rs))
+		if (!can_send_plain(mn, rs))
 			nap(mn, -1);
 	}
 }
@@ -600,14 +642,173 @@ static void credit_back(struct xvi_memnet_ctx *mn, int sd, struct rsock *rs)
 	}
 }
 
+/* Copy up to @len bytes out of the socket's receive ring. */
+static size_t rx_take(struct xvi_memnet_ctx *mn, struct rsock *rs, void *buf, size_t len)
+{
+	size_t n = len < rs->rx_len ? len : rs->rx_len, first;
+
+	first = n < mn->window - rs->rx_head ? n : mn->window - rs->rx_head;
+	memcpy(buf, rs->rx + rs->rx_head, first);
+	memcpy((char *)buf + first, rs->rx, n - first);
+	rs->rx_head = (rs->rx_head + (__u32)n) % mn->window;
+	rs->rx_len -= (__u32)n;
+	rs->rx_done += (__u32)n;
+	credit_back(mn, rs->sd, rs);
+	return n;
+}
+
+/*
+ * Move what can move for one socket's jobs; true while some are left.
+ * A send job completes once all its bytes are in the tunnel's output (the
+ * region is reusable then, as a send(2) buffer is), a receive job once
+ * it is full or the peer's FIN came.  Errors complete them as send(2)
+ * and recv(2) would return: the bytes moved, else -errno.
+ */
+static bool sock_jobs(struct xvi_memnet_ctx *mn, struct rsock *rs)
+{
+	struct xvi_memnet_job *j;
+
+	while ((j = rs->txq)) {
+		if (rs->err || rs->wr_shut || !rs->connected) {
+			int err = rs->err ? rs->err : rs->wr_shut ? EPIPE : ENOTCONN;
+
+			job_pop(&rs->txq, j->moved ? (ssize_t)j->moved : -err);
+			continue;
+		}
+		while (j->moved < j->len && can_send(mn, rs)) {
+			size_t n = j->len - j->moved;
+
+			if (n > rs->tx_credit)
+				n = rs->tx_credit;
+			if (n > XVI_TUN_MAX_PAYLOAD)
+				n = XVI_TUN_MAX_PAYLOAD;
+			if (emit(mn, XVI_TUN_DATA, (__u32)rs->sd, 0, 0, j->buf + j->moved, (__u32)n))
+				break;	/* no memory now: the next call tries again */
+			rs->tx_credit -= (__u32)n;
+			j->moved += n;
+		}
+		if (j->moved < j->len)
+			break;
+		job_pop(&rs->txq, (ssize_t)j->len);
+	}
+	while ((j = rs->rxq)) {
+		if (rs->rx_len)
+			j->moved += rx_take(mn, rs, j->buf + j->moved, j->len - j->moved);
+		if (j->moved == j->len || (!rs->rx_len && rs->rd_eof)) {
+			job_pop(&rs->rxq, (ssize_t)j->moved);
+			continue;
+		}
+		if (rs->err || !rs->connected) {
+			int err = rs->err ? rs->err : ENOTCONN;
+
+			job_pop(&rs->rxq, j->moved ? (ssize_t)j->moved : -err);
+			continue;
+		}
+		break;
+	}
+	return rs->txq || rs->rxq;
+}
+
+static void jobs_run(struct xvi_memnet_ctx *mn)
+{
+	for (struct rsock **pp = &mn->jl; *pp;) {
+		struct rsock *rs = *pp;
+
+		if (sock_jobs(mn, rs)) {
+			pp = &rs->jnext;
+			continue;
+		}
+		rs->on_jl = false;
+		*pp = rs->jnext;
+	}
+}
+
+static struct xvi_memnet_job *job_start(struct xvi_memnet_ctx *mn, int sd, int kind, int mem,
+					size_t off, size_t len)
+{
+	struct xvi_memnet_job *j, **q;
+	struct rsock *rs;
+
+	if (!mn || !(rs = sock_of(mn, sd))) {
+		errno = mn ? EBADF : EINVAL;
+		return NULL;
+	}
+	if (rs->listener || !rs->connected) {
+		errno = rs->listener ? EINVAL : ENOTCONN;
+		return NULL;
+	}
+	j = xvi_mn__job_alloc(mn->sctx, kind, mem, off, len);
+	if (!j)
+		return NULL;
+	j->mn = mn;
+	j->sd = sd;
+	for (q = kind == MN_SEND ? &rs->txq : &rs->rxq; *q; q = &(*q)->next)
+		;
+	*q = j;
+	if (!rs->on_jl) {
+		rs->on_jl = true;
+		rs->jnext = mn->jl;
+		mn->jl = rs;
+	}
+	/* Its bytes go out with the next flush, as a MSG_MORE send's. */
+	jobs_run(mn);
+	pump_keep(mn);
+	return j;
+}
+
+struct xvi_memnet_job *xvi_memnet_ctx__async_send(struct xvi_memnet_ctx *mn, int sd, int mem,
+						  size_t off, size_t len)
+{
+	return job_start(mn, sd, MN_SEND, mem, off, len);
+}
+
+struct xvi_memnet_job *xvi_memnet_ctx__async_recv(struct xvi_memnet_ctx *mn, int sd, int mem,
+						  size_t off, size_t len)
+{
+	return job_start(mn, sd, MN_RECV, mem, off, len);
+}
+
+/* Output held by MSG_MORE stays held: looking at a job is no reason to
+ * send; waiting for one is (nap). */
+void xvi_mn__remote_progress(struct xvi_memnet_ctx *mn)
+{
+	if (mn->dead)
+		jobs_run(mn);
+	pump_keep(mn);
+}
+
+int xvi_mn__remote_wait(struct xvi_memnet_job *j, int timeout_ms)
+{
+	long long end = timeout_ms > 0 ? xvi_now_ms() + timeout_ms : 0;
+
+	for (;;) {
+		xvi_mn__remote_progress(j->mn);
+		if (j->done)
+			return 0;
+		if (!timeout_ms)
+			return -ETIMEDOUT;
+		if (timeout_ms > 0) {
+			long long left = end - xvi_now_ms();
+
+			if (left <= 0)
+				return -ETIMEDOUT;
+			nap(j->mn, (int)left);
+		} else {
+			nap(j->mn, -1);
+		}
+	}
+}
+
 ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_t len, int flags)
 {
 	struct rsock *rs;
-	size_t n, first;
+	size_t n;
 
 	GET(mn, sd, rs);
 	if (flags || (!buf && len))
 		return xvi_err(-EINVAL);
+	if (rs->rxq)	/* the bytes belong to the receive jobs */
+		return xvi_err(-EBUSY);
 	pump_keep(mn);
 	while (!rs->rx_len) {
 		if (rs->rd_eof)
@@ -620,14 +821,7 @@ ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_
 			return xvi_err(-EAGAIN);
 		nap(mn, -1);
 	}
-	n = len < rs->rx_len ? len : rs->rx_len;
-	first = n < mn->window - rs->rx_head ? n : mn->window - rs->rx_head;
-	memcpy(buf, rs->rx + rs->rx_head, first);
-	memcpy((char *)buf + first, rs->rx, n - first);
-	rs->rx_head = (rs->rx_head + (__u32)n) % mn->window;
-	rs->rx_len -= (__u32)n;
-	rs->rx_done += (__u32)n;
-	credit_back(mn, sd, rs);
+	n = rx_take(mn, rs, buf, len);
 	pump_keep(mn);
 	return (ssize_t)n;
 }
@@ -661,6 +855,9 @@ static int close_sd(struct xvi_memnet_ctx *mn, int sd, bool abort)
 	struct rsock *rs;
 
 	GET(mn, sd, rs);
+	/* As a local stream: a buffer may still be in use by a job. */
+	if (!abort && (rs->txq || rs->rxq))
+		return xvi_err(-EBUSY);
 	/* As TCP: closing with received data unread is an abort. */
 	if (rs->rx_len)
 		abort = true;
@@ -754,7 +951,7 @@ static short revents_of(const struct xvi_memnet_ctx *mn, const struct rsock *rs,
 	} else {
 		if (rs->rx_len || rs->rd_eof)
 			re |= POLLIN;
-		if (rs->connected && can_send(mn, rs) && !rs->wr_shut)
+		if (rs->connected && can_send_plain(mn, rs) && !rs->wr_shut)
 			re |= POLLOUT;
 		if (rs->rd_eof && rs->wr_shut)
 			re |= POLLHUP;
