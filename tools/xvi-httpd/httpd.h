@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * xvi-httpd: a small static-file HTTP/1.0 and 1.1 server (keep-alive,
- * pipelining) written once over an I/O interface with two backends:
- * kernel TCP sockets and MemNet remote sockets on a TCP Server.
+ * pipelining) written once over an I/O interface with three backends:
+ * kernel TCP sockets, MemNet remote sockets on a TCP Server, and the same
+ * sending file bodies as async_send jobs from registered memory.
  */
 #ifndef XVI_HTTPD_H
 #define XVI_HTTPD_H
@@ -26,6 +27,8 @@ struct hio_ops {
 	int (*poll)(struct hio *io, int *ids, short *events, short *revents, int n,
 		    int timeout_ms);
 	void (*free)(struct hio *io);
+	/* Optional: the files' memory, for sends from it without waiting. */
+	int (*reg)(struct hio *io, void *addr, size_t len);
 };
 
 struct hio {
@@ -34,6 +37,6 @@ struct hio {
 
 struct hio *hio_kernel(void);
 /* Over a TCP Server: the tunnel's interface and the server's IP:PORT. */
-struct hio *hio_memnet(const char *iface, const char *server);
+struct hio *hio_memnet(const char *iface, const char *server, bool async);
 
 #endif /* XVI_HTTPD_H */

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* xvi-httpd's two backends: kernel sockets, MemNet remote sockets. */
+/* xvi-httpd's backends: kernel sockets, MemNet remote sockets (plain or async). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -82,7 +82,7 @@ static void k_free(struct hio *io)
 }
 
 static const struct hio_ops kernel_ops = {
-	k_listen, k_accept, k_recv, k_send, k_close, k_poll, k_free,
+	k_listen, k_accept, k_recv, k_send, k_close, k_poll, k_free, NULL,
 };
 
 struct hio *hio_kernel(void)
@@ -96,12 +96,23 @@ struct hio *hio_kernel(void)
 
 /* ---- MemNet remote sockets ------------------------------------------------------ */
 
+struct mjob {
+	int c;
+	struct xvi_memnet_job *j;
+};
+
 struct mio {
 	struct hio io;
 	struct xst o;			/* the endpoint and its stream context */
 	struct xvi_memnet_ctx *mn;
 	struct xvi_memnet_pollfd *p;
 	int np;
+	bool async;
+	int mem;			/* the files' region, -1: none */
+	const char *base;
+	size_t len;
+	struct mjob *jobs;		/* async sends not yet collected */
+	int njobs, capjobs;
 };
 
 #define MIO(io) ((struct mio *)(io))
@@ -139,12 +150,73 @@ static ssize_t m_recv(struct hio *io, int c, void *buf, size_t len)
  */
 static ssize_t m_send(struct hio *io, int c, const void *buf, size_t len, bool more)
 {
-	return xvi_memnet_ctx__send(MIO(io)->mn, c, buf, len, MSG_MORE);
+	struct mio *m = MIO(io);
+	const char *p = buf;
+	struct xvi_memnet_job *j;
+	ssize_t r;
+
+	if (m->mem < 0 || p < m->base || p + len > m->base + m->len)
+		return xvi_memnet_ctx__send(m->mn, c, buf, len, MSG_MORE);
+	/* File bytes: a job, and the loop goes on at once. */
+	if (m->njobs == m->capjobs) {
+		int cap = m->capjobs ? m->capjobs * 2 : 64;
+		struct mjob *q = realloc(m->jobs, (size_t)cap * sizeof(*q));
+
+		if (!q)
+			return -ENOMEM;
+		m->jobs = q;
+		m->capjobs = cap;
+	}
+	j = xvi_memnet_ctx__async_send(m->mn, c, m->mem, (size_t)(p - m->base), len);
+	if (!j)
+		return -errno;
+	if (xvi_memnet_job__done(j, &r) == 1)
+		return r < 0 ? r : (ssize_t)len;
+	m->jobs[m->njobs++] = (struct mjob){ .c = c, .j = j };
+	return (ssize_t)len;
+}
+
+/* Collect the completed jobs (of connection @c only, waiting, if c >= 0). */
+static void m_reap(struct mio *m, int c)
+{
+	for (int i = 0; i < m->njobs; i++) {
+		ssize_t r;
+
+		if (c >= 0 && m->jobs[i].c != c)
+			continue;
+		if (c >= 0)
+			xvi_memnet_job__wait(m->jobs[i].j, 1000);
+		if (xvi_memnet_job__done(m->jobs[i].j, &r) != 1)
+			continue;
+		m->jobs[i--] = m->jobs[--m->njobs];
+	}
+}
+
+static int m_reg(struct hio *io, void *addr, size_t len)
+{
+	struct mio *m = MIO(io);
+	int mem;
+
+	if (!m->async || !len)
+		return 0;
+	mem = xvi_stream_ctx__register_mem(m->o.ctx, addr, len);
+	if (mem < 0)
+		return mem;
+	m->mem = mem;
+	m->base = addr;
+	m->len = len;
+	return 0;
 }
 
 static void m_close(struct hio *io, int c)
 {
-	xvi_memnet_ctx__close(MIO(io)->mn, c);
+	struct mio *m = MIO(io);
+
+	if (m->njobs)
+		m_reap(m, c);
+	if (xvi_memnet_ctx__close(m->mn, c) == -EBUSY)
+		xvi_memnet_ctx__abort(m->mn, c);	/* a job still stuck after 1 s */
+	m_reap(m, c);
 }
 
 static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tmo)
@@ -160,6 +232,8 @@ static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tm
 		m->p = p;
 		m->np = n * 2;
 	}
+	if (m->njobs)
+		m_reap(m, -1);
 	for (int i = 0; i < n; i++)
 		m->p[i] = (struct xvi_memnet_pollfd){ .sd = ids[i], .events = ev[i] };
 	r = xvi_memnet_ctx__poll(m->mn, m->p, n, tmo);
@@ -172,17 +246,21 @@ static void m_free(struct hio *io)
 {
 	struct mio *m = MIO(io);
 
-	xvi_memnet_ctx__free(m->mn);
+	xvi_memnet_ctx__free(m->mn);	/* completes what is left */
+	m_reap(m, -1);
+	if (m->mem >= 0)
+		xvi_stream_ctx__deregister_mem(m->o.ctx, m->mem);
 	xst_close(&m->o);
+	free(m->jobs);
 	free(m->p);
 	free(m);
 }
 
 static const struct hio_ops memnet_ops = {
-	m_listen, m_accept, m_recv, m_send, m_close, m_poll, m_free,
+	m_listen, m_accept, m_recv, m_send, m_close, m_poll, m_free, m_reg,
 };
 
-struct hio *hio_memnet(const char *iface, const char *server)
+struct hio *hio_memnet(const char *iface, const char *server, bool async)
 {
 	struct xst_cfg cfg = { .xt = { .prog = "xvi-httpd", .iface = iface,
 				       .wait = XVI_WAIT_BLOCK }, .nodelay = true };
@@ -194,6 +272,8 @@ struct hio *hio_memnet(const char *iface, const char *server)
 
 	if (!m)
 		return NULL;
+	m->async = async;
+	m->mem = -1;
 	snprintf(ip, sizeof(ip), "%s", server);
 	colon = strrchr(ip, ':');
 	if (!colon || (*colon = 0, (why = xt_parse_port(colon + 1, &port))) ||

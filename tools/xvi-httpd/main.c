@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * xvi-httpd [--kernel | -i IFACE -s SERVER:PORT] [-r DIR] PORT
+ * xvi-httpd [--kernel | -i IFACE -s SERVER:PORT [--async]] [-r DIR] PORT
  *
  * Serves the regular files of DIR (read into memory at start) over HTTP/1.0
  * and 1.1: GET and HEAD, keep-alive (1.1's default, 1.0's on request),
  * pipelined requests answered in order.  One thread, one poll loop; the
  * sockets are the kernel's (--kernel) or a TCP Server's (MemNet remote
- * sockets: this host does no TCP).
+ * sockets: this host does no TCP).  With --async, file bodies go out as
+ * MemNet async_send jobs from the files' registered memory.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -44,6 +45,8 @@ struct conn {
 
 static struct file *files;
 static int nfiles;
+static char *arena;		/* every file's bytes, one block (registered) */
+static size_t arena_len;
 static unsigned long long served;
 
 static int load_dir(const char *dir)
@@ -86,6 +89,19 @@ static int load_dir(const char *dir)
 		nfiles++;
 	}
 	closedir(d);
+	/* One block, so that one registered region holds every body. */
+	for (int i = 0; i < nfiles; i++)
+		arena_len += files[i].len;
+	arena = malloc(arena_len ? arena_len : 1);
+	if (!arena) {
+		fprintf(stderr, "xvi-httpd: out of memory for %zu bytes of files\n", arena_len);
+		return -1;
+	}
+	for (size_t i = 0, at = 0; i < (size_t)nfiles; at += files[i].len, i++) {
+		memcpy(arena + at, files[i].data, files[i].len);
+		free(files[i].data);
+		files[i].data = arena + at;
+	}
 	return 0;
 }
 
@@ -280,16 +296,17 @@ int main(int argc, char **argv)
 		{ "iface", required_argument, NULL, 'i' },
 		{ "server", required_argument, NULL, 's' },
 		{ "root", required_argument, NULL, 'r' },
+		{ "async", no_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *iface = NULL, *server = NULL, *root = ".";
-	bool kernel = false;
+	bool kernel = false, async = false;
 	struct hio *io;
 	int c, l, rc;
 	__u16 port;
 
-	while ((c = getopt_long(argc, argv, "ki:s:r:h", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ki:s:r:ah", lo, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			kernel = true;
@@ -303,8 +320,11 @@ int main(int argc, char **argv)
 		case 'r':
 			root = optarg;
 			break;
+		case 'a':
+			async = true;
+			break;
 		case 'h':
-			printf("usage: xvi-httpd (--kernel | -i IFACE -s SERVER:PORT) [-r DIR] PORT\n");
+			printf("usage: xvi-httpd (--kernel | -i IFACE -s SERVER:PORT [--async]) [-r DIR] PORT\n");
 			return 0;
 		default:
 			return 2;
@@ -314,6 +334,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xvi-httpd: give the PORT to serve on (1..65535)\n");
 		return 2;
 	}
+	if (kernel && async) {
+		fprintf(stderr, "xvi-httpd: --async is a MemNet backend: give -i IFACE -s SERVER:PORT, not --kernel\n");
+		return 2;
+	}
 	if (!kernel && (!iface || !server)) {
 		fprintf(stderr, "xvi-httpd: give --kernel, or -i IFACE -s SERVER:PORT for a TCP Server\n");
 		return 2;
@@ -321,9 +345,14 @@ int main(int argc, char **argv)
 	if (load_dir(root))
 		return 1;
 	xt_install_signals();
-	io = kernel ? hio_kernel() : hio_memnet(iface, server);
+	io = kernel ? hio_kernel() : hio_memnet(iface, server, async);
 	if (!io)
 		return 1;
+	if (io->ops->reg && (rc = io->ops->reg(io, arena, arena_len))) {
+		fprintf(stderr, "xvi-httpd: cannot register the files' memory: %s\n", strerror(-rc));
+		io->ops->free(io);
+		return 1;
+	}
 	l = io->ops->listen(io, port, 1024);
 	if (l < 0) {
 		fprintf(stderr, "xvi-httpd: cannot listen on port %u: %s\n", port, strerror(-l));
@@ -331,7 +360,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fprintf(stderr, "xvi-httpd: %d files of %s on port %u (%s)\n", nfiles, root, port,
-		kernel ? "kernel TCP" : "MemNet TCP Server");
+		kernel ? "kernel TCP" : async ? "MemNet TCP Server, async" : "MemNet TCP Server");
 	rc = run(io, l);
 	fprintf(stderr, "xvi-httpd: %llu responses\n", served);
 	io->ops->free(io);
