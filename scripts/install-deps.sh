@@ -21,6 +21,8 @@ PKGS=(
 	memcached socat
 	# TCP Server suite and bench: a web client, HTTP load generators
 	curl httperf wrk
+	# the TCP Server bench's second baseline: a TCP proxy on the front node
+	haproxy
 	# a DNS server and its load generator (xvi-run's dnsperf row, tests/lab/preload.sh)
 	dnsmasq-base dnsperf
 	# a router that drops packets (the loss-recovery bench, tests/bench/lossy.sh)
