@@ -14,10 +14,19 @@
 #   node b: xvi-httpd --kernel, or xvi-httpd over the TCP Server
 #   node m: kernel forwarding, or xvi-tcpserver
 #
-# Variants alternate (regtcp, memnet, regtcp, ...) for ROUNDS rounds; the
-# table shows medians (min-max) of wrk's requests/s and latency p50/p99,
-# httperf's reply rate and reply time, and the CPU seconds per second of
-# the host's server process and of xvi-tcpserver during the wrk run.
+# Variants (TS_VARIANTS, default all that can run) alternate for ROUNDS
+# rounds:
+#   regtcp      xvi-httpd --kernel on b, m routes
+#   haproxy     the same, reached through haproxy (TCP mode, one thread) on m
+#   memnet      xvi-httpd over the TCP Server on m, plain send/recv
+#   async       the same with --async: responses by async_send jobs
+#   base        memnet with the binaries of another build, TS_BASE_B=DIR
+#               (its own xvi-tcpserver on service 9001): a change on and
+#               off in one run
+# The table shows medians (min-max) of wrk's requests/s and latency
+# p50/p99, httperf's reply rate and reply time, and the CPU seconds per
+# second of the host's server process and of m's server process
+# (xvi-tcpserver or haproxy) during the wrk run.
 #
 # usage: B=build tests/bench/tcpserver.sh [-t SEC] [-r ROUNDS] [-R RATE]
 
@@ -37,6 +46,17 @@ for b in "$BIN/xdp-vi" "$BIN/xvi-httpd" "$BIN/xvi-tcpserver" "$BIN/xvi-relay"; d
 done
 command -v wrk >/dev/null && command -v httperf >/dev/null ||
 	{ echo "tcpserver.sh: wrk and httperf missing: scripts/install-deps.sh" >&2; exit 1; }
+BASE=${TS_BASE_B:-}
+case $BASE in ''|/*) ;; *) BASE=$ROOT/$BASE ;; esac
+DEFV="regtcp memnet async"
+command -v haproxy >/dev/null && DEFV="$DEFV haproxy" ||
+	echo "tcpserver.sh: haproxy missing (scripts/install-deps.sh): no haproxy row" >&2
+[ -z "$BASE" ] || DEFV="$DEFV base"
+VARIANTS=${TS_VARIANTS:-$DEFV}
+case " $VARIANTS " in *" base "*)
+	[ -x "$BASE/bin/xvi-httpd" ] && [ -x "$BASE/bin/xvi-tcpserver" ] ||
+		{ echo "tcpserver.sh: variant base: set TS_BASE_B to a build with xvi-httpd and xvi-tcpserver" >&2; exit 1; } ;;
+esac
 . "$ROOT/netns-lab/lib.sh"
 export XVI_RELAY=$BIN/xvi-relay
 TMP=$(mktemp -d /tmp/xvi-bench-ts.XXXXXX)
@@ -59,17 +79,8 @@ x a ping -c 1 -W 2 198.18.2.2 >/dev/null || die "no way from a to b"
 mkdir -p "$TMP/www"
 head -c 1024 /dev/urandom >"$TMP/www/f1k"
 
-# The server serves every round: the 60 s bound of x() would stop it in the
-# middle of a later round (each round is bounded at about 150 s).
-NVAR=$(echo ${TS_VARIANTS:-regtcp memnet} | wc -w)
-lab_exec --name "$L" -T $((ROUNDS * NVAR * 150 + 60)) m -- \
-	"$BIN/xvi-tcpserver" -i xvb 198.18.2.254 9000 2>"$TMP/srv.err" &
-SRV=$!
-lab_at_exit "kill $SRV 2>/dev/null"
-for _ in $(seq 50); do
-	x m "$BIN/xdp-vi" status 2>/dev/null | grep -q ':9000' && break
-	sleep 0.1
-done
+# m's server (xvi-tcpserver or haproxy) serves one round: bounded by
+# 150 s, longer than a round takes (a 60 s bound would stop it mid-round).
 
 cpu_of() {	# utime + stime of PID in seconds (0 without a PID)
 	[ -n "$1" ] || { echo 0; return; }
@@ -87,30 +98,67 @@ wait_listen() {
 
 PORT=8100
 run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms host_cpu srv_cpu"
-	local v=$1 dst node hp h0 h1 s0 s1 spid
-	if [ "$v" = regtcp ]; then
-		x b "$BIN/xvi-httpd" --kernel -r "$TMP/www" $PORT 2>"$TMP/h.err" &
-		dst=198.18.2.2 node=b
-	else
-		x b "$BIN/xvi-httpd" -i xv0 -s 198.18.2.254:9000 -r "$TMP/www" $PORT 2>"$TMP/h.err" &
-		dst=198.18.1.254 node=m
+	local v=$1 dst=198.18.1.254 node=m hp h0 h1 s0 s1 spid hb=$BIN svc=9000 hx=()
+	case $v in
+	regtcp|haproxy)
+		hx=(--kernel) ;;
+	memnet)
+		hx=(-i xv0 -s 198.18.2.254:9000) ;;
+	async)
+		hx=(-i xv0 -s 198.18.2.254:9000 --async) ;;
+	base)
+		hb=$BASE/bin svc=9001 hx=(-i xv0 -s 198.18.2.254:9001) ;;
+	*)	die "unknown variant $v (regtcp haproxy memnet async base)" ;;
+	esac
+	local w hpx=
+	if [ "$v" != regtcp ] && [ "$v" != haproxy ]; then
+		lab_exec --name "$L" -T 150 m -- "$hb/xvi-tcpserver" -i xvb 198.18.2.254 $svc \
+			2>>"$TMP/srv.err" &
+		hpx=$!
+		for _ in $(seq 50); do
+			x m "$BIN/xdp-vi" status 2>/dev/null | grep -q ":$svc" && break
+			sleep 0.1
+		done
 	fi
-	local w=$!
-	wait_listen $node $PORT || die "$v: no listener: $(cat "$TMP/h.err")"
-	hp=$(pid_of "^$BIN/xvi-httpd .*$PORT\$") spid=$(pid_of "^$BIN/xvi-tcpserver")
+	x b "$hb/xvi-httpd" "${hx[@]}" -r "$TMP/www" $PORT 2>"$TMP/h.err" &
+	w=$!
+	if [ "$v" = regtcp ]; then
+		dst=198.18.2.2 node=b
+	elif [ "$v" = haproxy ]; then
+		wait_listen b $PORT || die "$v: no listener on b: $(cat "$TMP/h.err")"
+		printf '%s\n' global "  nbthread 1" "  maxconn 8000" defaults "  mode tcp" \
+			"  timeout connect 5s" "  timeout client 60s" "  timeout server 60s" \
+			"listen web" "  bind 198.18.1.254:$PORT" "  server b 198.18.2.2:$PORT" \
+			>"$TMP/haproxy.cfg"
+		lab_exec --name "$L" -T 150 m -- haproxy -db -f "$TMP/haproxy.cfg" \
+			2>"$TMP/hx.err" &
+		hpx=$!
+	fi
+	wait_listen $node $PORT || die "$v: no listener: $(cat "$TMP/h.err" "$TMP/hx.err" 2>/dev/null)"
+	hp=$(pid_of "^$hb/xvi-httpd .*$PORT\$")
+	case $v in
+	memnet|async|base) spid=$(pid_of "^$hb/xvi-tcpserver .* $svc\$")
+		[ -n "$spid" ] || die "$v: xvi-tcpserver did not start: $(tail -2 "$TMP/srv.err")" ;;
+	haproxy) spid=$(pid_of "^haproxy -db -f $TMP/haproxy.cfg") ;;
+	*) spid= ;;
+	esac
 	h0=$(cpu_of "$hp") s0=$(cpu_of "$spid")
 	x a wrk --latency -t 1 -c 20 -d "${SEC}s" "http://$dst:$PORT/f1k" >"$TMP/wrk.out" 2>&1
 	h1=$(cpu_of "$hp") s1=$(cpu_of "$spid")
 	x a httperf --hog --server $dst --port $PORT --uri /f1k --rate "$RATE" \
 		--num-conns $((RATE * SEC)) --num-calls 6 --burst-length 3 --timeout 5 \
 		>"$TMP/hp.out" 2>&1
-	[ "$v" = regtcp ] || kill -0 "$spid" 2>/dev/null ||
-		die "$v: xvi-tcpserver exited during the round: $(tail -2 "$TMP/srv.err")"
+	[ -z "$spid" ] || kill -0 "$spid" 2>/dev/null ||
+		die "$v: m's server exited during the round: $(tail -2 "$TMP/srv.err" "$TMP/hx.err" 2>/dev/null)"
 	# httperf killed by its bound prints no summary: show what it did print.
 	grep -q 'test-duration' "$TMP/hp.out" ||
 		sed 's/^/# httperf ('"$v"'): /' "$TMP/hp.out" | tail -12 >&2
 	kill -TERM "$hp" 2>/dev/null
 	wait "$w"
+	if [ -n "$hpx" ]; then
+		kill -TERM "$spid" 2>/dev/null
+		wait "$hpx"
+	fi
 	python3 - "$v" "$TMP/wrk.out" "$TMP/hp.out" "$SEC" "$h0" "$h1" "$s0" "$s1" <<'PY'
 import re, sys
 v, wrk, hp, sec = sys.argv[1], open(sys.argv[2]).read(), open(sys.argv[3]).read(), float(sys.argv[4])
@@ -125,7 +173,7 @@ p99 = re.search(r"\s99%\s+(\S+)", wrk)
 # covers runs shorter than that too.
 tot = re.search(r"replies (\d+) test-duration ([\d.]+) s", hp)
 ht = re.search(r"Reply time \[ms\]: response ([\d.]+)", hp)
-srv = (s1 - s0) / sec if v == "memnet" else 0.0
+srv = (s1 - s0) / sec
 print(v, rps.group(1) if rps else -1, ms(p50.group(1)) if p50 else -1,
       ms(p99.group(1)) if p99 else -1,
       "%.0f" % (int(tot.group(1)) / float(tot.group(2))) if tot else -1,
@@ -135,7 +183,7 @@ PY
 }
 
 for r in $(seq "$ROUNDS"); do
-	for v in ${TS_VARIANTS:-regtcp memnet}; do
+	for v in $VARIANTS; do
 		PORT=$((PORT + 1))	# here: run_one runs in the pipe's subshell
 		run_one "$v" | tee -a "$TMP/rows" >&2
 	done
@@ -151,13 +199,21 @@ def fmt(xs, f):
     return "%s (%s-%s)" % (f % statistics.median(xs), f % min(xs), f % max(xs)) if xs else "-"
 print("Web server on b, 1 KiB file, fetched from a; %s s a run, %s rounds" % (sys.argv[2], sys.argv[3]))
 print("wrk -t1 -c20 (keep-alive, closed loop); httperf HTTP/1.1, 6 calls a connection in bursts of 3, %s connections/s offered" % sys.argv[4])
-print("| system | wrk requests/s | p50 ms | p99 ms | httperf replies/s | reply time ms | host server CPU/s | xvi-tcpserver CPU/s |")
+print("| system | wrk requests/s | p50 ms | p99 ms | httperf replies/s | reply time ms | host server CPU/s | m's server CPU/s |")
 print("|---|---|---|---|---|---|---|---|")
-for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"), ("memnet", "MemNet (TCP Server on m)")):
+for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"),
+                ("haproxy", "haproxy on m (TCP mode, 1 thread) in front of RegTCP"),
+                ("base", "MemNet, TS_BASE_B's build"),
+                ("memnet", "MemNet (TCP Server on m)"),
+                ("async", "MemNet_Async (async_send jobs)")):
+    if not col(v, 1) and not col(v, 4):
+        continue
     print("| %s | %s | %s | %s | %s | %s | %s | %s |" % (name, fmt(col(v, 1), "%.0f"),
           fmt(col(v, 2), "%.3f"), fmt(col(v, 3), "%.3f"), fmt(col(v, 4), "%.0f"),
           fmt(col(v, 5), "%.2f"), fmt(col(v, 6), "%.2f"), fmt(col(v, 7), "%.2f")))
-r, m = col("regtcp", 1), col("memnet", 1)
-if r and m:
-    print("\nMemNet / RegTCP wrk requests/s, medians: %.2fx" % (statistics.median(m) / statistics.median(r)))
+r = col("regtcp", 1)
+for v in ("haproxy", "base", "memnet", "async"):
+    m = col(v, 1)
+    if r and m:
+        print("%s / regtcp wrk requests/s, medians: %.2fx" % (v, statistics.median(m) / statistics.median(r)))
 PY
