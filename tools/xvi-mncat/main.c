@@ -11,8 +11,9 @@
  *
  * Cat: stdin to the socket (then SHUT_WR), the socket to stdout, until both
  * ended.  --abort: close with RST after stdin's end instead of FIN.
- * --recv-only: leave stdin alone and the write side open.  Errors
- * are printed with the errno's name and exit 1.
+ * --recv-only: leave stdin alone and the write side open.  --async: cat
+ * with MemNet jobs (async_send / async_recv) on registered buffers instead
+ * of send/recv.  Errors are printed with the errno's name and exit 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -31,7 +32,8 @@ struct cfg {
 	struct xst_cfg xst;
 	union xvi_sockaddr server, dst;
 	__u16 lport;
-	bool listen, echo, abort, recv_only;
+	bool listen, echo, abort, recv_only, async;
+	struct xvi_stream_ctx *sctx;
 	int conns;
 	int verbose;
 };
@@ -40,6 +42,19 @@ static int fail(const char *what, int err)
 {
 	fprintf(stderr, "xvi-mncat: %s: %s (%s)\n", what, strerror(err), strerrorname_np(err));
 	return 1;
+}
+
+/* Stdin ended: FIN, or RST with --abort.  1: aborted, 0: FIN queued, -1: failed. */
+static int end_write(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
+{
+	int r;
+
+	if (cfg->abort) {
+		xvi_memnet_ctx__abort(mn, sd);
+		return 1;
+	}
+	r = xvi_memnet_ctx__shutdown(mn, sd, SHUT_WR);
+	return r ? -fail("shutdown", -r) : 0;
 }
 
 static int cat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
@@ -82,15 +97,15 @@ static int cat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
 			}
 		}
 		if (in_eof && ioff == ilen && !shut) {
-			if (cfg->abort) {
-				xvi_memnet_ctx__abort(mn, sd);
+			int e = end_write(mn, sd, cfg);
+
+			if (e == 1) {
 				free(in);
 				free(out);
 				return 0;
 			}
-			r = xvi_memnet_ctx__shutdown(mn, sd, SHUT_WR);
-			if (r) {
-				rc = fail("shutdown", (int)-r);
+			if (e) {
+				rc = 1;
 				break;
 			}
 			shut = true;
@@ -131,6 +146,111 @@ out:
 		xvi_memnet_ctx__close(mn, sd);
 	free(in);
 	free(out);
+	return rc;
+}
+
+/*
+ * Cat with jobs: one receive job of BUF bytes is always posted (it
+ * completes full, short at the peer's FIN or before an error, 0 at the
+ * end), one send job per block read
+ * from stdin.  Both live in one registered region.
+ */
+static int acat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
+{
+	char *mem = malloc(2 * BUF);
+	struct xvi_memnet_job *rj = NULL, *sj = NULL;
+	bool in_eof = cfg->recv_only, peer_eof = false, shut = cfg->recv_only, aborted = false;
+	int reg, rc = 0;
+	ssize_t r;
+
+	if (!mem)
+		return fail("malloc", ENOMEM);
+	reg = xvi_stream_ctx__register_mem(cfg->sctx, mem, 2 * BUF);
+	if (reg < 0) {
+		free(mem);
+		return fail("register_mem", -reg);
+	}
+	fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
+	while (!xt_stop && (!peer_eof || !shut || sj)) {
+		struct pollfd f[2] = { { .fd = xvi_memnet_ctx__fd(mn), .events = POLLIN },
+				       { .fd = STDIN_FILENO, .events = POLLIN } };
+		bool progress = false;
+
+		if (!peer_eof && !rj && !(rj = xvi_memnet_ctx__async_recv(mn, sd, reg, BUF, BUF))) {
+			rc = fail("async_recv", errno);
+			break;
+		}
+		if (!sj && !in_eof) {
+			r = read(STDIN_FILENO, mem, BUF);
+			if (r > 0 && !(sj = xvi_memnet_ctx__async_send(mn, sd, reg, 0, (size_t)r))) {
+				rc = fail("async_send", errno);
+				break;
+			}
+			if (!r)
+				in_eof = true;
+			else if (r < 0 && errno != EAGAIN) {
+				rc = fail("read stdin", errno);
+				break;
+			}
+			progress = r >= 0;
+		}
+		if (sj && xvi_memnet_job__done(sj, &r) == 1) {
+			sj = NULL;
+			if (r < 0) {
+				rc = fail("send", (int)-r);
+				break;
+			}
+			progress = true;
+		}
+		if (in_eof && !sj && !shut) {
+			int e = end_write(mn, sd, cfg);
+
+			if (e == 1) {	/* the abort completed rj */
+				aborted = true;
+				break;
+			}
+			if (e) {
+				rc = 1;
+				break;
+			}
+			shut = true;
+		}
+		if (rj && xvi_memnet_job__done(rj, &r) == 1) {
+			rj = NULL;
+			if (r < 0) {
+				rc = fail("recv", (int)-r);
+				break;
+			}
+			if (fwrite(mem + BUF, 1, (size_t)r, stdout) != (size_t)r) {
+				rc = fail("write stdout", errno);
+				break;
+			}
+			/* Short is not the end: an error may follow the bytes
+			 * before it, as with recv(2); 0 is the end. */
+			peer_eof = !r;
+			progress = true;
+		}
+		if (progress)
+			continue;
+		if (rj && (in_eof || sj))
+			xvi_memnet_job__wait(rj, 100);
+		else if (sj)
+			xvi_memnet_job__wait(sj, 100);
+		else
+			poll(f, in_eof ? 1 : 2, 100);
+	}
+	fflush(stdout);
+	/* Abort completes what a failure left pending; close after a clean end. */
+	if (!aborted && (rc || rj || sj))
+		xvi_memnet_ctx__abort(mn, sd);
+	else if (!aborted)
+		xvi_memnet_ctx__close(mn, sd);
+	if (rj)
+		xvi_memnet_job__done(rj, &r);
+	if (sj)
+		xvi_memnet_job__done(sj, &r);
+	xvi_stream_ctx__deregister_mem(cfg->sctx, reg);
+	free(mem);
 	return rc;
 }
 
@@ -216,6 +336,7 @@ static int parse(int argc, char **argv, struct cfg *cfg)
 		{ "conns", required_argument, NULL, 'n' },
 		{ "abort", no_argument, NULL, 'a' },
 		{ "recv-only", no_argument, NULL, 'R' },
+		{ "async", no_argument, NULL, 'A' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -224,7 +345,7 @@ static int parse(int argc, char **argv, struct cfg *cfg)
 	__u16 port;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "i:s:l:en:aRh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:s:l:en:aRAh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			cfg->xst.xt.iface = optarg;
@@ -267,8 +388,11 @@ static int parse(int argc, char **argv, struct cfg *cfg)
 		case 'R':
 			cfg->recv_only = true;
 			break;
+		case 'A':
+			cfg->async = true;
+			break;
 		case 'h':
-			printf("usage: xvi-mncat -i IFACE -s SERVER:SPORT (IP PORT | -l PORT [--echo] [--conns N]) [--abort] [--recv-only]\n");
+			printf("usage: xvi-mncat -i IFACE -s SERVER:SPORT (IP PORT | -l PORT [--echo] [--conns N]) [--abort] [--recv-only] [--async]\n");
 			return 1;
 		default:
 			return 2;
@@ -304,6 +428,7 @@ int main(int argc, char **argv)
 	xt_any_addr(cfg.server.sa.sa_family, xt_pid_port(), &local);
 	if (xst_open(&o, &cfg.xst, &local))
 		return 1;
+	cfg.sctx = o.ctx;
 	mn = xvi_memnet_ctx__new(o.ctx, &cfg.server, xt_port(&cfg.server), NULL);
 	if (!mn) {
 		rc = fail("cannot open a tunnel to the TCP Server", errno);
@@ -341,14 +466,14 @@ int main(int argc, char **argv)
 				goto out_mn;
 			}
 			xvi_memnet_ctx__close(mn, sd);
-			rc = cat(mn, c, &cfg);
+			rc = cfg.async ? acat(mn, c, &cfg) : cat(mn, c, &cfg);
 		}
 	} else {
 		if ((err = xvi_memnet_ctx__connect(mn, sd, &cfg.dst.sa, xt_addrlen(&cfg.dst)))) {
 			rc = fail("connect", -err);
 			goto out_mn;
 		}
-		rc = cat(mn, sd, &cfg);
+		rc = cfg.async ? acat(mn, sd, &cfg) : cat(mn, sd, &cfg);
 	}
 out_mn:
 	xvi_memnet_ctx__free(mn);
