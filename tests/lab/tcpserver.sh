@@ -68,12 +68,13 @@ _same() {	# WHAT FILE WANT
 
 # Data both ways at once, byte-exact, each direction closed by its own FIN
 # while the other still flows (half-close): b listens on m's port, a's
-# kernel connects.
-case_both_ways() {
+# kernel connects.  _both_ways [MNCAT-FLAGS]
+case_both_ways() { _both_ways; }
+_both_ways() {
 	local port=$((PORT++)) rl rc
 	_mkfile 8
-	head -c 3000000 /dev/urandom >"$T_TMP/back"
-	_mncat -l $port <"$T_TMP/back" >"$T_TMP/got_b" 2>"$T_TMP/l.err" &
+	head -c 3000001 /dev/urandom >"$T_TMP/back"
+	_mncat "$@" -l $port <"$T_TMP/back" >"$T_TMP/got_b" 2>"$T_TMP/l.err" &
 	local lpid=$!
 	t_wait_tcp_port m $port || { t_stop $lpid; fail "no listener on m:$port: $(cat "$T_TMP/l.err")"
 		return 1; }
@@ -84,25 +85,26 @@ case_both_ways() {
 	[ $rl = 0 ] || { fail "xvi-mncat: $(tail -2 "$T_TMP/l.err")"; return 1; }
 	_same "a -> b (8 MiB)" "$T_TMP/got_b" "$T_TMP/in8" || return 1
 	_same "b -> a (3 MB)" "$T_TMP/got_a" "$T_TMP/back" || return 1
-	t_log "8 MiB a -> b and 3 MB b -> a byte-exact, both closed by FIN"
+	t_log "8 MiB a -> b and 3 MB b -> a byte-exact, both closed by FIN ${*:-}"
 }
 
 # The other way: b's application connects out through m to a's kernel
 # listener; each side sends a file and half-closes.
-case_connect_out() {
+case_connect_out() { _connect_out; }
+_connect_out() {
 	local port=$((PORT++)) rc rl
 	_mkfile 4
-	head -c 1000000 /dev/urandom >"$T_TMP/back"
+	head -c 999999 /dev/urandom >"$T_TMP/back"
 	t_x -T 60 a "$PY" "$PEER" listen $port --send "$T_TMP/back" --out "$T_TMP/got_a" \
 		>"$T_TMP/peer.out" 2>&1 &
 	local ppid=$!
 	t_wait_tcp_port a $port || { t_stop $ppid; fail "kernel listener on a never came up"; return 1; }
-	_mncat $A4 $port <"$T_TMP/in4" >"$T_TMP/got_b" 2>"$T_TMP/c.err" && rc=0 || rc=$?
+	_mncat "$@" $A4 $port <"$T_TMP/in4" >"$T_TMP/got_b" 2>"$T_TMP/c.err" && rc=0 || rc=$?
 	wait $ppid && rl=0 || rl=$?
 	[ $rc = 0 ] || { fail "xvi-mncat: $(tail -2 "$T_TMP/c.err")"; return 1; }
 	[ $rl = 0 ] || { fail "kernel listener: $(cat "$T_TMP/peer.out")"; return 1; }
 	_same "b -> a (4 MiB)" "$T_TMP/got_a" "$T_TMP/in4" || return 1
-	_same "a -> b (1 MB)" "$T_TMP/got_b" "$T_TMP/back"
+	_same "a -> b (999999 B)" "$T_TMP/got_b" "$T_TMP/back"
 }
 
 # _mncat_fails WANT ARGS...: xvi-mncat exits 1 naming errno WANT.
@@ -133,11 +135,13 @@ case_in_use() {
 	return 1
 }
 
-# The client's RST reaches the application on b as ECONNRESET.
-case_rst_from_client() {
+# The client's RST reaches the application on b as ECONNRESET (with
+# --async: completes its pending receive job so).
+case_rst_from_client() { _rst_from_client; }
+_rst_from_client() {
 	local port=$((PORT++)) lpid rl
 	head -c 100000 /dev/urandom >"$T_TMP/some"
-	_mncat -l $port -R >"$T_TMP/got_b" 2>"$T_TMP/l.err" </dev/null &
+	_mncat "$@" -l $port -R >"$T_TMP/got_b" 2>"$T_TMP/l.err" </dev/null &
 	lpid=$!
 	t_wait_tcp_port m $port || { t_stop $lpid; fail "listener never came up"; return 1; }
 	t_x -T 30 a "$PY" "$PEER" connect $M4A $port --send "$T_TMP/some" --rst \
@@ -148,14 +152,16 @@ case_rst_from_client() {
 		fail "xvi-mncat exit $rl, want ECONNRESET: $(tail -2 "$T_TMP/l.err")"
 }
 
-# The application's abort reaches a's kernel as a RST.
-case_rst_from_host() {
+# The application's abort reaches a's kernel as a RST (with --async: with
+# a receive job pending, which the abort completes).
+case_rst_from_host() { _rst_from_host; }
+_rst_from_host() {
 	local port=$((PORT++)) ppid rc
 	head -c 100000 /dev/urandom >"$T_TMP/some"
 	t_x -T 30 a "$PY" "$PEER" listen $port --out "$T_TMP/got_a" >"$T_TMP/peer.out" 2>&1 &
 	ppid=$!
 	t_wait_tcp_port a $port || { t_stop $ppid; fail "kernel listener never came up"; return 1; }
-	_mncat --abort $A4 $port <"$T_TMP/some" >/dev/null 2>"$T_TMP/c.err" ||
+	_mncat "$@" --abort $A4 $port <"$T_TMP/some" >/dev/null 2>"$T_TMP/c.err" ||
 		{ t_stop $ppid; fail "xvi-mncat: $(tail -2 "$T_TMP/c.err")"; return 1; }
 	wait $ppid && rc=0 || rc=$?
 	[ $rc = 1 ] && grep -qx ECONNRESET "$T_TMP/peer.out" ||
@@ -270,13 +276,14 @@ case_host_killed() {
 # xvi-httpd on b over the TCP Server, fetched by an unmodified curl on a at
 # m's address: two files over one kept-alive HTTP/1.1 connection and one
 # over HTTP/1.0, byte-exact; a missing file is a 404; then wrk for 10 s
-# without an error.
-case_web() {
+# without an error.  _web [XVI-HTTPD-FLAGS]
+case_web() { _web; }
+_web() {
 	local port=$((PORT++)) hpid code
 	mkdir -p "$T_TMP/www"
-	head -c 1048576 /dev/urandom >"$T_TMP/www/big.bin"
+	head -c 1048577 /dev/urandom >"$T_TMP/www/big.bin"
 	head -c 777 /dev/urandom >"$T_TMP/www/small.bin"
-	t_x -T 120 b "$HTTPD" -i "$LAB_IFACE" -s $M4B:$SPORT -r "$T_TMP/www" $port \
+	t_x -T 120 b "$HTTPD" -i "$LAB_IFACE" -s $M4B:$SPORT "$@" -r "$T_TMP/www" $port \
 		2>"$T_TMP/h.err" &
 	hpid=$!
 	t_wait_tcp_port m $port || { t_stop $hpid; fail "xvi-httpd never listened: $(cat "$T_TMP/h.err")"
@@ -287,6 +294,10 @@ case_web() {
 	t_x -T 30 a curl -sS --fail --http1.0 "http://$M4A:$port/big.bin" -o "$T_TMP/c3" ||
 		{ t_stop $hpid; fail "curl: $(grep -v '^[<>*{}]' "$T_TMP/curl.err" | tail -2)"; return 1; }
 	code=$(t_x -T 30 a curl -s -o /dev/null -w '%{http_code}' "http://$M4A:$port/nosuch")
+	# Printed before it served anything.
+	[ $# = 0 ] || grep -q async "$T_TMP/h.err" ||
+		{ t_stop $hpid; fail "xvi-httpd $* did not say it runs async: $(cat "$T_TMP/h.err")"
+		return 1; }
 	_same "big.bin over HTTP/1.1" "$T_TMP/c1" "$T_TMP/www/big.bin" &&
 	_same "small.bin, same connection" "$T_TMP/c2" "$T_TMP/www/small.bin" &&
 	_same "big.bin over HTTP/1.0" "$T_TMP/c3" "$T_TMP/www/big.bin" ||
@@ -326,6 +337,15 @@ case_server_killed() {
 		fail "xvi-mncat exit $rl, want ETIMEDOUT or ECONNRESET: $(tail -2 "$T_TMP/l.err")"
 }
 
+# Async jobs on remote sockets: the same cases with b's application moving
+# its data only by async_send / async_recv jobs on registered memory
+# (xvi-mncat --async), and xvi-httpd sending file bodies as jobs.
+case_async_both_ways() { _both_ways --async; }
+case_async_connect_out() { _connect_out --async; }
+case_async_rst() { _rst_from_client --async; }
+case_async_abort() { _rst_from_host --async; }
+case_async_web() { _web --async; }
+
 CASES=(
 	both_ways	case_both_ways	"data both ways byte-exact, each side half-closes"
 	connect_out	case_connect_out	"b connects out through m: both ways, half-close"
@@ -338,5 +358,10 @@ CASES=(
 	slow_reader	case_slow_reader	"a slow client holds b back; bounded memory; byte-exact"
 	host_killed	case_host_killed	"host killed -9: its sockets reset, none left on m"
 	server_killed	case_server_killed	"TCP Server killed -9: an error on b"
+	async_both_ways	case_async_both_ways	"async_send/async_recv both ways byte-exact, half-close"
+	async_connect_out	case_async_connect_out	"b connects out; both ways by jobs, byte-exact"
+	async_rst	case_async_rst	"a's RST completes b's receive job with ECONNRESET"
+	async_abort	case_async_abort	"b's abort with a receive job pending: ECONNRESET on a"
+	async_web	case_async_web	"curl fetches from xvi-httpd --async byte-exact"
 )
 t_main "$@"
