@@ -23,6 +23,7 @@
 #   base        memnet with the binaries of another build, TS_BASE_B=DIR
 #               (its own xvi-tcpserver on service 9001): a change on and
 #               off in one run
+#   basereg     regtcp with that build's xvi-httpd
 # The table shows medians (min-max) of wrk's requests/s and latency
 # p50/p99, httperf's reply rate and reply time, and the CPU seconds per
 # second of the host's server process and of m's server process
@@ -51,9 +52,9 @@ case $BASE in ''|/*) ;; *) BASE=$ROOT/$BASE ;; esac
 DEFV="regtcp memnet async"
 command -v haproxy >/dev/null && DEFV="$DEFV haproxy" ||
 	echo "tcpserver.sh: haproxy missing (scripts/install-deps.sh): no haproxy row" >&2
-[ -z "$BASE" ] || DEFV="$DEFV base"
+[ -z "$BASE" ] || DEFV="$DEFV base basereg"
 VARIANTS=${TS_VARIANTS:-$DEFV}
-case " $VARIANTS " in *" base "*)
+case " $VARIANTS " in *" base "*|*" basereg "*)
 	[ -x "$BASE/bin/xvi-httpd" ] && [ -x "$BASE/bin/xvi-tcpserver" ] ||
 		{ echo "tcpserver.sh: variant base: set TS_BASE_B to a build with xvi-httpd and xvi-tcpserver" >&2; exit 1; } ;;
 esac
@@ -102,16 +103,18 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 	case $v in
 	regtcp|haproxy)
 		hx=(--kernel) ;;
+	basereg)
+		hb=$BASE/bin hx=(--kernel) ;;
 	memnet)
 		hx=(-i xv0 -s 198.18.2.254:9000) ;;
 	async)
 		hx=(-i xv0 -s 198.18.2.254:9000 --async) ;;
 	base)
 		hb=$BASE/bin svc=9001 hx=(-i xv0 -s 198.18.2.254:9001) ;;
-	*)	die "unknown variant $v (regtcp haproxy memnet async base)" ;;
+	*)	die "unknown variant $v (regtcp haproxy memnet async base basereg)" ;;
 	esac
 	local w hpx=
-	if [ "$v" != regtcp ] && [ "$v" != haproxy ]; then
+	if [ "${hx[0]}" != --kernel ]; then
 		lab_exec --name "$L" -T 150 m -- "$hb/xvi-tcpserver" -i xvb 198.18.2.254 $svc \
 			2>>"$TMP/srv.err" &
 		hpx=$!
@@ -122,7 +125,7 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 	fi
 	x b "$hb/xvi-httpd" "${hx[@]}" -r "$TMP/www" $PORT 2>"$TMP/h.err" &
 	w=$!
-	if [ "$v" = regtcp ]; then
+	if [ "$v" = regtcp ] || [ "$v" = basereg ]; then
 		dst=198.18.2.2 node=b
 	elif [ "$v" = haproxy ]; then
 		wait_listen b $PORT || die "$v: no listener on b: $(cat "$TMP/h.err")"
@@ -202,6 +205,7 @@ print("wrk -t1 -c20 (keep-alive, closed loop); httperf HTTP/1.1, 6 calls a conne
 print("| system | wrk requests/s | p50 ms | p99 ms | httperf replies/s | reply time ms | host server CPU/s | m's server CPU/s |")
 print("|---|---|---|---|---|---|---|---|")
 for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"),
+                ("basereg", "RegTCP, TS_BASE_B's build"),
                 ("haproxy", "haproxy on m (TCP mode, 1 thread) in front of RegTCP"),
                 ("base", "MemNet, TS_BASE_B's build"),
                 ("memnet", "MemNet (TCP Server on m)"),
@@ -212,7 +216,7 @@ for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"),
           fmt(col(v, 2), "%.3f"), fmt(col(v, 3), "%.3f"), fmt(col(v, 4), "%.0f"),
           fmt(col(v, 5), "%.2f"), fmt(col(v, 6), "%.2f"), fmt(col(v, 7), "%.2f")))
 r = col("regtcp", 1)
-for v in ("haproxy", "base", "memnet", "async"):
+for v in ("basereg", "haproxy", "base", "memnet", "async"):
     m = col(v, 1)
     if r and m:
         print("%s / regtcp wrk requests/s, medians: %.2fx" % (v, statistics.median(m) / statistics.median(r)))
