@@ -51,6 +51,15 @@ static int take(struct xsock *xs, struct xvi_msg *m, int flags)
 			}
 			return 1;
 		}
+		/* Sharing its port: the ring is sorted among the sockets (share.c). */
+		if (xs->next_share) {
+			if (xp_share_take(xs, m, flags))
+				return 1;
+			r = xp_wait_rx(xs, flags);
+			if (r < 0)
+				return r;
+			continue;
+		}
 		r = xvi_endpoint__recv_batch(xs->ep, m, 1);
 		if (r < 0)
 			return r;

@@ -243,6 +243,9 @@ void xp_close_ep(struct xsock *xs)
 {
 	if (xs->state != XS_XVI || !xs->ep)
 		return;
+	/* Other sockets of this process on its port keep the endpoint. */
+	if (xp_share_leave(xs))
+		return;
 	xp_report_endpoint(xs);
 	if (xs->shared) {
 		/* Another process may still use it (fork): leave it be. */

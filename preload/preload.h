@@ -95,6 +95,9 @@ enum xsock_state {
 };
 
 #define XS_MAX_REGS 4	/* epoll sets one socket is remembered in */
+#define XS_PARK 64	/* datagrams held for a socket sharing its port (share.c) */
+#define XS_REUSE_ADDR 1
+#define XS_REUSE_PORT 2
 
 struct xsock_reg {
 	int epfd;
@@ -114,6 +117,8 @@ struct xsock {
 	struct xvi_msg peek;
 	int rcvtimeo_ms;		/* SO_RCVTIMEO, -1 none */
 	int sndtimeo_ms;
+	struct xsock *next_share;	/* other sockets on this endpoint (a ring), NULL alone */
+	unsigned int park_head, park_n;	/* datagrams sorted to it from the shared ring */
 
 	/* ---- cold ---- */
 	enum xsock_state state;
@@ -127,6 +132,9 @@ struct xsock {
 	struct xsock_reg regs[XS_MAX_REGS];
 	__u64 rx_dgrams, tx_dgrams;	/* through this socket (report) */
 	struct xsock *next_live;	/* every xsock, for stash flushing and the exit report */
+	unsigned int reuse;		/* XS_REUSE_* set on it (sharing a port) */
+	__u32 share_seq;		/* bind order among the sockets on one endpoint */
+	struct xvi_msg park[XS_PARK];
 };
 
 #define XP_FD_MAX 65536
@@ -155,7 +163,10 @@ void xp_drop(int fd);
 void xp_lock(void);
 void xp_unlock(void);
 extern struct xsock *xp_live;
-/* Number of xsocks holding a MSG_PEEK datagram (wait.c checks it first). */
+/*
+ * Number of xsocks holding a MSG_PEEK datagram, plus those holding parked
+ * datagrams (share.c): wait.c checks it first.
+ */
 extern int xp_peeked;
 
 /* Set while the preload itself calls into libxvi: its sockets pass through. */
@@ -208,6 +219,27 @@ void xp_epoll_promote(int fd, struct xsock *xs);
 void xp_epoll_forget(int epfd);
 /* Lock held: @xs goes away, out of every epoll set that knows it. */
 void xp_epoll_unlink(struct xsock *xs);
+
+/* ---- share.c: several sockets of this process on one port ---- */
+/*
+ * bind() of @local where another xvi socket of this process already is, both
+ * with SO_REUSEADDR (or both SO_REUSEPORT), as the kernel allows: @xs joins
+ * that socket's endpoint.  0 if it did, 1 if there is none to join.
+ */
+int xp_share_bind(int fd, struct xsock *xs, const struct sockaddr_in *local);
+/* Lock held: @xs leaves its endpoint; true if others keep it open. */
+bool xp_share_leave(struct xsock *xs);
+/* Sort the shared ring into the sockets' queues: true if @xs has one. */
+bool xp_share_ready(struct xsock *xs);
+/* @xs's next datagram (MSG_PEEK: left queued): 1, or 0 if none. */
+int xp_share_take(struct xsock *xs, struct xvi_msg *m, int flags);
+/* Is @xs the one of its endpoint's sockets that reports it (report.c)? */
+bool xp_share_reports(const struct xsock *xs, __u64 *rx, __u64 *tx);
+
+static inline bool xp_pending(const struct xsock *xs)
+{
+	return xs->has_peek || xs->park_n;
+}
 
 /* ---- data.c ---- */
 /* Wait for a datagram on @xs honouring O_NONBLOCK/@flags and SO_RCVTIMEO. */

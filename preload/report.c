@@ -102,9 +102,12 @@ void xp_report_endpoint(struct xsock *xs)
 	XVI_OPTS(xvi_endpoint_stats, st);
 	char line[384];
 	int n, fd, e = errno;
+	__u64 rx, tx;
 
 	if (xvi_endpoint__stats(xs->ep, &st))
 		memset(&st, 0, sizeof(st));
+	/* Sharing its port: the endpoint's datagrams through all its sockets. */
+	xp_share_reports(xs, &rx, &tx);
 	n = snprintf(line, sizeof(line),
 		     "endpoint pid=%d local=%s:%u iface=%s path=%s rx_frames=%llu "
 		     "tx_frames=%llu rx_dgrams=%llu tx_dgrams=%llu drop_no_socket=%llu "
@@ -112,7 +115,7 @@ void xp_report_endpoint(struct xsock *xs)
 		     ntohs(xs->local.sin_port), xs->ifname,
 		     xs->is_protected ? "protected" : "direct",
 		     (unsigned long long)st.rx_frames, (unsigned long long)st.tx_frames,
-		     (unsigned long long)xs->rx_dgrams, (unsigned long long)xs->tx_dgrams,
+		     (unsigned long long)rx, (unsigned long long)tx,
 		     (unsigned long long)st.drop_no_socket,
 		     (unsigned long long)st.rx_ring_full,
 		     (unsigned long long)st.rx_fill_empty, (unsigned long long)st.rx_invalid);
@@ -166,9 +169,10 @@ __attribute__((destructor)) static void report_exit(void)
 {
 	unsigned int r, fell = 0;
 	struct xsock *xs;
+	__u64 rx, tx;
 
 	for (xs = xp_live; xs; xs = xs->next_live)
-		if (xs->state == XS_XVI && xs->ep)
+		if (xs->state == XS_XVI && xs->ep && xp_share_reports(xs, &rx, &tx))
 			xp_report_endpoint(xs);
 	for (r = 0; r < XR__MAX; r++)
 		if (r != XR_CHECK)

@@ -69,6 +69,9 @@ XP_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	r = check_in(addr, len);
 	if (r)
 		return REAL(bind)(fd, addr, len);
+	/* Another socket of this process on the port, both reusing it. */
+	if (xs->reuse && !xp_share_bind(fd, xs, (const struct sockaddr_in *)addr))
+		return 0;
 	r = xp_promote(fd, xs, (const struct sockaddr_in *)addr, NULL);
 	if (r < 0)
 		return fail(-r);
@@ -187,6 +190,12 @@ XP_API int ioctl(int fd, unsigned long req, ...)
 		/* The next datagram's length, as for a kernel UDP socket. */
 		int n = 0;
 
+		if (xs->next_share && !xs->has_peek) {
+			struct xvi_msg m;
+
+			*(int *)arg = xp_share_take(xs, &m, MSG_PEEK) ? (int)m.len : 0;
+			return 0;
+		}
 		if (!xs->has_peek && xvi_endpoint__recv_batch(xs->ep, &xs->peek, 1) == 1) {
 			xs->has_peek = true;
 			__atomic_fetch_add(&xp_peeked, 1, __ATOMIC_RELAXED);
@@ -254,6 +263,14 @@ XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		xs->rcvtimeo_ms = ms_of(val, len);
 	if (!r && level == SOL_SOCKET && name == SO_SNDTIMEO)
 		xs->sndtimeo_ms = ms_of(val, len);
+	if (!r && level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_REUSEPORT)) {
+		unsigned int bit = name == SO_REUSEADDR ? XS_REUSE_ADDR : XS_REUSE_PORT;
+		int v = 0;
+
+		if (val && len >= sizeof(int))
+			memcpy(&v, val, sizeof(v));
+		xs->reuse = v ? xs->reuse | bit : xs->reuse & ~bit;
+	}
 	return r;
 }
 

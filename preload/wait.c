@@ -24,6 +24,8 @@ static inline bool rx_ready(const struct xsock *xs)
 
 	if (xs->has_peek)
 		return true;
+	if (xs->next_share)
+		return xp_share_ready((struct xsock *)xs);
 	/* Acquire pairs with the kernel's release of the producer index. */
 	return ep->rx.cached_prod != ep->rx.cached_cons ||
 	       __atomic_load_n(ep->rx.producer, __ATOMIC_ACQUIRE) != ep->rx.cached_cons;
@@ -87,6 +89,27 @@ static int real_poll(struct pollfd *fds, nfds_t n, int timeout_ms,
 	return is_ppoll ? REAL(ppoll)(fds, n, ts, mask) : REAL(poll)(fds, n, timeout_ms);
 }
 
+/*
+ * A socket sharing its port (share.c) whose endpoint's fd was readable for
+ * another socket's datagrams is not ready: true if @xs is such a socket,
+ * which the caller then takes out of the answer.
+ */
+static bool not_its_own(struct xsock *xs)
+{
+	return xs->next_share && !xp_share_ready(xs);
+}
+
+/* What is left of a wait that began at @start (us): @ms, -1 forever, 0 if over. */
+static int left_ms(int ms, __u64 start)
+{
+	__u64 gone;
+
+	if (ms < 0)
+		return ms;
+	gone = (now_us() - start) / 1000;
+	return gone >= (__u64)ms ? 0 : ms - (int)gone;
+}
+
 static int do_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const struct timespec *ts,
 		   const sigset_t *mask, bool is_ppoll)
 {
@@ -94,7 +117,9 @@ static int do_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const struct ti
 	struct xsock *xs[XP_POLL_MAX];
 	int orig[XP_POLL_MAX], k = 0, r, i;
 	nfds_t idx[XP_POLL_MAX], j;
-	bool peeked = false, wait;
+	bool peeked = false, wait, spurious;
+	struct timespec left;
+	__u64 start = 0;
 
 	for (j = 0; j < n && k < XP_POLL_MAX; j++) {
 		struct xsock *x = xp_get_xvi(fds[j].fd);
@@ -104,10 +129,17 @@ static int do_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const struct ti
 		xs[k] = x;
 		orig[k] = fds[j].fd;
 		idx[k++] = j;
-		peeked |= x->has_peek;
+		peeked |= x->has_peek || (x->next_share && xp_share_ready(x));
+		if (x->next_share && !start)
+			start = now_us();
 	}
 	if (!k)
 		return real_poll(fds, n, timeout_ms, ts, mask, is_ppoll);
+	if (is_ppoll && ts)
+		timeout_ms = (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
+	else if (is_ppoll)
+		timeout_ms = -1;
+again:
 	/* The endpoint's fd in the socket's place; put back below. */
 	for (i = 0; i < k; i++)
 		fds[idx[i]].fd = xs[i]->xfd;
@@ -121,16 +153,38 @@ static int do_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const struct ti
 			r = real_poll(fds, n, timeout_ms, ts, mask, is_ppoll);
 		}
 	}
+	spurious = false;
 	for (i = 0; i < k; i++) {
 		struct pollfd *p = &fds[idx[i]];
 
 		p->fd = orig[i];
-		if (r >= 0 && xs[i]->has_peek && (p->events & POLLIN) &&
+		if (r > 0 && (p->revents & POLLIN) && not_its_own(xs[i])) {
+			p->revents &= ~POLLIN;
+			if (!p->revents)
+				r--;
+			spurious = true;
+		}
+		if (r >= 0 && xp_pending(xs[i]) && (p->events & POLLIN) &&
 		    !(p->revents & POLLIN)) {
 			if (!p->revents)
 				r++;
 			p->revents |= POLLIN;
 		}
+	}
+	/* Woken only for another socket's datagrams: wait on, for what is left. */
+	if (r == 0 && spurious && wait) {
+		if (timeout_ms >= 0) {
+			int ms = left_ms(timeout_ms, start);
+
+			if (!ms)
+				return 0;
+			left.tv_sec = ms / 1000;
+			left.tv_nsec = (ms % 1000) * 1000000L;
+			ts = &left;
+			timeout_ms = ms;
+			start = now_us();
+		}
+		goto again;
 	}
 	return r;
 }
@@ -164,10 +218,12 @@ static int do_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeva
 	struct xsock *xs[XP_POLL_MAX];
 	int fdn[XP_POLL_MAX], k = 0, i, r, top = nfds;
 	fd_set *sets[3] = { rd, wr, ex };
-	bool in[XP_POLL_MAX][3], wait;
+	bool in[XP_POLL_MAX][3], hit[XP_POLL_MAX][3], wait, peeked = false, spurious;
 	struct timeval tz = { 0, 0 };
-	fd_set save[3];
-	int s, fd;
+	fd_set save[3], asked[3];
+	struct timespec left;
+	int s, fd, ms = -1;
+	__u64 start = 0;
 
 	for (fd = 0; fd < nfds && fd < FD_SETSIZE && k < XP_POLL_MAX; fd++) {
 		struct xsock *x = xp_get_xvi(fd);
@@ -183,10 +239,20 @@ static int do_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeva
 			continue;
 		xs[k] = x;
 		fdn[k++] = fd;
+		peeked |= in[k - 1][0] && (x->has_peek || (x->next_share && xp_share_ready(x)));
+		if (x->next_share && !start)
+			start = now_us();
 	}
 	if (!k)
 		return is_pselect ? REAL(pselect)(nfds, rd, wr, ex, ts, mask) :
 				    REAL(select)(nfds, rd, wr, ex, tv);
+	if (start)
+		for (s = 0; s < 3; s++)
+			if (sets[s])
+				asked[s] = *sets[s];
+	if (is_pselect && ts)
+		ms = (int)(ts->tv_sec * 1000 + (ts->tv_nsec + 999999) / 1000000);
+again:
 	for (i = 0; i < k; i++) {
 		for (s = 0; s < 3; s++) {
 			if (!in[i][s])
@@ -200,7 +266,8 @@ static int do_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeva
 	for (s = 0; s < 3; s++)
 		if (sets[s])
 			save[s] = *sets[s];
-	wait = is_pselect ? (!ts || ts->tv_sec || ts->tv_nsec) : (!tv || tv->tv_sec || tv->tv_usec);
+	wait = !peeked &&
+	       (is_pselect ? (!ts || ts->tv_sec || ts->tv_nsec) : (!tv || tv->tv_sec || tv->tv_usec));
 	r = is_pselect ? REAL(pselect)(top, rd, wr, ex, &z, mask) :
 			 REAL(select)(top, rd, wr, ex, &tz);
 	if (r == 0 && wait) {
@@ -224,17 +291,57 @@ static int do_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeva
 			if (sets[s])
 				*sets[s] = save[s];
 	}
-	/* Back from the endpoints' fds to the sockets' (r counts bits either way). */
+	/*
+	 * Back from the endpoints' fds to the sockets'.  Sockets sharing a
+	 * port share the endpoint's fd: every hit is read before any is
+	 * cleared.
+	 */
+	for (i = 0; i < k; i++)
+		for (s = 0; s < 3; s++)
+			hit[i][s] = in[i][s] && r >= 0 && FD_ISSET(xs[i]->xfd, sets[s]);
+	for (i = 0; i < k; i++)
+		for (s = 0; s < 3; s++)
+			if (in[i][s])
+				FD_CLR(xs[i]->xfd, sets[s]);
+	spurious = false;
 	for (i = 0; i < k; i++) {
 		for (s = 0; s < 3; s++) {
 			if (!in[i][s])
 				continue;
-			bool hit = r >= 0 && FD_ISSET(xs[i]->xfd, sets[s]);
-
-			FD_CLR(xs[i]->xfd, sets[s]);
-			if (r < 0 || hit)
+			if (r >= 0 && s == 0 && hit[i][s] && not_its_own(xs[i])) {
+				hit[i][s] = false;
+				spurious = true;
+			}
+			if (r >= 0 && s == 0 && xp_pending(xs[i]))
+				hit[i][s] = true;
+			if (r < 0 || hit[i][s])
 				FD_SET(fdn[i], sets[s]);
 		}
+	}
+	if (r < 0)
+		return r;
+	/* Count again: pending sockets added, spurious ones taken out, shared fds split. */
+	r = 0;
+	for (s = 0; s < 3; s++)
+		for (fd = 0; sets[s] && fd < top && fd < FD_SETSIZE; fd++)
+			r += FD_ISSET(fd, sets[s]) ? 1 : 0;
+	/* Woken only for another socket's datagrams: wait on, for what is left. */
+	if (r == 0 && spurious && wait) {
+		if (is_pselect && ms >= 0) {
+			ms = left_ms(ms, start);
+			if (!ms)
+				return 0;
+			left.tv_sec = ms / 1000;
+			left.tv_nsec = (ms % 1000) * 1000000L;
+			ts = &left;
+			start = now_us();
+		} else if (!is_pselect && tv && !tv->tv_sec && !tv->tv_usec) {
+			return 0;	/* select left the rest of its time in *tv */
+		}
+		for (s = 0; s < 3; s++)
+			if (sets[s])
+				*sets[s] = asked[s];
+		goto again;
 	}
 	return r;
 }
