@@ -337,6 +337,64 @@ print("ok")
 	_ran_over_xvi b "$bb" "${ra:-0}" $((n + 10)) both
 }
 
+# _iperf3_sum JSON KEY: end.sum.KEY of iperf3 --json's output, or nothing.
+_iperf3_sum() {
+	"$PY" -c '
+import json, sys
+try:
+    print(json.load(open(sys.argv[1]))["end"]["sum"][sys.argv[2]])
+except Exception:
+    pass
+' "$1" "$2"
+}
+
+# iperf3 -u, xvi-run on both nodes: the control connection stays on kernel
+# TCP, the data goes over the endpoints.  Its UDP server connects the
+# listening socket to the client and binds a second socket to the same
+# port (SO_REUSEADDR) for the next one, which the kernel allows: the two
+# then share one endpoint (preload/share.c), the connected one taking its
+# peer's datagrams.  Two streams (-P 2): the second client socket's first
+# datagram reaches the new socket while the first stream's data flows to
+# the connected one.  -1: the server exits after the test and writes its
+# --stats.
+case_iperf3() {
+	local port=5301 ss=$T_TMP/ip3-s.stats cs=$T_TMP/ip3-c.stats out=$T_TMP/ip3-c.json
+	local ba bb spid rc pk lost lp bps
+	rm -f "$ss" "$cs"
+	ba=$(_udp_counters a)
+	bb=$(_udp_counters b)
+	t_x -T 60 b "$XVIRUN" --stats "$ss" iperf3 -s -1 -B 198.18.0.2 -p "$port" \
+		>"$T_TMP/ip3-s.out" 2>&1 &
+	spid=$!
+	t_wait_tcp_port b "$port" || { t_stop "$spid"; fail "iperf3 server never came up:" \
+		"$(head -c 300 "$T_TMP/ip3-s.out")"; return 1; }
+	t_x -T 60 a "$XVIRUN" --stats "$cs" iperf3 -4 -u -c 198.18.0.2 -p "$port" -b 10M \
+		-l 1400 -t 2 -P 2 --json >"$out" 2>"$T_TMP/ip3-c.err"
+	rc=$?
+	wait "$spid"
+	grep -iE 'error|Address|xvi-run' "$T_TMP/ip3-s.out" "$T_TMP/ip3-c.err" | head -5 |
+		sed 's/^/# /' >&2
+	[ $rc -eq 0 ] || fail "iperf3 -u client exit $rc: $(head -c 300 "$out")" \
+		"server: $(tail -c 300 "$T_TMP/ip3-s.out")" || return
+	pk=$(_iperf3_sum "$out" packets)
+	lost=$(_iperf3_sum "$out" lost_packets)
+	lp=$(_iperf3_sum "$out" lost_percent)
+	bps=$(_iperf3_sum "$out" bits_per_second)
+	t_log "iperf3 -u: packets $pk lost $lost ($lp %) ${bps} bit/s (asked 2 x 10 Mbit/s)"
+	# Sane: datagrams went, no more than asked for, most of them arrived.
+	[ "${pk:-0}" -gt 0 ] && [ -n "$lost" ] && [ "$lost" -ge 0 ] ||
+		fail "iperf3 reported no datagrams (packets '${pk}', lost '${lost}')" || return
+	"$PY" -c 'import sys; b = float(sys.argv[1]); p = float(sys.argv[2])
+sys.exit(0 if 0 < b <= 20e6 * 1.1 and 0 <= p <= 10 else 1)' "${bps:-0}" "${lp:-100}" ||
+		fail "iperf3 -u numbers not sane: ${bps:-?} bit/s for 20 Mbit/s, ${lp:-?} % lost" ||
+		return
+	# Every datagram iperf3 counted arrived through b's endpoint.
+	[ "$(_stats_sum "$ss" rx_dgrams)" -ge $((pk - lost)) ] ||
+		fail "b's endpoints received $(_stats_sum "$ss" rx_dgrams) datagrams," \
+		"iperf3 counted $((pk - lost))" || return
+	_stats_over_xvi a "$cs" "$ba" both && _stats_over_xvi b "$ss" "$bb" both
+}
+
 # Loud fallback: a socket the datapath cannot take says so, with its reason.
 case_fallback() {
 	local err
@@ -390,6 +448,7 @@ CASES=(
 	socat		case_socat	"socat UDP4 file relay a -> b, both under xvi-run, byte-exact"
 	memcached	case_memcached	"memcached -U under xvi-run (b): set and 100 gets over UDP from a"
 	dnsperf		case_dnsperf	"dnsmasq under xvi-run (b): 300 names from a hosts file, dnsperf (a)"
+	iperf3		case_iperf3	"iperf3 -u, xvi-run on both nodes: data over xvi, control over kernel TCP"
 	fallback	case_fallback	"a socket on lo stays on the kernel, logged with its reason and counted"
 	check		case_check	"xvi-run --check reports the accelerable socket and the one on lo; the preflight"
 )
