@@ -10,6 +10,7 @@
 #include <unistd.h>
 #include <sys/uio.h>
 #include "preload.h"
+#include "ep/endpoint.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -103,8 +104,59 @@ static size_t scatter(const struct xvi_msg *m, const struct iovec *iov, size_t n
 	return done;
 }
 
+/*
+ * Append one control message to @msg (@used bytes of msg_controllen so
+ * far), as the kernel's put_cmsg.
+ */
+static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, const void *data,
+		     size_t len)
+{
+	struct cmsghdr *c = (struct cmsghdr *)((char *)msg->msg_control + *used);
+
+	if (!msg->msg_control || *used + CMSG_SPACE(len) > msg->msg_controllen) {
+		msg->msg_flags |= MSG_CTRUNC;
+		return;
+	}
+	c->cmsg_len = CMSG_LEN(len);
+	c->cmsg_level = level;
+	c->cmsg_type = type;
+	memcpy(CMSG_DATA(c), data, len);
+	*used += CMSG_SPACE(len);
+}
+
+/*
+ * IP_PKTINFO and IP_RECVTOS for @m, in the kernel's order and layout, read
+ * from the frame's own IPv4 header (the frame starts with its Ethernet
+ * header at m->frame in the endpoint's area).
+ */
+static void put_cmsgs(const struct xsock *xs, const struct xvi_msg *m, struct msghdr *msg)
+{
+	const __u8 *f = (const __u8 *)xs->ep->area + m->frame, *ip = f + 14;
+	size_t used = 0;
+
+	if (!xs->cmsgs) {
+		msg->msg_controllen = 0;
+		return;
+	}
+	if (f[12] == 0x81 && f[13] == 0x00)
+		ip += 4;	/* one VLAN tag */
+	if ((ip[0] >> 4) == 4) {
+		if (xs->cmsgs & XS_CM_PKTINFO) {
+			struct in_pktinfo pi = { .ipi_ifindex = xs->ep->ifindex };
+
+			/* Unicast: the address a reply goes out from is the one it came to. */
+			memcpy(&pi.ipi_addr, ip + 16, 4);
+			pi.ipi_spec_dst = pi.ipi_addr;
+			put_cmsg(msg, &used, IPPROTO_IP, IP_PKTINFO, &pi, sizeof(pi));
+		}
+		if (xs->cmsgs & XS_CM_TOS)
+			put_cmsg(msg, &used, IPPROTO_IP, IP_TOS, ip + 1, 1);
+	}
+	msg->msg_controllen = used;
+}
+
 static ssize_t xrecv(struct xsock *xs, const struct iovec *iov, size_t niov, int flags,
-		     struct sockaddr *src, socklen_t *slen, int *mflags)
+		     struct sockaddr *src, socklen_t *slen, struct msghdr *msg)
 {
 	struct xvi_msg m;
 	size_t got;
@@ -117,8 +169,10 @@ static ssize_t xrecv(struct xsock *xs, const struct iovec *iov, size_t niov, int
 	}
 	got = scatter(&m, iov, niov);
 	put_src(&m, src, slen);
-	if (mflags)
-		*mflags = got < m.len ? MSG_TRUNC : 0;
+	if (msg) {
+		msg->msg_flags = got < m.len ? MSG_TRUNC : 0;
+		put_cmsgs(xs, &m, msg);
+	}
 	if (!(flags & MSG_PEEK)) {
 		xvi_endpoint__release(xs->ep, &m, 1);
 		xs->rx_dgrams++;
@@ -391,15 +445,12 @@ static ssize_t xrecvmsg(struct xsock *xs, struct msghdr *msg, int flags)
 {
 	socklen_t nl = msg->msg_namelen;
 	ssize_t r;
-	int mf = 0;
 
 	r = xrecv(xs, msg->msg_iov, msg->msg_iovlen, flags, msg->msg_name,
-		  msg->msg_name ? &nl : NULL, &mf);
+		  msg->msg_name ? &nl : NULL, msg);
 	if (r < 0)
 		return r;
 	msg->msg_namelen = msg->msg_name ? nl : 0;
-	msg->msg_controllen = 0;	/* no ancillary data (docs/PRELOAD.md) */
-	msg->msg_flags = mf;
 	return r;
 }
 

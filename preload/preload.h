@@ -98,6 +98,8 @@ enum xsock_state {
 #define XS_PARK 64	/* datagrams held for a socket sharing its port (share.c) */
 #define XS_REUSE_ADDR 1
 #define XS_REUSE_PORT 2
+#define XS_CM_PKTINFO 1	/* IP_PKTINFO */
+#define XS_CM_TOS 2	/* IP_RECVTOS */
 
 struct xsock_reg {
 	int epfd;
@@ -133,6 +135,7 @@ struct xsock {
 	__u64 rx_dgrams, tx_dgrams;	/* through this socket (report) */
 	struct xsock *next_live;	/* every xsock, for stash flushing and the exit report */
 	unsigned int reuse;		/* XS_REUSE_* set on it (sharing a port) */
+	unsigned int cmsgs;		/* XS_CM_*: control messages recvmsg returns */
 	__u32 share_seq;		/* bind order among the sockets on one endpoint */
 	struct xvi_msg park[XS_PARK];
 };

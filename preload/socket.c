@@ -221,8 +221,8 @@ static bool unhonoured(int level, int name, const void *val, socklen_t len)
 		       name == SO_BINDTODEVICE || name == SO_ATTACH_FILTER;
 	if (level == IPPROTO_IP)
 		return name == IP_ADD_MEMBERSHIP || name == IP_ADD_SOURCE_MEMBERSHIP ||
-		       name == IP_MULTICAST_IF || ((name == IP_TOS || name == IP_PKTINFO ||
-		       name == IP_RECVERR || name == IP_TTL || name == IP_RECVTOS ||
+		       name == IP_MULTICAST_IF || ((name == IP_TOS ||
+		       name == IP_RECVERR || name == IP_TTL ||
 		       name == IP_TRANSPARENT) && v);
 	/* UDP_CORK, UDP_SEGMENT (GSO), UDP_GRO, UDP_ENCAP: none of them. */
 	return level == IPPROTO_UDP && v;
@@ -237,6 +237,16 @@ static int ms_of(const void *val, socklen_t len)
 	if (!tv->tv_sec && !tv->tv_usec)
 		return -1;
 	return (int)(tv->tv_sec * 1000 + (tv->tv_usec + 999) / 1000);
+}
+
+/* A boolean option the preload acts on: @bit of @set follows the int at @val. */
+static void flag(unsigned int *set, unsigned int bit, const void *val, socklen_t len)
+{
+	int v = 0;
+
+	if (val && len >= sizeof(int))
+		memcpy(&v, val, sizeof(v));
+	*set = v ? *set | bit : *set & ~bit;
 }
 
 XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
@@ -263,14 +273,10 @@ XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		xs->rcvtimeo_ms = ms_of(val, len);
 	if (!r && level == SOL_SOCKET && name == SO_SNDTIMEO)
 		xs->sndtimeo_ms = ms_of(val, len);
-	if (!r && level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_REUSEPORT)) {
-		unsigned int bit = name == SO_REUSEADDR ? XS_REUSE_ADDR : XS_REUSE_PORT;
-		int v = 0;
-
-		if (val && len >= sizeof(int))
-			memcpy(&v, val, sizeof(v));
-		xs->reuse = v ? xs->reuse | bit : xs->reuse & ~bit;
-	}
+	if (!r && level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_REUSEPORT))
+		flag(&xs->reuse, name == SO_REUSEADDR ? XS_REUSE_ADDR : XS_REUSE_PORT, val, len);
+	if (!r && level == IPPROTO_IP && (name == IP_PKTINFO || name == IP_RECVTOS))
+		flag(&xs->cmsgs, name == IP_PKTINFO ? XS_CM_PKTINFO : XS_CM_TOS, val, len);
 	return r;
 }
 
