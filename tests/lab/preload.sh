@@ -76,6 +76,7 @@ _echo_up() {
 	t_x -T 120 a "$PY" -c '
 import socket, sys
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x20)  # read back by IP_RECVTOS
 s.bind(("198.18.0.1", int(sys.argv[1])))
 s.settimeout(60)
 while True:

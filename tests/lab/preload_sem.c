@@ -18,7 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <ifaddrs.h>
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/ioctl.h>
 #include <sys/select.h>
@@ -62,6 +64,124 @@ static int echo(int fd, const char *msg, char *back, size_t len)
 		return -3;
 	back[n] = '\0';
 	return strcmp(back, msg) ? -4 : 0;
+}
+
+/* Wait (bounded) for a datagram on @fd and read it into @buf: its length or -1. */
+static int recv_within(int fd, char *buf, size_t len)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	if (poll(&p, 1, 5000) != 1)
+		return -1;
+	return (int)recv(fd, buf, len, 0);
+}
+
+/* The index of the interface holding @a, 0 if none. */
+static unsigned int ifindex_of(struct in_addr a)
+{
+	struct ifaddrs *ifa, *i;
+	unsigned int idx = 0;
+
+	if (getifaddrs(&ifa))
+		return 0;
+	for (i = ifa; i; i = i->ifa_next)
+		if (i->ifa_addr && i->ifa_addr->sa_family == AF_INET &&
+		    ((struct sockaddr_in *)i->ifa_addr)->sin_addr.s_addr == a.s_addr)
+			idx = if_nametoindex(i->ifa_name);
+	freeifaddrs(ifa);
+	return idx;
+}
+
+/*
+ * Two sockets on one port, both SO_REUSEADDR, the first connected to the
+ * peer: the peer's datagrams go to the connected one, as the kernel
+ * chooses, whichever socket sent what they answer.
+ */
+static void check_reuse(const struct sockaddr_in *me)
+{
+	struct sockaddr_in p2 = *me;
+	int one = 1, a, b, c, n;
+	char buf[64];
+	fd_set rd;
+	struct timeval tv = { 5, 0 };
+
+	p2.sin_port = htons(ntohs(me->sin_port) + 1);
+	a = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK("reuse_bind", !setsockopt(a, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
+	      !bind(a, (struct sockaddr *)&p2, sizeof(p2)), "bind with SO_REUSEADDR");
+	c = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK("reuse_refused", bind(c, (struct sockaddr *)&p2, sizeof(p2)) < 0 &&
+	      errno == EADDRINUSE, "a second bind without SO_REUSEADDR");
+	close(c);
+	CHECK("reuse_connect", !connect(a, (struct sockaddr *)&peer, sizeof(peer)), "connect");
+	b = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK, 0);
+	CHECK("reuse_second", !setsockopt(b, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) &&
+	      !bind(b, (struct sockaddr *)&p2, sizeof(p2)), "second bind with SO_REUSEADDR");
+	sendto(b, "shared", 6, 0, (struct sockaddr *)&peer, sizeof(peer));
+	n = recv_within(a, buf, sizeof(buf));
+	CHECK("reuse_to_connected", n == 6 && !memcmp(buf, "shared", 6),
+	      "the connected socket got %d bytes", n);
+	CHECK("reuse_not_other", recv(b, buf, sizeof(buf), 0) < 0 && errno == EAGAIN,
+	      "the unconnected socket got the peer's datagram");
+	sendto(b, "sel", 3, 0, (struct sockaddr *)&peer, sizeof(peer));
+	FD_ZERO(&rd);
+	FD_SET(a, &rd);
+	FD_SET(b, &rd);
+	n = select((a > b ? a : b) + 1, &rd, NULL, NULL, &tv);
+	CHECK("reuse_select", n == 1 && FD_ISSET(a, &rd) && !FD_ISSET(b, &rd),
+	      "n=%d a=%d b=%d", n, FD_ISSET(a, &rd), FD_ISSET(b, &rd));
+	recv(a, buf, sizeof(buf), 0);
+	/* The connected one gone, the other takes the peer's datagrams again. */
+	close(a);
+	sendto(b, "alone", 5, 0, (struct sockaddr *)&peer, sizeof(peer));
+	n = recv_within(b, buf, sizeof(buf));
+	CHECK("reuse_after_close", n == 5 && !memcmp(buf, "alone", 5), "got %d bytes", n);
+	close(b);
+}
+
+/* IP_PKTINFO and IP_RECVTOS on recvmsg, the kernel's layout (the peer sends TOS 0x20). */
+static void check_cmsgs(const struct sockaddr_in *me)
+{
+	struct sockaddr_in p3 = *me;
+	const struct in_pktinfo *pi = NULL;
+	int one = 1, s, n, tos = -1;
+	char buf[64], cb[256];
+	struct iovec io = { buf, sizeof(buf) };
+	struct msghdr mh = { .msg_iov = &io, .msg_iovlen = 1 };
+	struct pollfd p;
+	struct cmsghdr *c;
+
+	p3.sin_port = htons(ntohs(me->sin_port) + 2);
+	s = socket(AF_INET, SOCK_DGRAM, 0);
+	CHECK("cmsg_opts", !setsockopt(s, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) &&
+	      !setsockopt(s, IPPROTO_IP, IP_RECVTOS, &one, sizeof(one)) &&
+	      !bind(s, (struct sockaddr *)&p3, sizeof(p3)), "IP_PKTINFO, IP_RECVTOS, bind");
+	sendto(s, "pkt", 3, 0, (struct sockaddr *)&peer, sizeof(peer));
+	p = (struct pollfd){ .fd = s, .events = POLLIN };
+	mh.msg_control = cb;
+	mh.msg_controllen = sizeof(cb);
+	n = poll(&p, 1, 5000) == 1 ? (int)recvmsg(s, &mh, 0) : -1;
+	for (c = n == 3 ? CMSG_FIRSTHDR(&mh) : NULL; c; c = CMSG_NXTHDR(&mh, c)) {
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+		    c->cmsg_len == CMSG_LEN(sizeof(*pi)))
+			pi = (const struct in_pktinfo *)CMSG_DATA(c);
+		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
+		    c->cmsg_len == CMSG_LEN(1))
+			tos = *CMSG_DATA(c);
+	}
+	CHECK("pktinfo", pi && pi->ipi_addr.s_addr == me->sin_addr.s_addr &&
+	      pi->ipi_spec_dst.s_addr == me->sin_addr.s_addr &&
+	      pi->ipi_ifindex == (int)ifindex_of(me->sin_addr),
+	      "recvmsg %d, controllen %zu, pktinfo %s ifindex %d", n, (size_t)mh.msg_controllen,
+	      pi ? inet_ntoa(pi->ipi_addr) : "none", pi ? pi->ipi_ifindex : -1);
+	CHECK("recvtos", tos == 0x20, "TOS 0x%x", tos);
+	/* No room for them: MSG_CTRUNC. */
+	sendto(s, "tr", 2, 0, (struct sockaddr *)&peer, sizeof(peer));
+	mh.msg_controllen = sizeof(struct cmsghdr);
+	n = poll(&p, 1, 5000) == 1 ? (int)recvmsg(s, &mh, 0) : -1;
+	CHECK("cmsg_ctrunc", n == 2 && (mh.msg_flags & MSG_CTRUNC), "recvmsg %d flags 0x%x", n,
+	      mh.msg_flags);
+	close(s);
 }
 
 /* One timer signal, no SA_RESTART: blocking calls must return EINTR. */
@@ -258,6 +378,8 @@ int main(int argc, char **argv)
 	}
 	CHECK("fork", pid > 0 && WIFEXITED(st) && WIFEXITED(st) &&
 	      WEXITSTATUS(st) == 0, "child status %d", st);
+	check_reuse(&me);
+	check_cmsgs(&me);
 	printf("all %d checks passed\n", nchecks);
 	return 0;
 }
