@@ -145,6 +145,12 @@ struct xvi_endpoint {
 	__u32 tx_md_len;		/* TX metadata bytes in front of a frame, or 0 */
 	__u64 tx_frames;
 	__u64 tx_kicks;
+	/*
+	 * Posts leave the doorbell until this many descriptors wait for the
+	 * kernel (0: every post rings it).  Whoever sets it must flush before
+	 * the process waits (libxvi-preload: --tx-batch).
+	 */
+	__u32 tx_defer;
 	__u64 tx_csum_md_n;		/* UDP frames sent with a checksum request */
 	__u64 tx_csum_sw_n;		/* UDP frames checksummed in software */
 	struct xvi_dst_cache dst;

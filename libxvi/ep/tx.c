@@ -493,6 +493,8 @@ static int tx_post(struct xvi_endpoint *ep, __u32 ndesc, __u32 ndgram)
 	xsk_ring_prod__submit(&ep->tx, ndesc);
 	ep->tx_posted += ndgram;
 	ep->tx_frames += ndgram;
+	if (ep->tx_defer && tx_pending(ep) < ep->tx_defer)
+		return 0;
 	return tx_kick(ep);
 }
 
