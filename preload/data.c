@@ -21,6 +21,8 @@ int xp_wait_rx(struct xsock *xs, int flags)
 {
 	int r;
 
+	/* No datagram yet: what was sent must be on its way before the answer is awaited. */
+	xp_tx_kick_pending();
 	if (xs->nonblock || (flags & MSG_DONTWAIT))
 		return -EAGAIN;
 	r = xvi_endpoint__wait(xs->ep, xs->rcvtimeo_ms);
@@ -229,6 +231,7 @@ static ssize_t xsend(struct xsock *xs, const void *buf, size_t len, int flags,
 		return -1;
 	}
 	xs->tx_dgrams++;
+	xp_tx_dirty |= xp_conf.tx_batch > 1;
 	return r;
 }
 
@@ -377,6 +380,7 @@ static int xsendmmsg(struct xsock *xs, struct mmsghdr *v, unsigned int n, int fl
 		if ((unsigned int)sent < (unsigned int)got)
 			xvi_endpoint__tx_free(xs->ep, b + sent, got - sent);
 		xs->tx_dgrams += sent;
+		xp_tx_dirty |= sent && xp_conf.tx_batch > 1;
 		done += sent;
 		if ((unsigned int)sent < (unsigned int)got) {
 			/* Message done+... cannot go: report it as sendmsg would. */

@@ -32,6 +32,9 @@ __attribute__((constructor)) static void conf_init(void)
 	s = getenv("XVI_RUN_SPIN_US");
 	if (s && *s)
 		xp_conf.spin_us = (__u32)strtoul(s, NULL, 10);
+	s = getenv("XVI_RUN_TX_BATCH");
+	if (s && *s)
+		xp_conf.tx_batch = (__u32)strtoul(s, NULL, 10);
 	xp_capture_libxvi_log();
 }
 
@@ -218,6 +221,7 @@ int xp_promote(int fd, struct xsock *xs, const struct sockaddr_in *local_in,
 	xs->ep = ep;
 	xs->xfd = xvi_endpoint__fd(ep);
 	xs->max_payload = info.max_payload;
+	xp_tx_defer(xs);
 	xs->local = local;
 	memcpy(xs->ifname, ifname, IF_NAMESIZE);
 	__atomic_store_n(&xs->state, XS_XVI, __ATOMIC_RELEASE);

@@ -85,6 +85,7 @@ struct xp_conf {
 	bool check;			/* XVI_RUN_CHECK=1: decide, open, close, stay kernel */
 	const char *stats_path;		/* XVI_RUN_STATS: append per-endpoint counters */
 	__u32 spin_us;			/* XVI_RUN_SPIN_US: poll/epoll spin before blocking */
+	__u32 tx_batch;			/* XVI_RUN_TX_BATCH: datagrams per TX doorbell (txbatch.c) */
 };
 extern struct xp_conf xp_conf;
 
@@ -242,6 +243,19 @@ bool xp_share_reports(const struct xsock *xs, __u64 *rx, __u64 *tx);
 static inline bool xp_pending(const struct xsock *xs)
 {
 	return xs->has_peek || xs->park_n;
+}
+
+/* ---- txbatch.c: deferred TX doorbells (--tx-batch) ---- */
+extern bool xp_tx_dirty;	/* a send may have left its doorbell unrung */
+void xp_tx_kick_all(void);
+/* @xs just got its endpoint: defer its doorbells if asked to. */
+void xp_tx_defer(struct xsock *xs);
+
+/* Before any wait: ring what sends left unrung. */
+static inline void xp_tx_kick_pending(void)
+{
+	if (xp_tx_dirty)
+		xp_tx_kick_all();
 }
 
 /* ---- data.c ---- */

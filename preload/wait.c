@@ -121,6 +121,7 @@ static int do_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const struct ti
 	struct timespec left;
 	__u64 start = 0;
 
+	xp_tx_kick_pending();
 	for (j = 0; j < n && k < XP_POLL_MAX; j++) {
 		struct xsock *x = xp_get_xvi(fds[j].fd);
 
@@ -225,6 +226,7 @@ static int do_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeva
 	int s, fd, ms = -1;
 	__u64 start = 0;
 
+	xp_tx_kick_pending();
 	for (fd = 0; fd < nfds && fd < FD_SETSIZE && k < XP_POLL_MAX; fd++) {
 		struct xsock *x = xp_get_xvi(fd);
 		bool any = false;
@@ -539,6 +541,7 @@ static int do_epoll(int epfd, struct epoll_event *evs, int max, int timeout,
 	struct epset *es = epset_of(epfd, false);
 	int r, k = 0;
 
+	xp_tx_kick_pending();
 #define EWAIT(t) (is_pwait ? REAL(epoll_pwait)(epfd, evs + k, max - k, (t), mask) : \
 			     REAL(epoll_wait)(epfd, evs + k, max - k, (t)))
 	if (!es || !es->n || max <= 0)

@@ -25,7 +25,7 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: xvi-run [--iface IF] [-v] [--check] [--stats FILE] [--spin-us N] CMD [ARGS]\n"
+		"usage: xvi-run [--iface IF] [-v] [--check] [--stats FILE] [--spin-us N] [--tx-batch N] CMD [ARGS]\n"
 		"Run CMD with its AF_INET UDP sockets on xvi endpoints (" PRELOAD_NAME ").\n"
 		"  -i, --iface IF     put every UDP socket on IF (default: the route's or the\n"
 		"                     bound address's interface)\n"
@@ -34,6 +34,8 @@ static void usage(FILE *f)
 		"                     would be accelerated (each endpoint is opened, then closed)\n"
 		"  -s, --stats FILE   append each endpoint's counters to FILE when it closes\n"
 		"      --spin-us N    poll/select/epoll spin on the rings before sleeping\n"
+		"      --tx-batch N   ring the send doorbell once per N datagrams (and before\n"
+		"                     every wait the preload sees); 1, the default, rings each\n"
 		"                     (default 50, 0: sleep at once)\n"
 		"The library is found next to xvi-run (../lib/" PRELOAD_NAME ") or at\n"
 		"$XVI_RUN_PRELOAD.  See xvi-run(1) and docs/PRELOAD.md.\n");
@@ -77,6 +79,7 @@ int main(int argc, char **argv)
 		{ "check", no_argument, NULL, 'c' },
 		{ "stats", required_argument, NULL, 's' },
 		{ "spin-us", required_argument, NULL, 'S' },
+		{ "tx-batch", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -115,6 +118,16 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			setenv("XVI_RUN_SPIN_US", optarg, 1);
+			break;
+		case 'B':
+			errno = 0;
+			if (strtoul(optarg, &end, 10) > 2048 || *end || errno || !*optarg ||
+			    !strtoul(optarg, NULL, 10)) {
+				fprintf(stderr, "xvi-run: --tx-batch %s: want datagrams per doorbell, "
+					"1 to 2048\n", optarg);
+				return 2;
+			}
+			setenv("XVI_RUN_TX_BATCH", optarg, 1);
 			break;
 		case 'h':
 			usage(stdout);
