@@ -97,19 +97,28 @@ case_sem_kernel() {
 	[ $rc -eq 0 ] || fail "on kernel sockets (exit $rc): $(grep -m1 FAIL "$out")"
 }
 
-case_sem_xvi() {
-	local out=$T_TMP/sem-xvi.out stats=$T_TMP/sem.stats before rc
-	_echo_up 9203 || return 1
+# _sem_xvi PORT [XVI-RUN OPTIONS]: preload_sem under xvi-run on b, from PORT.
+_sem_xvi() {
+	local port=$1 out=$T_TMP/sem-xvi-$1.out stats=$T_TMP/sem-$1.stats before rc
+	shift
+	_echo_up $((port + 5)) || return 1
 	before=$(_udp_counters b)
-	t_x -T 60 b "$XVIRUN" --stats "$stats" "$SEM" 198.18.0.2 9202 198.18.0.1 9203 >"$out" 2>&1
+	t_x -T 60 b "$XVIRUN" "$@" --stats "$stats" "$SEM" 198.18.0.2 "$port" 198.18.0.1 \
+		$((port + 5)) >"$out" 2>&1
 	rc=$?
 	t_stop "$ECHO_PID"
 	sed 's/^/# /' "$out" >&2
 	[ $rc -eq 0 ] || [ ! -s "$stats" ] || sed 's/^/# stats: /' "$stats" >&2
-	[ $rc -eq 0 ] || fail "under xvi-run (exit $rc): $(grep -m1 -E 'FAIL|stays on' "$out")" ||
+	[ $rc -eq 0 ] || fail "under xvi-run $* (exit $rc): $(grep -m1 -E 'FAIL|stays on' "$out")" ||
 		return
 	_stats_over_xvi b "$stats" "$before" both
 }
+
+case_sem_xvi() { _sem_xvi 9202; }
+
+# The same with deferred send doorbells: every wait must ring them first,
+# or the echo never comes.
+case_sem_batch() { _sem_xvi 9220 --tx-batch 8; }
 
 # preload_sem as a plain uid (no capabilities): its socket goes on a
 # protected endpoint through an xdp-vid started for the case on b.
@@ -440,6 +449,7 @@ t.bind(("127.0.0.1", 0))
 CASES=(
 	sem_kernel	case_sem_kernel	"preload_sem on kernel sockets (b) against an echo server (a)"
 	sem_xvi		case_sem_xvi	"preload_sem under xvi-run: epoll/poll/select mixed and nested, dup2, fork, EINTR, FIONREAD"
+	sem_batch	case_sem_batch	"preload_sem under xvi-run --tx-batch 8: no datagram left unsent before a wait"
 	sem_protected	case_sem_protected	"preload_sem as a plain uid: protected endpoint through xdp-vid"
 	sp_pp_srv	case_sp_pp_srv	"sockperf server under xvi-run (b), plain sockperf ping-pong (a)"
 	sp_pp_cli	case_sp_pp_cli	"plain sockperf server (b), sockperf ping-pong under xvi-run (a)"
