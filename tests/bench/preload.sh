@@ -9,7 +9,8 @@
 #
 #   node a: sockperf ping-pong / throughput -m SIZE   (client)
 #   node b: sockperf server                             (port per run)
-#   variants: kernel (both plain) and xvi (xvi-run on both)
+#   variants: kernel (both plain), xvi (xvi-run on both) and xvib (xvi-run
+#   --tx-batch 32 on both: one send doorbell per 32 datagrams)
 #
 # The variants alternate (kernel, xvi, kernel, ...) for ROUNDS rounds; the
 # table shows median (min-max): ping-pong p50 latency (sockperf's
@@ -56,11 +57,12 @@ run() {
 	local v=$1 mode=$2 size=$3 port=$((PORT++)) pre=() spid in0 in1 rx
 	local out=$TMP/$v-$mode-$size-$port.out
 	[ "$v" = xvi ] && pre=("$XVIRUN")
+	[ "$v" = xvib ] && pre=("$XVIRUN" --tx-batch 32)
 	x b "${pre[@]}" sockperf server -i 198.18.0.2 -p "$port" >"$out.srv" 2>&1 &
 	spid=$!
 	# Ready: the endpoint is published (xvi) or the kernel socket bound.
 	for _ in $(seq 100); do
-		if [ "$v" = xvi ]; then
+		if [ "$v" != kernel ]; then
 			x b "$BB/bin/xdp-vi" status --json >"$TMP/st.json" 2>/dev/null &&
 				python3 "$ROOT/tests/lab/helpers/xvi_status.py" "$TMP/st.json" live \
 					"$port" && break
@@ -75,7 +77,7 @@ run() {
 	in1=$(udp_in)
 	# The server endpoint's datapath counter, read while it lives.
 	rx=
-	if [ "$v" = xvi ]; then
+	if [ "$v" != kernel ]; then
 		x b "$BB/bin/xdp-vi" status --json >"$TMP/st.json" 2>/dev/null &&
 			rx=$(python3 "$ROOT/tests/lab/helpers/xvi_status.py" "$TMP/st.json" counters \
 				"$port" rx_frames)
@@ -87,7 +89,7 @@ run() {
 	fi
 	local sent
 	sent=$(strip "$out" | sed -n 's/.*Summary: Message Rate is \([0-9]*\).*/\1/p' | head -1)
-	[ "$v" = xvi ] || rx=$((in1 - in0))
+	[ "$v" != kernel ] || rx=$((in1 - in0))
 	echo "${sent:--} $(awk -v n="$rx" -v t="$SEC" 'BEGIN { printf "%d", n / t }')"
 }
 
@@ -99,7 +101,7 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 declare -A R
 for size in $SIZES; do
 	for ((i = 0; i < ROUNDS; i++)); do
-		for v in kernel xvi; do
+		for v in kernel xvi xvib; do
 			R[$v,pp,$size]+="$(run "$v" ping-pong "$size") "
 			read -r s r <<<"$(run "$v" throughput "$size")"
 			R[$v,tps,$size]+="$s "
@@ -109,15 +111,17 @@ for size in $SIZES; do
 done
 
 echo "sockperf under xvi-run vs kernel sockets, both ends ($ROUNDS rounds x ${SEC} s, median (min-max))"
-printf '%-28s %-28s %-28s %s\n' "test" "kernel" "xvi-run" "xvi/kernel"
+echo "xvi-run b32: --tx-batch 32"
+row() {
+	local k v b
+	k=$(medv <<<"${R[kernel,$2,$3]}") v=$(medv <<<"${R[xvi,$2,$3]}") b=$(medv <<<"${R[xvib,$2,$3]}")
+	printf '%-26s %-26s %-26s %-26s %-6s %s\n' "$1" "$(med <<<"${R[kernel,$2,$3]}")" \
+		"$(med <<<"${R[xvi,$2,$3]}")" "$(med <<<"${R[xvib,$2,$3]}")" "$(ratio "$v" "$k")" \
+		"$(ratio "$b" "$k")"
+}
+printf '%-26s %-26s %-26s %-26s %-6s %s\n' "test" "kernel" "xvi-run" "xvi-run b32" "xvi/k" "b32/k"
 for size in $SIZES; do
-	k=$(medv <<<"${R[kernel,pp,$size]}") v=$(medv <<<"${R[xvi,pp,$size]}")
-	printf '%-28s %-28s %-28s %s\n' "ping-pong $size B p50 usec" "$(med <<<"${R[kernel,pp,$size]}")" \
-		"$(med <<<"${R[xvi,pp,$size]}")" "$(ratio "$v" "$k")"
-	k=$(medv <<<"${R[kernel,tps,$size]}") v=$(medv <<<"${R[xvi,tps,$size]}")
-	printf '%-28s %-28s %-28s %s\n' "throughput $size B sent/s" "$(med <<<"${R[kernel,tps,$size]}")" \
-		"$(med <<<"${R[xvi,tps,$size]}")" "$(ratio "$v" "$k")"
-	k=$(medv <<<"${R[kernel,tpr,$size]}") v=$(medv <<<"${R[xvi,tpr,$size]}")
-	printf '%-28s %-28s %-28s %s\n' "throughput $size B recv/s" "$(med <<<"${R[kernel,tpr,$size]}")" \
-		"$(med <<<"${R[xvi,tpr,$size]}")" "$(ratio "$v" "$k")"
+	row "ping-pong $size B p50 usec" pp "$size"
+	row "throughput $size B sent/s" tps "$size"
+	row "throughput $size B recv/s" tpr "$size"
 done
