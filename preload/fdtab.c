@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include "preload.h"
+#include "ep/endpoint.h"
 
 struct xsock *xp_fds[XP_FD_MAX];
 struct xsock *xp_live;
@@ -98,9 +99,19 @@ static void before_fork(void)
 	struct xsock *xs;
 
 	xp_lock();
-	for (xs = xp_live; xs; xs = xs->next_live)
-		if (xs->state == XS_XVI)
-			xs->shared = true;
+	for (xs = xp_live; xs; xs = xs->next_live) {
+		if (xs->state != XS_XVI)
+			continue;
+		xs->shared = true;
+		/*
+		 * --tx-batch: ring what waits, and every send from now on, so that
+		 * neither process kicks and reaps the other's sends (txbatch.c).
+		 */
+		if (xs->ep && xs->ep->tx_defer) {
+			xvi_endpoint__flush(xs->ep);
+			xs->ep->tx_defer = 0;
+		}
+	}
 }
 
 static void after_fork(void)
