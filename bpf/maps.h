@@ -113,6 +113,27 @@ struct {
 	__type(value, __u32);
 } xvi_ext_progs SEC(".maps");
 
+/*
+ * Port hooks (docs/EXTENSIONS.md, "Port hooks"): UDP port (host order) ->
+ * 0 or 1 + an index of xvi_port_progs, whose program gets the datagrams to
+ * that port that no endpoint takes.  Written by the control plane (root:
+ * xvi_ctl__port_hook_set), read by XDP.  An array, so that the lookup is
+ * an inlined index: frames that are no hook's pay for nothing more.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 65536);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_port_hooks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PROG_ARRAY);
+	__uint(max_entries, XVI_PORT_HOOK_MAX);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_port_progs SEC(".maps");
+
 /* xvi_ext_ret, the datapath's return paths for handlers: include/xvi_ext.h. */
 
 /*

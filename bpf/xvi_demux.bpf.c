@@ -353,11 +353,12 @@ static __always_inline int xvi_dispatch_deliver(struct xdp_md *ctx, struct xvi_e
  * protected endpoint takes no 802.1Q-tagged frame (vlan_protected, passed):
  * endpoints are not per VLAN, so a tagged frame is for a VLAN interface of
  * this host, if any, not for the endpoint on the untagged one.
+ * *unowned: no endpoint holds the tag at all (a port hook's case).
  */
 static __always_inline struct xvi_ep_counters *xvi_match(struct xvi_tag *tag,
 							  struct xvi_global_counters *g,
 							  __u16 flags, __u32 queue, __u32 *slot,
-							  __u32 *vflags)
+							  __u32 *vflags, bool *unowned)
 {
 	bool not_local = false, no_queue = false;
 	struct xvi_ep_counters *ep = NULL;
@@ -372,6 +373,7 @@ static __always_inline struct xvi_ep_counters *xvi_match(struct xvi_tag *tag,
 		g->spread_no_queue++;
 		return NULL;
 	}
+	*unowned = !v;
 	if (v && (v->flags & XVI_EP_F_DEVMAP) && (flags & XVI_RX_VLAN)) {
 		g->vlan_protected++;
 		return NULL;
@@ -428,7 +430,7 @@ static __always_inline void xvi_meta_init(struct xvi_rx_meta *m, __u16 flags, __
 static __always_inline struct xvi_ep_counters *
 xvi_udp_match(struct xvi_cursor *c, struct xvi_global_counters *g, __u16 flags, __u8 kind,
 	      const void *daddr, __u32 addr_len, __u32 queue, struct udphdr **uhp, __u32 *slot,
-	      __u32 *vflags)
+	      __u32 *vflags, bool *unowned)
 {
 	struct xvi_tag tag = {};
 	struct udphdr *uh;
@@ -444,7 +446,7 @@ xvi_udp_match(struct xvi_cursor *c, struct xvi_global_counters *g, __u16 flags, 
 	tag.kind = kind;
 	tag.port = uh->dest;
 	__builtin_memcpy(tag.addr, daddr, addr_len);
-	return xvi_match(&tag, g, flags, queue, slot, vflags);
+	return xvi_match(&tag, g, flags, queue, slot, vflags, unowned);
 }
 
 /*
@@ -513,19 +515,124 @@ static __always_inline int xvi_ip4_hdr_csum(struct xdp_md *ctx, struct iphdr *ip
 }
 
 /*
+ * Port hooks (docs/EXTENSIONS.md, "Port hooks"): the index in
+ * xvi_port_progs of the program hooked on UDP port @port, -1 if none, or
+ * if the destination @daddr is not one of this host's addresses (a
+ * datagram the host merely routes is no local port's).
+ */
+static __always_inline int xvi_port_hook(__u8 kind, const void *daddr, __u32 addr_len,
+					 __be16 port)
+{
+	struct xvi_tag tag = {};
+	__u32 key = bpf_ntohs(port), *idx;
+
+	idx = bpf_map_lookup_elem(&xvi_port_hooks, &key);
+	if (!idx || !*idx || *idx > XVI_PORT_HOOK_MAX)
+		return -1;
+	tag.kind = kind;
+	__builtin_memcpy(tag.addr, daddr, addr_len);
+	if (!bpf_map_lookup_elem(&xvi_local_addrs, &tag))
+		return -1;
+	return *idx - 1;
+}
+
+/*
+ * A hooked datagram's UDP checksum, checked as a delivered one's is
+ * (xvi_udp_deliver): 0 if it holds (or, over IPv4, none was sent).
+ */
+static __always_inline int xvi_port_hook_csum(struct xdp_md *ctx, void *addrs, __u32 addrs_len,
+					      void *ph, __u32 ph_len, __u16 check, __u32 l4_off,
+					      __u32 udp_len, bool ipv6, bool local_link)
+{
+	__u32 seed = 0;
+
+	if (!check)
+		return ipv6 ? -1 : 0;
+	if (xvi_csum_mem(addrs, addrs_len, &seed) || xvi_csum_mem(ph, ph_len, &seed))
+		return -1;
+	return xvi_udp_csum(ctx, l4_off, udp_len, seed, check, local_link) > 0 ? 0 : -1;
+}
+
+/*
+ * Hand the frame to port hook @idx by a tail call, which does not return:
+ * the hook's verdict is the frame's, and the hook counts it.  An empty
+ * slot (the program went away) falls through: the kernel's, counted.
+ */
+static __always_inline int xvi_port_hook_run(struct xdp_md *ctx, struct xvi_global_counters *g,
+					     int idx)
+{
+	g->port_hooked++;
+	bpf_tail_call(ctx, &xvi_port_progs, idx);
+	g->port_hooked--;
+	g->port_hook_missing++;
+	return XDP_PASS;
+}
+
+/*
+ * An IPv4 datagram no endpoint holds, to a hooked port: checked as one
+ * for an endpoint would be, then the hook's.  A datagram that fails a
+ * check goes to the kernel, which owns the port and counts its own
+ * errors.  -1 if the port has no hook.
+ */
+static __always_inline int xvi_port_hook4(struct xdp_md *ctx, struct xvi_global_counters *g,
+					  struct iphdr *iph, __u32 hlen, struct udphdr *uh,
+					  __u32 l3_off, __u32 l4_off, bool local_link)
+{
+	struct xvi_ph4_tail ph = { .proto = IPPROTO_UDP };
+	__u32 tot_len = bpf_ntohs(iph->tot_len), udp_len = bpf_ntohs(uh->len);
+	int idx;
+
+	idx = xvi_port_hook(XVI_TAG_UDP4, &iph->daddr, sizeof(iph->daddr), uh->dest);
+	if (idx < 0)
+		return -1;
+	if (tot_len < hlen + XVI_UDP_HLEN || l3_off + tot_len > bpf_xdp_get_buff_len(ctx) ||
+	    udp_len < XVI_UDP_HLEN || udp_len > tot_len - hlen ||
+	    xvi_ip4_hdr_csum(ctx, iph, l3_off, hlen))
+		return XDP_PASS;
+	ph.len = uh->len;
+	if (xvi_port_hook_csum(ctx, &iph->saddr, 2 * sizeof(iph->saddr), &ph, sizeof(ph),
+			       uh->check, l4_off, udp_len, false, local_link))
+		return XDP_PASS;
+	return xvi_port_hook_run(ctx, g, idx);
+}
+
+static __always_inline int xvi_port_hook6(struct xdp_md *ctx, struct xvi_global_counters *g,
+					  struct ipv6hdr *ip6h, struct udphdr *uh, __u32 l4_off,
+					  bool local_link)
+{
+	struct xvi_ph6_tail ph = { .nexthdr = IPPROTO_UDP };
+	__u32 plen = bpf_ntohs(ip6h->payload_len), udp_len = bpf_ntohs(uh->len);
+	int idx;
+
+	idx = xvi_port_hook(XVI_TAG_UDP6, &ip6h->daddr, sizeof(ip6h->daddr), uh->dest);
+	if (idx < 0)
+		return -1;
+	if (l4_off + plen > bpf_xdp_get_buff_len(ctx) || udp_len < XVI_UDP_HLEN || udp_len > plen)
+		return XDP_PASS;
+	ph.len = bpf_htonl(udp_len);
+	if (xvi_port_hook_csum(ctx, &ip6h->saddr, 2 * sizeof(ip6h->saddr), &ph, sizeof(ph),
+			       uh->check, l4_off, udp_len, true, local_link))
+		return XDP_PASS;
+	return xvi_port_hook_run(ctx, g, idx);
+}
+
+/*
  * @route: routing is on (XVI_CFG_ROUTE) and the frame untagged; what no
  * endpoint takes is then offered to the router rather than passed.
+ * @hook: some port has a hook (XVI_CFG_PORT_HOOK) and the frame is
+ * untagged; a datagram no endpoint holds then looks its port up first.
  */
 static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 				      struct xvi_global_counters *g, __u16 flags,
-				      bool local_link, bool route)
+				      bool local_link, bool route, bool hook)
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph4_tail ph = { .proto = IPPROTO_UDP };
-	__u32 l3_off = c->off, l4_off, hlen, slot, frame_len, vflags;
+	__u32 l3_off = c->off, l4_off = 0, hlen, slot, frame_len, vflags;
 	__u32 tot_len, udp_len;
 	struct xvi_ep_counters *ep;
-	struct udphdr *uh;
+	struct udphdr *uh = NULL;
+	bool unowned = false;
 	struct iphdr *iph;
 	__be16 check;
 	int ret;
@@ -543,7 +650,7 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 		goto no_ep;
 	l4_off = c->off;
 	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP4, &iph->daddr, sizeof(iph->daddr),
-			   ctx->rx_queue_index, &uh, &slot, &vflags);
+			   ctx->rx_queue_index, &uh, &slot, &vflags, &unowned);
 	if (!ep)
 		goto no_ep;
 
@@ -570,21 +677,28 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	return xvi_udp_deliver(ctx, g, ep, &m, &iph->saddr, 2 * sizeof(iph->saddr), &ph,
 			       sizeof(ph), check, udp_len, frame_len, vflags, local_link);
 no_ep:
+	if (hook && unowned && uh) {
+		ret = xvi_port_hook4(ctx, g, iph, hlen, uh, l3_off, l4_off, local_link);
+		if (ret >= 0)
+			return ret;
+	}
 	return route ? xvi_route4(ctx, g, iph, hlen, local_link) : XDP_PASS;
 }
 
 static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 				      struct xvi_global_counters *g, __u16 flags,
-				      bool local_link, bool route)
+				      bool local_link, bool route, bool hook)
 {
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC };
 	struct xvi_ph6_tail ph = { .nexthdr = IPPROTO_UDP };
-	__u32 l3_off = c->off, l4_off, slot, frame_len, vflags;
+	__u32 l3_off = c->off, l4_off = 0, slot, frame_len, vflags;
 	__u32 plen, udp_len;
 	struct xvi_ep_counters *ep;
+	struct udphdr *uh = NULL;
+	bool unowned = false;
 	struct ipv6hdr *ip6h;
-	struct udphdr *uh;
 	__be16 check;
+	int ret;
 
 	ip6h = xvi_parse_ip6(c);
 	if (!ip6h) {
@@ -600,7 +714,7 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 		goto no_ep;
 	l4_off = c->off;
 	ep = xvi_udp_match(c, g, flags, XVI_TAG_UDP6, &ip6h->daddr, sizeof(ip6h->daddr),
-			   ctx->rx_queue_index, &uh, &slot, &vflags);
+			   ctx->rx_queue_index, &uh, &slot, &vflags, &unowned);
 	if (!ep)
 		goto no_ep;
 
@@ -616,6 +730,11 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	return xvi_udp_deliver(ctx, g, ep, &m, &ip6h->saddr, 2 * sizeof(ip6h->saddr), &ph,
 			       sizeof(ph), check, udp_len, frame_len, vflags, local_link);
 no_ep:
+	if (hook && unowned && uh) {
+		ret = xvi_port_hook6(ctx, g, ip6h, uh, l4_off, local_link);
+		if (ret >= 0)
+			return ret;
+	}
 	return route ? xvi_route6(ctx, g, ip6h, local_link) : XDP_PASS;
 }
 
@@ -628,6 +747,7 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	__u32 l3_off = c->off, slot, frame_len, len, vflags;
 	struct xvi_ep_counters *ep;
 	struct xvi_raw_hdr *rh;
+	bool unowned;
 
 	rh = xvi_parse_raw(c);
 	if (!rh) {
@@ -636,7 +756,7 @@ static __always_inline int xvi_rx_raw(struct xdp_md *ctx, struct xvi_cursor *c,
 	}
 	tag.kind = XVI_TAG_RAW;
 	tag.raw_tag = rh->dst_tag;
-	ep = xvi_match(&tag, g, flags, ctx->rx_queue_index, &slot, &vflags);
+	ep = xvi_match(&tag, g, flags, ctx->rx_queue_index, &slot, &vflags, &unowned);
 	if (!ep)
 		return XDP_PASS;
 
@@ -689,7 +809,7 @@ static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters
 	struct xvi_config *cfg;
 	struct xvi_cursor c;
 	__u16 flags = 0;
-	bool vlan, local, route;
+	bool vlan, local, route, hook;
 	int proto;
 
 	xvi_cursor_init(&c, ctx);
@@ -705,14 +825,16 @@ static __always_inline int xvi_rx(struct xdp_md *ctx, struct xvi_global_counters
 	/* A tagged frame is for a VLAN device, whose routes and forwarding
 	 * setting the lookup on this one would not see: the kernel's. */
 	route = (cfg->flags & XVI_CFG_ROUTE) && !vlan;
+	/* Hooks are for this host's sockets on the untagged device, too. */
+	hook = (cfg->flags & XVI_CFG_PORT_HOOK) && !vlan;
 	if (vlan)
 		flags |= XVI_RX_VLAN;
 
 	switch (proto) {
 	case bpf_htons(ETH_P_IP):
-		return xvi_rx_ip4(ctx, &c, g, flags, local, route);
+		return xvi_rx_ip4(ctx, &c, g, flags, local, route, hook);
 	case bpf_htons(ETH_P_IPV6):
-		return xvi_rx_ip6(ctx, &c, g, flags, local, route);
+		return xvi_rx_ip6(ctx, &c, g, flags, local, route, hook);
 	case bpf_htons(XVI_ETH_P_RAW):
 		return xvi_rx_raw(ctx, &c, g, flags);
 	default:

@@ -33,6 +33,12 @@
 /* Pin directory: <bpffs>/xdp-vi/<ifname>/<map name>. */
 /* Interfaces a router interface can forward to (xvi_route_devs). */
 #define XVI_ROUTE_MAX_IFACES	64
+/*
+ * Port hooks (docs/EXTENSIONS.md, "Port hooks"): programs root installs for
+ * UDP ports that no endpoint holds.  xvi_port_hooks[port] is 0 (no hook)
+ * or 1 + the program's index in xvi_port_progs, a PROG_ARRAY of this many.
+ */
+#define XVI_PORT_HOOK_MAX	8
 #define XVI_PIN_SUBDIR		"xdp-vi"
 
 enum xvi_tag_kind {
@@ -225,6 +231,12 @@ struct xvi_global_counters {
 	__u64 trace_lost;		/* trace events the full ring buffer refused */
 	__u64 spread_no_queue;		/* for a spread tag, on a receive queue
 					 * where it has no endpoint: passed */
+	/*
+	 * Port hooks (XVI_CFG_PORT_HOOK): UDP datagrams to a hooked port that
+	 * no endpoint holds.  The hook's verdicts are its own to count.
+	 */
+	__u64 port_hooked;		/* handed to the port's program (tail call) */
+	__u64 port_hook_missing;	/* hooked port, no program there: passed */
 };
 
 /*
@@ -262,6 +274,14 @@ enum xvi_config_flags {
 	 * cleared by the trace command only; attach keeps it.
 	 */
 	XVI_CFG_TRACE = 1 << 3,
+	/*
+	 * Some UDP port has a hook (xvi_port_hooks): datagrams to this
+	 * station's addresses that no endpoint takes look their port up
+	 * there.  Clear, they cost no lookup.  Set and cleared by the
+	 * control plane with the hooks (xvi_ctl__port_hook_set/clear);
+	 * attach keeps it.
+	 */
+	XVI_CFG_PORT_HOOK = 1 << 4,
 };
 
 /*

@@ -147,8 +147,9 @@ static int write_config(const char *ifname, int fd)
 	if (xvi_iface__local_link(&ifc))
 		cfg.flags |= XVI_CFG_LOCAL_LINK;
 	if (!bpf_map_lookup_elem(fd, &zero, &old)) {
-		/* Routing and tracing are their commands' to turn on and off. */
-		cfg.flags |= old.flags & (XVI_CFG_ROUTE | XVI_CFG_TRACE);
+		/* Routing, tracing and port hooks are their commands' to turn
+		 * on and off. */
+		cfg.flags |= old.flags & (XVI_CFG_ROUTE | XVI_CFG_TRACE | XVI_CFG_PORT_HOOK);
 		if (!memcmp(&old, &cfg, sizeof(cfg)))
 			return 0;
 	}

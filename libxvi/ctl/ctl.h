@@ -166,6 +166,20 @@ int xvi_ctl__route_devs_fd(const struct xvi_ctl *ctl);
  * while it is on is -EBUSY (one reader per ring buffer) unless @force.
  */
 int xvi_ctl__trace_set(struct xvi_ctl *ctl, bool on, bool force);
+/*
+ * Port hooks (docs/EXTENSIONS.md, "Port hooks"), root only: @prog_fd, an
+ * XDP frags program, gets the UDP datagrams to @port (host order) that no
+ * endpoint holds.  port_hook_set fails with -EEXIST if @port has a hook
+ * and not @replace, -ENOSPC when XVI_PORT_HOOK_MAX ports have one,
+ * -ENOENT if the hooks' program table is not pinned under @opts's bpffs
+ * (the kernel would empty it when the caller exits);
+ * port_hook_clear removes it (-ENOENT if none); port_hook_get reads the id
+ * of the program there (-ENOENT if none).
+ */
+int xvi_ctl__port_hook_set(struct xvi_ctl *ctl, const struct xvi_ctl_opts *opts, __u16 port,
+			   int prog_fd, bool replace);
+int xvi_ctl__port_hook_clear(struct xvi_ctl *ctl, __u16 port);
+int xvi_ctl__port_hook_get(struct xvi_ctl *ctl, __u16 port, __u32 *prog_id);
 /* The trace ring buffer (struct xvi_trace_event records). */
 int xvi_ctl__trace_fd(const struct xvi_ctl *ctl);
 /* Handler @handler of @slot's counters, summed over CPUs. */

@@ -69,6 +69,10 @@ const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 			    sizeof(struct xvi_ext_counters),
 			    XVI_MAX_ENDPOINTS * XVI_EXT_MAX_HANDLERS },
 	[MAP_TRACE] = { "xvi_trace", BPF_MAP_TYPE_RINGBUF, 0, 0, XVI_TRACE_RING_SIZE },
+	[MAP_PORT_HOOKS] = { "xvi_port_hooks", BPF_MAP_TYPE_ARRAY, sizeof(__u32), sizeof(__u32),
+			     65536 },
+	[MAP_PORT_PROGS] = { "xvi_port_progs", BPF_MAP_TYPE_PROG_ARRAY, sizeof(__u32),
+			     sizeof(__u32), XVI_PORT_HOOK_MAX },
 };
 
 int xvi_ctl_netns_ino(__u64 *ino)

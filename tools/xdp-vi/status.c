@@ -57,7 +57,7 @@ static const struct counter_name global_fields[] = {
 	GC(rx_frames), GC(redirected), GC(passed), GC(dropped), GC(no_endpoint),
 	GC(malformed), GC(fragments), GC(group_dst), GC(other_host), GC(vlan_protected),
 	GC(not_local), GC(ext_stray), GC(trace_lost),
-	GC(spread_no_queue), { NULL },
+	GC(spread_no_queue), GC(port_hooked), GC(port_hook_missing), { NULL },
 };
 /* The IP router (docs/EXTENSIONS.md): shown in text when routing is on. */
 static const struct counter_name router_fields[] = {
