@@ -40,7 +40,9 @@ struct xvi_kv_entry {
 	__u64 gen;
 	__u64 epoch;
 	__u32 len;		/* of body */
-	__u32 pad;
+	/* The body's ones' complement sum (bpf_csum_diff, the body
+	 * zero-padded to 4 bytes), for the UDP checksum of an XDP reply. */
+	__u32 csum;
 	__u8 body[XVI_KV_BODY_MAX];
 };
 
@@ -73,6 +75,8 @@ enum xvi_kv_stat {
 	XVI_KV_INVAL,		/* a write invalidated its key's bucket */
 	XVI_KV_EPOCH,		/* something unattributable invalidated everything */
 	XVI_KV_NOCACHE,		/* a bucket made uncacheable (expiry, noreply) */
+	XVI_KV_HIT_XDP,		/* GET answered by kv_xdp, the XDP hit path */
+	XVI_KV_XDP_ERR,		/* kv_xdp: a hit's reply could not be written: dropped */
 	XVI_KV_STATS_MAX,
 };
 

@@ -3,7 +3,8 @@
  * Key-value cache for a memcached on this host, speaking memcached's UDP
  * protocol (an 8-byte frame header, then a text command), BMC-style.
  *
- * Two tc (clsact) programs on the interface, attached by xvi-kvcache:
+ * Two tc (clsact) programs on the interface, attached by xvi-kvcache, and
+ * with --xdp a third, kv_xdp, in the datapath's port hook:
  *  - kv_ingress sees requests to memcached's port, after xvi_demux passed
  *    them (no endpoint owns the port; memcached's kernel socket does).  A
  *    GET of a cached key is answered here, redirected back out of the
@@ -14,9 +15,13 @@
  *  - kv_egress sees memcached's replies on their way out: a GET reply
  *    fills the cache, stamped with the generation and epoch the GET saw on
  *    arrival; a write's reply bumps its bucket again.
+ *  - kv_xdp (optional) answers the hits before kv_ingress sees them, in
+ *    XDP: the datapath hands it memcached's port's datagrams (no endpoint
+ *    holds the port) by a tail call.  What it does not answer goes on to
+ *    kv_ingress, which keeps doing everything else.
  *
- * Why not an XDP handler, and why this never serves stale data:
- * docs/EXTENSIONS.md, "Key-value cache".
+ * Why hits in XDP need the port hook, and why this never serves stale
+ * data: docs/EXTENSIONS.md, "Key-value cache".
  */
 #include <stdbool.h>
 #include <linux/bpf.h>
@@ -27,6 +32,7 @@
 #include <linux/tcp.h>
 #include <linux/udp.h>
 #include <linux/pkt_cls.h>
+#include <linux/if_link.h>
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_endian.h>
 #include "xvi_kvcache.h"
@@ -463,6 +469,34 @@ static __always_inline __u16 kv_ip4_csum(struct iphdr *iph)
 	return ~s;
 }
 
+/* The command is "get <key>\r\n", one key: the key is in the scratch. */
+static __always_inline bool kv_single_get(struct kv_scratch *s, __u32 n)
+{
+	int end = kv_key_at(s, n, 4, 0);
+
+	/* Else (several keys, a long key) memcached answers, and nothing is
+	 * cached from it. */
+	return end >= 0 && kv_at(s, 0, n, end) == '\r' && kv_at(s, 0, n, end + 1) == '\n' &&
+	       end + 2 == n;
+}
+
+/*
+ * The scratch key's entry, if it may answer a GET arriving now: no write
+ * of the bucket @b, and nothing unattributable, happened since the GET it
+ * was filled from arrived.
+ */
+static __always_inline struct xvi_kv_entry *kv_valid(struct kv_scratch *s,
+						      const struct xvi_kv_state *st,
+						      const struct xvi_kv_bucket *b)
+{
+	struct xvi_kv_entry *e = bpf_map_lookup_elem(&xvi_kv_cache, &s->key);
+
+	if (e && e->gen == READ_ONCE(b->gen) && e->epoch == READ_ONCE(st->epoch) &&
+	    !READ_ONCE(b->nocache))
+		return e;
+	return NULL;
+}
+
 /*
  * Answer a GET from @e: the frame turned into memcached's reply (same
  * request id, one datagram) and sent back out of the interface.  IPv4
@@ -584,22 +618,14 @@ int kv_ingress(struct __sk_buff *skb)
 	if (kv_prefix(s->cmd, n, "gets ", 5))
 		return TC_ACT_OK;		/* a read, never answered here */
 	if (kv_prefix(s->cmd, n, "get ", 4)) {
-		end = kv_key_at(s, n, 4, 0);
-		/* One key, then "\r\n": else (several keys, a long key)
-		 * memcached answers, and nothing is cached from it. */
-		if (end < 0 || kv_at(s, 0, n, end) != '\r' || kv_at(s, 0, n, end + 1) != '\n' ||
-		    end + 2 != n)
+		if (!kv_single_get(s, n))
 			return TC_ACT_OK;
 		bucket = kv_bucket(&s->key);
 		b = bpf_map_lookup_elem(&xvi_kv_gen, &bucket);
 		if (!b)
 			return TC_ACT_OK;
-		e = bpf_map_lookup_elem(&xvi_kv_cache, &s->key);
-		/* Valid only if no write of the bucket, and nothing
-		 * unattributable, happened since its GET arrived. */
-		if (e && !p.ipv6 && p.l4_off == p.l3_off + sizeof(struct iphdr) &&
-		    e->gen == READ_ONCE(b->gen) && e->epoch == READ_ONCE(st->epoch) &&
-		    !READ_ONCE(b->nocache)) {
+		e = kv_valid(s, st, b);
+		if (e && !p.ipv6 && p.l4_off == p.l3_off + sizeof(struct iphdr)) {
 			if (!kv_answer(skb, &p, &fr, e)) {
 				kv_count(XVI_KV_HIT);
 				return bpf_redirect(skb->ifindex, 0);
@@ -706,6 +732,47 @@ static __always_inline int kv_parse_value(struct kv_scratch *s, __u32 n)
 	return 0;
 }
 
+/* bpf_csum_diff of the scratch's body from @off, @len bytes (at most 512). */
+#define KV_CSUM_CHUNK(off, len, sum)						\
+	({									\
+		__u64 l_ = (len);						\
+		asm volatile("" : "+r"(l_));					\
+		l_ > 512 || (off) + l_ > XVI_KV_BODY_MAX ? -1 :			\
+			bpf_csum_diff(NULL, 0, (__be32 *)(s->entry.body + (off)), l_, (sum)); \
+	})
+
+/*
+ * The ones' complement sum of the scratch's @n body bytes, zero-padded to
+ * a multiple of 4 (bpf_csum_diff's unit), into the entry: the XDP hit path
+ * adds it to its reply's headers instead of reading the body per hit.
+ * -1 if the helper refused.
+ */
+static __always_inline int kv_body_csum(struct kv_scratch *s, __u32 n)
+{
+	__u32 r = (n + 3) & ~3U, k;
+	__s64 sum = 0;
+
+	for (k = 0; k < 3; k++) {
+		__u64 i = n + k;
+
+		if (i >= r)
+			break;
+		asm volatile("" : "+r"(i));	/* the bound on the register used */
+		if (i >= XVI_KV_BODY_MAX)
+			break;
+		s->entry.body[i] = 0;
+	}
+	sum = KV_CSUM_CHUNK(0, r < 512 ? r : 512, 0);
+	if (sum >= 0 && r > 512)
+		sum = KV_CSUM_CHUNK(512, r < 1024 ? r - 512 : 512, sum);
+	if (sum >= 0 && r > 1024)
+		sum = KV_CSUM_CHUNK(1024, r - 1024, sum);
+	if (sum < 0)
+		return -1;
+	s->entry.csum = sum;
+	return 0;
+}
+
 static __always_inline void kv_fill(struct __sk_buff *skb, const struct kv_pkt *p,
 				    const struct kv_get_flight *f)
 {
@@ -738,7 +805,8 @@ static __always_inline void kv_fill(struct __sk_buff *skb, const struct kv_pkt *
 	s->entry.gen = f->gen;
 	s->entry.epoch = f->epoch;
 	s->entry.len = n;
-	if (bpf_map_update_elem(&xvi_kv_cache, &s->key, &s->entry, BPF_ANY)) {
+	if (kv_body_csum(s, n) ||
+	    bpf_map_update_elem(&xvi_kv_cache, &s->key, &s->entry, BPF_ANY)) {
 		kv_count(XVI_KV_FILL_SKIP);	/* full */
 		return;
 	}
@@ -801,6 +869,154 @@ int kv_egress(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	kv_bump_epoch();
 	return TC_ACT_OK;
+}
+
+/* Ethernet, IPv4 without options, UDP and memcached's frame header. */
+#define KV_XDP_HDRS	(sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr) + \
+			 sizeof(struct xvi_kv_frame))
+
+static __always_inline __u64 kv_sum16(const void *p, __u32 words, __u64 sum)
+{
+	const __u16 *w = p;
+	__u32 i;
+
+	for (i = 0; i < words; i++)
+		sum += w[i];
+	return sum;
+}
+
+/*
+ * Turn the request in @ctx into memcached's reply from @e, in place: the
+ * frame resized, the request's headers put back in front and the body
+ * after them, then every header rewritten, the IPv4 and UDP checksums
+ * computed (the UDP one from the body's sum that the fill stored).  -1 if
+ * nothing was changed (the frame can go on), -2 if the frame is half
+ * rewritten.
+ */
+static __always_inline int kv_xdp_answer(struct xdp_md *ctx, const struct xvi_kv_entry *e)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u8 hdrs[KV_XDP_HDRS], mac[ETH_ALEN];
+	__u64 len = e->len, sum;
+	struct xvi_kv_frame *fr;
+	struct ethhdr *eth;
+	struct udphdr *uh;
+	struct iphdr *iph;
+	__be16 port;
+	__be32 a;
+	int delta;
+
+	asm volatile("" : "+r"(len));
+	if (len < 1 || len > XVI_KV_BODY_MAX || data + KV_XDP_HDRS > end)
+		return -1;
+	__builtin_memcpy(hdrs, data, KV_XDP_HDRS);
+	/*
+	 * Room at the tail first: a driver's page-sized buffer has plenty.
+	 * Else in front: veth's copy of a local kernel's skb has little
+	 * tailroom but XDP_PACKET_HEADROOM before the frame (docs/KERNEL.md).
+	 */
+	delta = (int)(KV_XDP_HDRS + len) - (int)bpf_xdp_get_buff_len(ctx);
+	if (bpf_xdp_adjust_tail(ctx, delta) && (delta < 0 || bpf_xdp_adjust_head(ctx, -delta)))
+		return -1;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	if (data + KV_XDP_HDRS > end)
+		return -2;
+	__builtin_memcpy(data, hdrs, KV_XDP_HDRS);
+	if (bpf_xdp_store_bytes(ctx, KV_XDP_HDRS, (void *)e->body, len))
+		return -2;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	iph = (void *)(eth + 1);
+	uh = (void *)(iph + 1);
+	fr = (void *)(uh + 1);
+	if ((void *)(fr + 1) > end)
+		return -2;
+	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
+	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
+	a = iph->saddr;
+	iph->saddr = iph->daddr;
+	iph->daddr = a;
+	iph->ttl = 64;
+	iph->tot_len = bpf_htons(KV_XDP_HDRS - sizeof(*eth) + len);
+	iph->check = kv_ip4_csum(iph);
+	port = uh->source;
+	uh->source = uh->dest;
+	uh->dest = port;
+	uh->len = bpf_htons(KV_XDP_HDRS - sizeof(*eth) - sizeof(*iph) + len);
+	uh->check = 0;
+	fr->seq = 0;
+	fr->total = bpf_htons(1);
+	fr->reserved = 0;
+	/* Pseudo-header, UDP header, frame header, then the stored body sum. */
+	sum = kv_sum16(&iph->saddr, 4, 0) + bpf_htons(IPPROTO_UDP) + uh->len;
+	sum = kv_sum16(uh, (sizeof(*uh) + sizeof(*fr)) / 2, sum);
+	sum += (e->csum & 0xffff) + (e->csum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	sum = (sum & 0xffff) + (sum >> 16);
+	uh->check = (__u16)~sum ? (__u16)~sum : 0xffff;	/* 0 would mean "none" */
+	return 0;
+}
+
+/*
+ * The hit path in XDP: the datapath's port hook for memcached's port
+ * (xvi-kvcache attach --xdp) hands this program the port's datagrams to
+ * this host, lengths and checksums checked.  A single-key GET whose entry
+ * is valid is answered in place and sent back (XDP_TX); everything else,
+ * misses and writes included, goes on (XDP_PASS) to kv_ingress and
+ * memcached, which see it as they would without this program.  IPv4
+ * without options only, as kv_ingress answers.
+ */
+SEC("xdp.frags")
+int kv_xdp(struct xdp_md *ctx)
+{
+	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	struct ethhdr *eth = data;
+	struct iphdr *iph = (void *)(eth + 1);
+	struct udphdr *uh = (void *)(iph + 1);
+	struct xvi_kv_frame *fr = (void *)(uh + 1);
+	__u32 zero = 0, n, bucket, udp_len;
+	__u16 port = kv_port();
+	struct xvi_kv_bucket *b;
+	struct xvi_kv_state *st;
+	struct xvi_kv_entry *e;
+	struct kv_scratch *s;
+	int err;
+
+	if ((void *)(fr + 1) > end || !port || eth->h_proto != bpf_htons(ETH_P_IP) ||
+	    iph->ihl != 5 || iph->protocol != IPPROTO_UDP ||
+	    (iph->frag_off & bpf_htons(0x3fff)) || uh->dest != bpf_htons(port))
+		return XDP_PASS;
+	udp_len = bpf_ntohs(uh->len);
+	if (udp_len <= sizeof(*uh) + sizeof(*fr) ||
+	    bpf_ntohs(iph->tot_len) != sizeof(*iph) + udp_len || fr->seq != 0 ||
+	    fr->total != bpf_htons(1))
+		return XDP_PASS;
+	n = udp_len - sizeof(*uh) - sizeof(*fr);
+	s = bpf_map_lookup_elem(&xvi_kv_scratch, &zero);
+	st = bpf_map_lookup_elem(&xvi_kv_state, &zero);
+	/* "get " + the longest key cached + "\r\n" fits the command. */
+	if (!s || !st || n > KV_CMD_LEN || bpf_xdp_load_bytes(ctx, KV_XDP_HDRS, s->cmd, n))
+		return XDP_PASS;
+	if (!kv_prefix(s->cmd, n, "get ", 4) || !kv_single_get(s, n))
+		return XDP_PASS;
+	bucket = kv_bucket(&s->key);
+	b = bpf_map_lookup_elem(&xvi_kv_gen, &bucket);
+	e = b ? kv_valid(s, st, b) : NULL;
+	if (!e)
+		return XDP_PASS;		/* a miss: kv_ingress records it */
+	err = kv_xdp_answer(ctx, e);
+	if (err == -1)
+		return XDP_PASS;		/* kv_ingress may still answer it */
+	if (err) {
+		kv_count(XVI_KV_XDP_ERR);
+		return XDP_DROP;
+	}
+	kv_count(XVI_KV_HIT_XDP);
+	return XDP_TX;
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";

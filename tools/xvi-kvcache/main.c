@@ -3,13 +3,17 @@
  * xvi-kvcache: put the key-value cache extension (kvcache.bpf.o) in front of
  * a memcached on this host (docs/EXTENSIONS.md, "Key-value cache").
  *
- *   xvi-kvcache attach IFACE --port PORT [--obj FILE]   (default: built in)
+ *   xvi-kvcache attach IFACE --port PORT [--xdp [--bpffs DIR]] [--obj FILE]
  *   xvi-kvcache stats IFACE [--json]
  *   xvi-kvcache detach IFACE
  *
  * The two programs go on IFACE's clsact hook (ingress and egress) as tc
  * filters with our handle, which hold them and their maps: nothing to pin,
- * and this process need not stay.  Root only (CAP_BPF, CAP_NET_ADMIN).
+ * and this process need not stay.  With --xdp the hit path, kv_xdp, goes
+ * into the port hook of IFACE's datapath for PORT too, whose program table
+ * holds it: the datapath must have been attached with pins (a bpffs, DIR
+ * or $XVI_BPFFS or /sys/fs/bpf), which keep that table filled.  Root only (CAP_BPF,
+ * CAP_NET_ADMIN).
  */
 #include <errno.h>
 #include <getopt.h>
@@ -23,6 +27,7 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include "xvi_kvcache.h"
+#include "ctl/ctl.h"
 #include "kvcache.skel.h"
 
 /* Our tc filters: this handle and priority on both hooks. */
@@ -33,8 +38,12 @@ static const char *const kv_stat_names[XVI_KV_STATS_MAX] = {
 	[XVI_KV_HIT] = "hits", [XVI_KV_MISS] = "misses", [XVI_KV_FILL] = "fills",
 	[XVI_KV_FILL_STALE] = "fill_stale", [XVI_KV_FILL_SKIP] = "fill_skipped",
 	[XVI_KV_INVAL] = "invalidations", [XVI_KV_EPOCH] = "epoch_bumps",
-	[XVI_KV_NOCACHE] = "nocache_buckets",
+	[XVI_KV_NOCACHE] = "nocache_buckets", [XVI_KV_HIT_XDP] = "xdp_hits",
+	[XVI_KV_XDP_ERR] = "xdp_errors",
 };
+
+/* The datapath's bpffs (--bpffs), for its port hooks; NULL: the default. */
+static const char *kv_bpffs;
 
 /* Set around queries whose failure is an answer ("no qdisc", "no filter"). */
 static bool kv_quiet;
@@ -48,7 +57,8 @@ static int kv_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xvi-kvcache attach IFACE --port PORT [--obj FILE]\n"
+	fprintf(f, "usage: xvi-kvcache attach IFACE --port PORT [--xdp [--bpffs DIR]] "
+		   "[--obj FILE]\n"
 		   "       xvi-kvcache stats IFACE [--json]\n"
 		   "       xvi-kvcache detach IFACE\n");
 }
@@ -107,10 +117,84 @@ static int attach_one(const char *ifname, int ifindex, enum bpf_tc_attach_point 
 	return err;
 }
 
-static int cmd_attach(const char *ifname, int ifindex, int port, const char *obj_path)
+/* IFACE's datapath (xdp-vi attach), for its port hooks; NULL with a message. */
+static struct xvi_ctl *kv_datapath(const char *ifname)
+{
+	struct xvi_ctl_opts opts = { .sz = sizeof(opts), .bpffs = kv_bpffs };
+	struct xvi_ctl *ctl = xvi_ctl__open(ifname, &opts);
+
+	if (!ctl)
+		fprintf(stderr, "xvi-kvcache: %s: no xdp-vi datapath to hook into (%s); --xdp "
+				"needs `xdp-vi attach %s` first\n", ifname, strerror(errno),
+			ifname);
+	return ctl;
+}
+
+/* Whether program @id is our kv_xdp. */
+static bool kv_is_ours(__u32 id)
+{
+	struct bpf_prog_info pi = {};
+	__u32 len = sizeof(pi);
+	int fd = bpf_prog_get_fd_by_id(id);
+	bool ours;
+
+	if (fd < 0)
+		return false;
+	ours = !bpf_obj_get_info_by_fd(fd, &pi, &len) && !strcmp(pi.name, "kv_xdp");
+	close(fd);
+	return ours;
+}
+
+/*
+ * Take our kv_xdp out of the port hook for @port, if it is there: 0, 1 if
+ * there was nothing of ours, -1 on failure (said).
+ */
+static int kv_unhook(const char *ifname, __u16 port)
+{
+	struct xvi_ctl_opts opts = { .sz = sizeof(opts), .bpffs = kv_bpffs };
+	struct xvi_ctl *ctl;
+	__u32 id;
+	int err;
+
+	ctl = xvi_ctl__open(ifname, &opts);
+	if (!ctl)
+		return 1;		/* no datapath: no hook */
+	if (xvi_ctl__port_hook_get(ctl, port, &id) || !kv_is_ours(id)) {
+		xvi_ctl__close(ctl);
+		return 1;
+	}
+	err = xvi_ctl__port_hook_clear(ctl, port);
+	xvi_ctl__close(ctl);
+	if (err) {
+		fprintf(stderr, "xvi-kvcache: %s: cannot remove the hook of UDP port %u: %s\n",
+			ifname, port, strerror(-err));
+		return -1;
+	}
+	return 0;
+}
+
+static int prog_map(__u32 prog_id, const char *name);
+
+/* memcached's port, as the attached cache has it; 0 if unknown. */
+static __u16 kv_attached_port(int ifindex)
+{
+	struct xvi_kv_cfg cfg = {};
+	int id = our_filter(ifindex, BPF_TC_INGRESS), fd;
+	__u32 zero = 0;
+
+	if (id <= 0 || (fd = prog_map(id, "xvi_kv_cfg")) < 0)
+		return 0;
+	if (bpf_map_lookup_elem(fd, &zero, &cfg))
+		cfg.port = 0;
+	close(fd);
+	return cfg.port;
+}
+
+static int cmd_attach(const char *ifname, int ifindex, int port, bool xdp, const char *obj_path)
 {
 	struct xvi_kv_cfg cfg = { .port = port };
-	struct bpf_program *in, *eg;
+	struct bpf_program *in, *eg, *hit;
+	struct xvi_ctl *ctl = NULL;
 	struct bpf_object *obj;
 	struct bpf_tc_hook h;
 	__u32 zero = 0;
@@ -120,6 +204,11 @@ static int cmd_attach(const char *ifname, int ifindex, int port, const char *obj
 		fprintf(stderr, "xvi-kvcache: %s: already attached; run `xvi-kvcache detach %s` "
 				"first\n", ifname, ifname);
 		return 1;
+	}
+	if (xdp) {
+		ctl = kv_datapath(ifname);
+		if (!ctl)
+			return 1;
 	}
 	if (obj_path) {
 		obj = bpf_object__open_file(obj_path, NULL);
@@ -133,8 +222,13 @@ static int cmd_attach(const char *ifname, int ifindex, int port, const char *obj
 	}
 	if (!obj) {
 		fprintf(stderr, "xvi-kvcache: %s: %s\n", obj_path, strerror(errno));
+		xvi_ctl__close(ctl);
 		return 1;
 	}
+	hit = bpf_object__find_program_by_name(obj, "kv_xdp");
+	/* Only the hook's tail call runs it: not loaded for tc alone. */
+	if (hit && !xdp)
+		bpf_program__set_autoload(hit, false);
 	err = bpf_object__load(obj);
 	if (err) {
 		fprintf(stderr, "xvi-kvcache: loading %s failed: %s\n", obj_path, strerror(-err));
@@ -142,9 +236,9 @@ static int cmd_attach(const char *ifname, int ifindex, int port, const char *obj
 	}
 	in = bpf_object__find_program_by_name(obj, "kv_ingress");
 	eg = bpf_object__find_program_by_name(obj, "kv_egress");
-	if (!in || !eg) {
-		fprintf(stderr, "xvi-kvcache: %s has no kv_ingress and kv_egress programs\n",
-			obj_path);
+	if (!in || !eg || (xdp && !hit)) {
+		fprintf(stderr, "xvi-kvcache: %s has no kv_ingress and kv_egress programs%s\n",
+			obj_path, xdp ? ", or no kv_xdp for --xdp" : "");
 		err = -ENOENT;
 		goto out;
 	}
@@ -173,15 +267,37 @@ static int cmd_attach(const char *ifname, int ifindex, int port, const char *obj
 		detach_one(ifindex, BPF_TC_EGRESS);
 		goto out;
 	}
-	printf("%s: key-value cache for UDP port %d attached\n", ifname, port);
+	/* The hit path last: kv_ingress must already see every miss and
+	 * write that kv_xdp passes on. */
+	if (xdp) {
+		struct xvi_ctl_opts opts = { .sz = sizeof(opts), .bpffs = kv_bpffs };
+
+		err = xvi_ctl__port_hook_set(ctl, &opts, port, bpf_program__fd(hit), false);
+		if (err) {
+			detach_one(ifindex, BPF_TC_INGRESS);
+			detach_one(ifindex, BPF_TC_EGRESS);
+			goto out;
+		}
+	}
+	printf("%s: key-value cache for UDP port %d attached%s\n", ifname, port,
+	       xdp ? ", hits answered in XDP" : "");
 out:
 	bpf_object__close(obj);
+	xvi_ctl__close(ctl);
 	return err ? 1 : 0;
 }
 
 static int cmd_detach(const char *ifname, int ifindex)
 {
-	int e1 = detach_one(ifindex, BPF_TC_INGRESS), e2 = detach_one(ifindex, BPF_TC_EGRESS);
+	__u16 port = kv_attached_port(ifindex);
+	int e1, e2;
+
+	/* The hit path first: it answers from entries only the tc programs
+	 * keep valid. */
+	if (port && kv_unhook(ifname, port) < 0)
+		return 1;
+	e1 = detach_one(ifindex, BPF_TC_INGRESS);
+	e2 = detach_one(ifindex, BPF_TC_EGRESS);
 
 	/* No clsact qdisc at all: EINVAL. */
 	if ((e1 == -ENOENT || e1 == -EINVAL) && (e2 == -ENOENT || e2 == -EINVAL)) {
@@ -277,14 +393,16 @@ int main(int argc, char **argv)
 		{ "port", required_argument, NULL, 'p' },
 		{ "obj", required_argument, NULL, 'o' },
 		{ "json", no_argument, NULL, 'j' },
+		{ "xdp", no_argument, NULL, 'x' },
+		{ "bpffs", required_argument, NULL, 'b' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
 	const char *obj = NULL, *cmd, *ifname;
-	int c, port = 0, json = 0, ifindex;
+	int c, port = 0, json = 0, xdp = 0, ifindex;
 	char *end;
 
-	while ((c = getopt_long(argc, argv, "p:o:jh", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "p:o:jxb:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'p':
 			errno = 0;
@@ -300,6 +418,12 @@ int main(int argc, char **argv)
 			break;
 		case 'j':
 			json = 1;
+			break;
+		case 'x':
+			xdp = 1;
+			break;
+		case 'b':
+			kv_bpffs = optarg;
 			break;
 		case 'h':
 			usage(stdout);
@@ -328,7 +452,7 @@ int main(int argc, char **argv)
 					"(memcached -U PORT)\n");
 			return 2;
 		}
-		return cmd_attach(ifname, ifindex, port, obj);
+		return cmd_attach(ifname, ifindex, port, xdp, obj);
 	}
 	if (!strcmp(cmd, "detach"))
 		return cmd_detach(ifname, ifindex);
