@@ -404,3 +404,272 @@ Test(kvcache, other_port_ignored)
 	cr_expect_eq(opts.retval, TC_ACT_OK);
 	cr_expect_eq(kv_stat(XVI_KV_EPOCH), 0);
 }
+
+/*
+ * The hit path in XDP: kv_xdp in the datapath's port hook for memcached's
+ * port, run through xvi_demux as the wire would (tail call and all).  The
+ * entry is filled through kv_ingress/kv_egress, which share its maps.
+ */
+#include "xvi_wire.h"
+#include "xvi_demux.skel.h"
+
+static struct xvi_demux_bpf *dp;
+
+static void dp_flags(__u16 flags)
+{
+	struct xvi_config cfg = { .mac = FX_DMAC, .flags = XVI_CFG_MAC | flags };
+	__u32 zero = 0;
+
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(dp->maps.xvi_config), &zero, &cfg, 0), 0);
+}
+
+static void kvxdp_setup(void)
+{
+	struct xvi_tag local = { .kind = XVI_TAG_UDP4 };
+	__u32 zero = 0, one = 1, port = KV_PORT, v = 0;
+	int fd;
+
+	kv_setup();
+	dp = xvi_demux_bpf__open_and_load();
+	cr_assert_not_null(dp, "xvi_demux_bpf__open_and_load: %s", strerror(errno));
+	dp_flags(XVI_CFG_PORT_HOOK);
+	inet_pton(AF_INET, FX_DST4, local.addr);
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(dp->maps.xvi_local_addrs), &local, &v, 0), 0);
+	fd = bpf_program__fd(bpf_object__find_program_by_name(kv.obj, "kv_xdp"));
+	cr_assert_geq(fd, 0, "kvcache.bpf.o has no kv_xdp");
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(dp->maps.xvi_port_progs), &zero, &fd, 0), 0,
+		     "kv_xdp refused by the datapath's hook table: %s", strerror(errno));
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(dp->maps.xvi_port_hooks), &port, &one, 0), 0);
+}
+
+static void kvxdp_teardown(void)
+{
+	xvi_demux_bpf__destroy(dp);
+	kv_teardown();
+}
+
+static struct xvi_global_counters dp_global(void)
+{
+	struct xvi_global_counters g[kv.ncpus], sum = {};
+	__u32 zero = 0;
+	int i;
+
+	cr_assert_eq(bpf_map_lookup_elem(bpf_map__fd(dp->maps.xvi_global_stats), &zero, g), 0);
+	for (i = 0; i < kv.ncpus; i++) {
+		sum.port_hooked += g[i].port_hooked;
+		sum.port_hook_missing += g[i].port_hook_missing;
+	}
+	return sum;
+}
+
+/*
+ * The IPv4 header checksum, in network order as the datapath verifies it
+ * (kv_build's suffices for the tc programs, which never read it), and the
+ * UDP checksum over the pseudo-header and datagram of @f, in place.
+ */
+static void kv_csums(struct kv_frame *f)
+{
+	struct iphdr *ip = (void *)(f->buf + ETH_HLEN);
+	struct udphdr *uh = (void *)(ip + 1);
+	__u16 ph[2] = { htons(IPPROTO_UDP), uh->len };
+	__u32 sum;
+
+	ip->check = 0;
+	ip->check = htons(fx_csum_finish(fx_csum_add(0, ip, sizeof(*ip))));
+
+	uh->check = 0;
+	sum = fx_csum_add(0, &ip->saddr, 8);
+	sum = fx_csum_add(sum, ph, sizeof(ph));
+	sum = fx_csum_add(sum, uh, ntohs(uh->len));
+	uh->check = htons(fx_csum_finish(sum) ?: 0xffff);
+}
+
+/* "get k1" through the datapath, to @port; the verdict, the frame out in *out. */
+static int dp_get(__u16 rid, __u16 port, bool bad_csum, struct kv_frame *in,
+		  struct kv_frame *out)
+{
+	LIBBPF_OPTS(bpf_test_run_opts, opts, .data_out = out->buf,
+		    .data_size_out = sizeof(out->buf), .repeat = 1);
+
+	kv_build(in, false, rid, "get k1\r\n", 8);
+	((struct udphdr *)(in->buf + ETH_HLEN + 20))->dest = htons(port);
+	kv_csums(in);
+	if (bad_csum)
+		((struct udphdr *)(in->buf + ETH_HLEN + 20))->check ^= htons(1);
+	opts.data_in = in->buf;
+	opts.data_size_in = in->len;
+	cr_assert_eq(bpf_prog_test_run_opts(bpf_program__fd(dp->progs.xvi_demux), &opts), 0,
+		     "BPF_PROG_RUN: %s", strerror(errno));
+	out->len = opts.data_size_out;
+	return opts.retval;
+}
+
+/* Not for the hook: passed as it came, nothing counted as hooked or answered. */
+static void expect_untouched(__u16 port, bool bad_csum)
+{
+	struct kv_frame in, out;
+	int v;
+
+	v = dp_get(9, port, bad_csum, &in, &out);
+	cr_expect_eq(v, XDP_PASS, "verdict %d, expected XDP_PASS", v);
+	cr_expect(out.len == in.len && !memcmp(out.buf, in.buf, in.len), "frame changed");
+	cr_expect_eq(dp_global().port_hooked, 0);
+	cr_expect_eq(kv_stat(XVI_KV_HIT_XDP), 0);
+}
+
+TestSuite(kvxdp, .init = kvxdp_setup, .fini = kvxdp_teardown);
+
+Test(kvxdp, hit_answered_in_place)
+{
+	static const char body[] = VAL_HELLO;
+	const size_t hdr = ETH_HLEN + sizeof(struct iphdr) + sizeof(struct udphdr);
+	struct kv_frame in, out;
+	struct iphdr *ip, *ip_in;
+	struct udphdr *uh;
+	struct xvi_kv_frame fr;
+	__u16 ph[2];
+	int v;
+
+	fill_k1(1, VAL_HELLO);
+	v = dp_get(2, KV_PORT, false, &in, &out);
+	cr_assert_eq(v, XDP_TX, "verdict %d, expected XDP_TX", v);
+	cr_expect_eq(kv_stat(XVI_KV_HIT_XDP), 1);
+	cr_expect_eq(kv_stat(XVI_KV_HIT), 0, "kv_ingress cannot have run");
+	cr_expect_eq(dp_global().port_hooked, 1);
+	cr_assert_eq(out.len, hdr + sizeof(fr) + strlen(body), "reply of %u bytes", out.len);
+	cr_expect_eq(memcmp(out.buf, in.buf + 6, 6), 0, "destination MAC is not the client's");
+	cr_expect_eq(memcmp(out.buf + 6, in.buf, 6), 0, "source MAC is not ours");
+	ip = (void *)(out.buf + ETH_HLEN);
+	ip_in = (void *)(in.buf + ETH_HLEN);
+	uh = (void *)(ip + 1);
+	cr_expect_eq(ip->daddr, ip_in->saddr);
+	cr_expect_eq(ip->saddr, ip_in->daddr);
+	cr_expect_eq(ntohs(ip->tot_len), out.len - ETH_HLEN);
+	cr_expect_eq(fx_csum_finish(fx_csum_add(0, ip, sizeof(*ip))), 0, "bad IP checksum");
+	cr_expect_eq(ntohs(uh->source), KV_PORT);
+	cr_expect_eq(ntohs(uh->dest), KV_CLIENT_PORT);
+	cr_expect_eq(ntohs(uh->len), out.len - ETH_HLEN - sizeof(*ip));
+	/* A receiving kernel verifies it (the reply is no local skb). */
+	cr_expect_neq(uh->check, 0, "no UDP checksum");
+	ph[0] = htons(IPPROTO_UDP);
+	ph[1] = uh->len;
+	cr_expect_eq(fx_csum_finish(fx_csum_add(fx_csum_add(fx_csum_add(0, &ip->saddr, 8), ph,
+							     sizeof(ph)),
+						uh, ntohs(uh->len))),
+		     0, "bad UDP checksum");
+	memcpy(&fr, uh + 1, sizeof(fr));
+	cr_expect_eq(ntohs(fr.req_id), 2);
+	cr_expect_eq(fr.seq, 0);
+	cr_expect_eq(ntohs(fr.total), 1);
+	cr_expect_eq(memcmp((__u8 *)(uh + 1) + sizeof(fr), body, strlen(body)), 0,
+		     "reply body differs");
+}
+
+/* Bodies of every length modulo 4, up to the largest cached: checksums hold. */
+Test(kvxdp, hit_checksum_every_length)
+{
+	static char val[XVI_KV_BODY_MAX + 1], data[XVI_KV_BODY_MAX];
+	struct kv_frame in, out;
+	struct iphdr *ip;
+	struct udphdr *uh;
+	size_t lens[] = { 1, 2, 3, 4, 5, 511, 512, 513, 1000, 1254 }, i, j;
+	__u16 ph[2];
+	__u16 rid = 1;
+	int v;
+
+	for (i = 0; i < sizeof(lens) / sizeof(lens[0]); i++, rid += 2) {
+		for (j = 0; j < lens[i]; j++)
+			data[j] = 'a' + (j * 7 + i) % 26;
+		snprintf(val, sizeof(val), "VALUE k1 0 %zu\r\n%.*s\r\nEND\r\n", lens[i],
+			 (int)lens[i], data);
+		cr_assert_leq(strlen(val), XVI_KV_BODY_MAX);
+		cr_assert_eq(req(rid, "delete k1\r\n", NULL), TC_ACT_OK);
+		cr_assert_eq(rep(rid, "DELETED\r\n"), TC_ACT_OK);
+		fill_k1(rid + 1, val);
+		v = dp_get(rid + 1, KV_PORT, false, &in, &out);
+		cr_assert_eq(v, XDP_TX, "%zu bytes: verdict %d", lens[i], v);
+		ip = (void *)(out.buf + ETH_HLEN);
+		uh = (void *)(ip + 1);
+		ph[0] = htons(IPPROTO_UDP);
+		ph[1] = uh->len;
+		cr_expect_eq(fx_csum_finish(fx_csum_add(fx_csum_add(fx_csum_add(0, &ip->saddr, 8),
+								     ph, sizeof(ph)),
+							uh, ntohs(uh->len))),
+			     0, "%zu-byte value: bad UDP checksum", lens[i]);
+		cr_expect_eq(memcmp((__u8 *)(uh + 1) + sizeof(struct xvi_kv_frame), val,
+				    strlen(val)), 0, "%zu-byte value: body differs", lens[i]);
+	}
+}
+
+/* A miss goes on unchanged, to kv_ingress and memcached. */
+Test(kvxdp, miss_passed)
+{
+	struct kv_frame in, out;
+	int v;
+
+	v = dp_get(1, KV_PORT, false, &in, &out);
+	cr_expect_eq(v, XDP_PASS, "verdict %d, expected XDP_PASS", v);
+	cr_expect(out.len == in.len && !memcmp(out.buf, in.buf, in.len), "frame changed");
+	cr_expect_eq(dp_global().port_hooked, 1);
+	cr_expect_eq(kv_stat(XVI_KV_HIT_XDP), 0);
+}
+
+/* A write invalidates for the XDP path as for tc. */
+Test(kvxdp, set_invalidates)
+{
+	struct kv_frame in, out;
+
+	fill_k1(1, VAL_HELLO);
+	cr_assert_eq(req(2, "set k1 0 0 5\r\nworld\r\n", NULL), TC_ACT_OK);
+	cr_expect_eq(dp_get(3, KV_PORT, false, &in, &out), XDP_PASS,
+		     "a GET after a write was answered from the old entry");
+	cr_expect_eq(kv_stat(XVI_KV_HIT_XDP), 0);
+}
+
+/* The hook's table slot empty: the kernel's, counted. */
+Test(kvxdp, missing_program_passed)
+{
+	struct kv_frame in, out;
+	__u32 zero = 0;
+	int v;
+
+	fill_k1(1, VAL_HELLO);
+	cr_assert_eq(bpf_map_delete_elem(bpf_map__fd(dp->maps.xvi_port_progs), &zero), 0);
+	v = dp_get(2, KV_PORT, false, &in, &out);
+	cr_expect_eq(v, XDP_PASS, "verdict %d, expected XDP_PASS", v);
+	cr_expect(out.len == in.len && !memcmp(out.buf, in.buf, in.len), "frame changed");
+	cr_expect_eq(dp_global().port_hook_missing, 1);
+	cr_expect_eq(dp_global().port_hooked, 0);
+}
+
+Test(kvxdp, other_port_untouched)
+{
+	fill_k1(1, VAL_HELLO);
+	expect_untouched(KV_PORT + 1, false);
+}
+
+/* With no hook anywhere (XVI_CFG_PORT_HOOK clear) the table is not read. */
+Test(kvxdp, flag_off_untouched)
+{
+	fill_k1(1, VAL_HELLO);
+	dp_flags(0);
+	expect_untouched(KV_PORT, false);
+}
+
+/* A corrupt datagram is the kernel's to drop, never answered. */
+Test(kvxdp, bad_checksum_untouched)
+{
+	fill_k1(1, VAL_HELLO);
+	expect_untouched(KV_PORT, true);
+}
+
+/* To an address the host only routes: no local port's datagram. */
+Test(kvxdp, not_local_untouched)
+{
+	struct xvi_tag local = { .kind = XVI_TAG_UDP4 };
+
+	fill_k1(1, VAL_HELLO);
+	inet_pton(AF_INET, FX_DST4, local.addr);
+	cr_assert_eq(bpf_map_delete_elem(bpf_map__fd(dp->maps.xvi_local_addrs), &local), 0);
+	expect_untouched(KV_PORT, false);
+}
