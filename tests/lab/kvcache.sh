@@ -6,7 +6,9 @@
 # too; node a's kernel UDP clients speak memcached's protocol to it
 # (tests/lab/helpers/memcache_udp.py).  Hits, misses, set-then-get,
 # delete-then-get, and the same under concurrent writers and readers: no GET
-# may return a value older than the last acknowledged write.  The cases
+# may return a value older than the last acknowledged write.  Then the same
+# with the hit path in XDP (attach --xdp: kv_xdp in the datapath's port
+# hook), whose replies must be byte-exact and counted as its own.  The cases
 # build on each other in table order; `detached` always runs and stops
 # memcached.
 
@@ -16,6 +18,8 @@ PORT=11311
 MC=198.18.0.2
 KVCACHE=$T_BIN/xvi-kvcache
 MC_PID=
+# The datapath's pins (kv_xdp's hook table must be pinned to stay filled).
+BPFFS=
 
 _mc() { t_x -T 60 a "$PY" "$T_HELPERS/memcache_udp.py" "$MC" "$PORT" "$@"; }
 _kv() { t_x b "$KVCACHE" "$@"; }
@@ -27,13 +31,18 @@ _stat() {
 }
 
 t_setup() {
+	local err
 	t_need "$KVCACHE" || return 1
 	command -v memcached >/dev/null ||
 		fail "memcached is not installed: bash scripts/install-deps.sh" || return
 	[ -r "$T_B/ext/kvcache.bpf.o" ] ||
 		fail "$B/ext/kvcache.bpf.o missing: build it (make B=$B)" || return
 	t_lab_up kvc || return 1
-	t_attach b || return 1
+	BPFFS=$LAB_STATE/$T_LAB/kvc-bpffs
+	mkdir -p "$BPFFS" && mount -t bpf bpf "$BPFFS" ||
+		fail "cannot mount a bpffs on $BPFFS" || return
+	err=$(t_xdpvi b --bpffs "$BPFFS" attach "$LAB_IFACE" 2>&1 >/dev/null) ||
+		fail "xdp-vi attach on node b failed: ${err//$'\n'/ }" || return
 	# UDP only (-p 0): a write over TCP would be seen only as "something
 	# changed" (docs/EXTENSIONS.md); -t 4 serves requests in parallel, the
 	# reordering the cache must survive.
@@ -90,26 +99,107 @@ case_delete_get() {
 	[ $rc -eq 3 ] || fail "deleted, then GET returned '$out' (exit $rc)" || return
 }
 
-case_concurrent() {
+# The concurrent run, the cache's hits counted by counter $1.
+_concurrent() {
 	local out h0 h1
-	h0=$(_stat hits) || fail "no stats" || return
+	h0=$(_stat "$1") || fail "no stats" || return
 	out=$(t_x -T 300 a "$PY" "$T_HELPERS/memcache_udp.py" "$MC" "$PORT" consistency \
 		--writers 4 --readers 4 --rounds 150 2>&1) ||
 		fail "$(grep -m3 -e VIOLATION -e Error <<<"$out" | tr '\n' ' ')" || return
 	t_log "$(tail -1 <<<"$out")"
-	h1=$(_stat hits) || fail "no stats" || return
+	h1=$(_stat "$1") || fail "no stats" || return
 	# A run the cache answered nothing of would prove nothing.
-	[ "$h1" -gt "$h0" ] || fail "no GET of the run was answered by the cache" || return
+	[ "$h1" -gt "$h0" ] || fail "no GET of the run was answered by the cache ($1)" || return
 	t_log "cache: $(cat "$T_TMP/kv.json")"
 }
+
+case_concurrent() { _concurrent hits; }
+
+# The programs of the attached cache: every program that uses one of the
+# maps of our tc ingress filter's program (kv_ingress, kv_egress, kv_xdp).
+_kv_prog_ids() {
+	t_x b tc -j filter show dev "$LAB_IFACE" ingress 2>/dev/null |
+		"$PY" -c 'import json, subprocess, sys
+ids = [f["options"]["prog"]["id"] for f in json.load(sys.stdin)
+       if "options" in f and "prog" in f["options"]]
+progs = json.loads(subprocess.run(["bpftool", "-j", "prog", "show"], check=True,
+                                  capture_output=True).stdout)
+maps = set()
+for p in progs:
+    if p["id"] in ids:
+        maps |= set(p.get("map_ids", []))
+print(" ".join(str(p["id"]) for p in progs if maps & set(p.get("map_ids", []))))'
+}
+
+# kv_xdp's replies leave by XDP_TX, which a veth hands to its peer only
+# while the peer runs XDP (docs/KERNEL.md, fact 28): the datapath on a,
+# which passes them to a's kernel.
+case_xdp_attach() {
+	local err out
+	t_attach a || return
+	err=$(_kv detach "$LAB_IFACE" 2>&1) || fail "detach: $err" || return
+	# Without the datapath's pins the hook would not outlive the command:
+	# refused, and nothing left attached.
+	if err=$(_kv attach "$LAB_IFACE" --port "$PORT" --xdp --bpffs /nonexistent 2>&1); then
+		fail "attach --xdp without the datapath's pins succeeded"
+		return
+	fi
+	[[ $err == *"not pinned"* ]] || fail "unpinned attach --xdp: $err" || return
+	_kv stats "$LAB_IFACE" >/dev/null 2>&1 &&
+		fail "the refused attach --xdp left the cache attached" && return
+	err=$(_kv attach "$LAB_IFACE" --port "$PORT" --xdp --bpffs "$BPFFS" 2>&1) ||
+		fail "xvi-kvcache attach --xdp: ${err//$'\n'/ }" || return
+	out=$(_kv_prog_ids) || fail "cannot list the cache's programs" || return
+	[ "$(wc -w <<<"$out")" -eq 3 ] ||
+		fail "expected kv_ingress, kv_egress and kv_xdp loaded, found programs: $out" ||
+		return
+	# A second attach is refused before it touches anything.
+	if err=$(_kv attach "$LAB_IFACE" --port "$PORT" --xdp 2>&1); then
+		fail "a second attach --xdp succeeded"
+		return
+	fi
+	[[ $err == *"already attached"* ]] || fail "second attach: $err"
+}
+
+# Values of several lengths (odd ones pad the UDP checksum), each set, read
+# by memcached (a miss that fills), then answered by kv_xdp: byte-exact, and
+# counted by kv_xdp, not by the tc hit path.  A reply must fit the room
+# around the request: on a veth that is about XDP_PACKET_HEADROOM more than
+# the request (docs/KERNEL.md), so the 1000-byte value is answered by
+# whichever path has room, byte-exact all the same.
+case_xdp_hit() {
+	local out x0 x1 h0 h1 len val
+	for len in 1 2 3 100 151 1000; do
+		val=$("$PY" -c 'import sys; n = int(sys.argv[1])
+print("".join(chr(33 + (i * 7 + n) % 94) for i in range(n)))' "$len")
+		x0=$(_stat xdp_hits) && h0=$(_stat hits) || fail "no stats" || return
+		out=$(_mc set "xk$len" "$val" 2>&1) || fail "set $len bytes: $out" || return
+		out=$(_mc get "xk$len" 2>&1) || fail "get: $out" || return
+		[ "$out" = "$val" ] || fail "first GET of $len bytes returned other bytes" || return
+		out=$(_mc get "xk$len" 2>&1) || fail "second GET of $len bytes: $out" || return
+		[ "$out" = "$val" ] ||
+			fail "the GET answered in XDP returned other bytes ($len-byte value):" \
+				"'${out:0:40}...'" || return
+		x1=$(_stat xdp_hits) && h1=$(_stat hits) || fail "no stats" || return
+		if [ "$len" -ge 1000 ]; then
+			[ $((x1 + h1)) -gt $((x0 + h0)) ] ||
+				fail "the second GET ($len bytes) was answered by neither path" ||
+				return
+			t_log "$len-byte value: kv_xdp $x0 -> $x1, tc $h0 -> $h1"
+			continue
+		fi
+		[ "$x1" -gt "$x0" ] ||
+			fail "the second GET ($len bytes) was not answered by kv_xdp" || return
+		[ "$h1" -eq "$h0" ] || fail "the tc hit path answered ($h0 -> $h1)" || return
+	done
+}
+
+case_xdp_concurrent() { _concurrent xdp_hits; }
 
 case_detached() {
 	local err out ids=
 	if [ -s "$T_TMP/kv.json" ] || _kv stats "$LAB_IFACE" >/dev/null 2>&1; then
-		ids=$(t_x b tc -j filter show dev "$LAB_IFACE" ingress 2>/dev/null |
-			"$PY" -c 'import json,sys
-print(" ".join(str(f["options"]["prog"]["id"]) for f in json.load(sys.stdin)
-               if "options" in f and "prog" in f["options"]))')
+		ids=$(_kv_prog_ids)
 		err=$(_kv detach "$LAB_IFACE" 2>&1) || fail "detach: $err" || return
 	fi
 	out=$(t_x b tc filter show dev "$LAB_IFACE" egress 2>&1)
@@ -127,7 +217,14 @@ print(" ".join(str(f["options"]["prog"]["id"]) for f in json.load(sys.stdin)
 	fi
 	# shellcheck disable=SC2086 # one argument per id
 	[ -z "$ids" ] || t_ids_gone prog $ids >/dev/null ||
-		fail "the cache's programs ($ids) are still loaded after detach"
+		fail "the cache's programs ($ids) are still loaded after detach" || return
+	if [ -n "$BPFFS" ]; then
+		err=$(t_xdpvi b --bpffs "$BPFFS" detach "$LAB_IFACE" 2>&1 >/dev/null) ||
+			fail "xdp-vi detach: $err" || return
+		umount "$BPFFS" || fail "cannot unmount $BPFFS"
+	fi
+	t_xdpvi a detach "$LAB_IFACE" >/dev/null 2>&1
+	return 0
 }
 
 # shellcheck disable=SC2034 # read by t_main
@@ -137,6 +234,11 @@ CASES=(
 	set_get		case_set_get		"set, then GET returns the new value, twice"
 	delete_get	case_delete_get		"delete, then GET misses"
 	concurrent	case_concurrent		"4 writers and 4 readers on a: no stale GET, some hits"
+	xdp_attach	case_xdp_attach		"attach --xdp: kv_xdp in the datapath's port hook"
+	xdp_hit		case_xdp_hit		"values of 1 to 1100 bytes answered by kv_xdp, byte-exact"
+	xdp_set_get	case_set_get		"with kv_xdp: set, then GET returns the new value, twice"
+	xdp_delete_get	case_delete_get		"with kv_xdp: delete, then GET misses"
+	xdp_concurrent	case_xdp_concurrent	"with kv_xdp: 4 writers and 4 readers, no stale GET"
 	detached	case_detached		"detach: memcached alone answers, programs gone"
 )
 # shellcheck disable=SC2034 # read by t_main
