@@ -2,17 +2,28 @@
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
 # tests/bench/kvcache.sh: memcached GETs answered by the key-value cache
-# extension (xvi-kvcache) against memcached alone, same client, same run,
-# on a two-node lab.  A benchmark, not a test: it prints a table and never
-# fails on numbers.
+# extension (xvi-kvcache), its hits in XDP (--xdp, the datapath's port hook)
+# and in tc, against memcached alone, same client, same run, on a two-node
+# lab.  A benchmark, not a test: it prints tables and never fails on
+# numbers.
 #
 #   node a: kvget (tests/bench/kvget.c): one kernel UDP socket, WINDOW GETs
 #           of one hot key in flight
-#   node b: memcached -U PORT -p 0 -t 2, the datapath attached, the cache
-#           attached (hits) or detached (memcached alone)
+#   node b: memcached -U PORT -p 0 -t 2, the datapath attached (with pins:
+#           the port hook needs them), the cache attached with --xdp (hits
+#           in XDP), without (hits in tc) or not at all (memcached alone)
+#   node a runs the datapath too, for every variant: an XDP_TX reply
+#           reaches a veth's peer only while the peer runs XDP
+#           (docs/KERNEL.md, fact 28); it passes the replies to a's kernel
 #
-# The variants alternate (cache, memcached, cache, ...) for ROUNDS rounds;
+# The variants alternate (xdp, tc, memcached, xdp, ...) for ROUNDS rounds;
 # the table shows median (min-max) of GET rate, p50 and p99 latency.
+#
+# Then the datapath's own cost per frame by BPF_PROG_RUN, alternated for
+# ROUNDS rounds: a datagram to a port nobody holds (passed) with no hook
+# installed and with the cache's hook on another port (the one lookup a
+# hook costs other frames), and a GET hit through the hook to kv_xdp's
+# reply (live frames: each run starts from the request).
 #
 # The last column is the cache's own count of the GETs it answered
 # (xvi-kvcache stats), so that each row says who answered.
@@ -43,7 +54,12 @@ lab_up --name "$L" >&2 || { echo "kvcache.sh: lab_up failed" >&2; exit 1; }
 x() { local n=$1; shift; lab_exec --name "$L" -T 60 "$n" -- "$@"; }
 die() { echo "kvcache.sh: $*" >&2; exit 1; }
 PORT=11411
-x b "$BB/bin/xdp-vi" attach xv0 >/dev/null || die "attach on b"
+# The port hook's table must be pinned (a bpffs in the lab's state
+# directory, which lab down unmounts).
+FS=$LAB_STATE/$L/kv-bpffs
+mkdir -p "$FS" && mount -t bpf bpf "$FS" || die "cannot mount a bpffs on $FS"
+x b "$BB/bin/xdp-vi" --bpffs "$FS" attach xv0 >/dev/null || die "attach on b"
+x a "$BB/bin/xdp-vi" attach xv0 >/dev/null || die "attach on a"
 # shellcheck disable=SC2016 # expanded by the inner shell
 x b sh -c 'echo $$ >"$0"; exec memcached -u nobody -U "$1" -p 0 -l 198.18.0.2 -t 2 -m 64' \
 	"$TMP/mc.pid" "$PORT" >"$TMP/mc.err" 2>&1 &
@@ -57,18 +73,20 @@ done
 x a python3 "$ROOT/tests/lab/helpers/memcache_udp.py" 198.18.0.2 "$PORT" set hot \
 	"$(head -c 100 /dev/zero | tr '\0' v)" || die "set failed: $(cat "$TMP/mc.err")"
 
-run_one() {	# VARIANT: one measured run, one line "variant gets p50 p99 hits misses"
+run_one() {	# VARIANT: one measured run, one line "variant gets p50 p99 replies hits"
 	local v=$1
-	if [ "$v" = cache ]; then
-		x b "$BB/bin/xvi-kvcache" attach xv0 --port "$PORT" >/dev/null || die "attach"
+	if [ "$v" != memcached ]; then
+		# shellcheck disable=SC2046 # no word or one
+		x b "$BB/bin/xvi-kvcache" attach xv0 --port "$PORT" \
+			$([ "$v" = xdp ] && echo "--xdp --bpffs $FS") >/dev/null || die "attach $v"
 		# One GET fills the cache before the measured ones.
 		x a python3 "$ROOT/tests/lab/helpers/memcache_udp.py" 198.18.0.2 "$PORT" get hot \
 			>/dev/null || die "warm-up GET"
 	fi
 	x a "$BB/tests/kvget" 198.18.0.2 "$PORT" hot "$SEC" "$WIN" >"$TMP/cli.json" ||
 		die "kvget failed"
-	echo '{"hits":0}' >"$TMP/kv.json"
-	if [ "$v" = cache ]; then
+	echo '{"hits":0,"xdp_hits":0}' >"$TMP/kv.json"
+	if [ "$v" != memcached ]; then
 		x b "$BB/bin/xvi-kvcache" stats xv0 --json >"$TMP/kv.json" || die "stats"
 		x b "$BB/bin/xvi-kvcache" detach xv0 >/dev/null || die "detach"
 	fi
@@ -76,13 +94,57 @@ run_one() {	# VARIANT: one measured run, one line "variant gets p50 p99 hits mis
 j = json.load(open(sys.argv[1]))
 k = json.load(open(sys.argv[3]))
 print(sys.argv[2], j["gets_per_s"], j["p50_us"], j["p99_us"], j["hits"] + j["misses"],
-      k["hits"])' "$TMP/cli.json" "$v" "$TMP/kv.json"
+      k["hits"] + k["xdp_hits"])' "$TMP/cli.json" "$v" "$TMP/kv.json"
 }
 
 for _ in $(seq "$ROUNDS"); do
-	for v in cache memcached; do
+	for v in xdp tc memcached; do
 		run_one "$v" | tee -a "$TMP/rows" >&2
 	done
+done
+
+# ---- the datapath's cost per frame (BPF_PROG_RUN) ----
+prog=$(x b ip -d link show dev xv0 | grep -oE 'prog/xdp id [0-9]+' | awk '{ print $3 }')
+ifindex=$(x b cat /sys/class/net/xv0/ifindex)
+mac_b=$(x b cat /sys/class/net/xv0/address)
+frame() {	# DPORT FILE PAYLOAD-PYTHON-EXPR: Ethernet/IPv4/UDP a -> b, valid sums
+	python3 - "$ROOT/tests/lab/helpers" "$mac_b" "$1" "$2" "$3" <<'PY'
+import socket, sys
+sys.path.insert(0, sys.argv[1])
+from udp4_frame import udp4_frame, mac
+f = udp4_frame(mac(sys.argv[2]), mac("02:00:00:00:00:01"), socket.inet_aton("198.18.0.1"),
+               socket.inet_aton("198.18.0.2"), 40000, int(sys.argv[3]), eval(sys.argv[5]))
+open(sys.argv[4], "wb").write(f)
+PY
+}
+frame 9 "$TMP/pass.bin" 'bytes(64)'
+frame "$PORT" "$TMP/get.bin" 'bytes([0, 1, 0, 0, 0, 1, 0, 0]) + b"get hot\r\n"'
+prog_run() {	# VARIANT FILE: one line "variant ns_per_frame"
+	local out ns
+	if [ "$1" = hit ]; then
+		out=$(x b python3 "$ROOT/tests/bench/xdp_live_run.py" "$prog" "$2" "$ifindex" \
+			1000000 2>&1)
+		ns=$(sed -n 's/^ns_per_frame \([0-9]*\)$/\1/p' <<<"$out")
+	else
+		out=$(bpftool prog run id "$prog" data_in "$2" repeat 2000000 2>&1)
+		ns=$(sed -n 's/.*duration (average): \([0-9]*\)ns.*/\1/p' <<<"$out")
+	fi
+	[ -n "$ns" ] || die "BPF_PROG_RUN ($1): $(tr '\n' ' ' <<<"$out")"
+	echo "$1 $ns"
+}
+for _ in $(seq "$ROUNDS"); do
+	prog_run pass-no-hook "$TMP/pass.bin" | tee -a "$TMP/cost" >&2
+	x b "$BB/bin/xvi-kvcache" attach xv0 --port "$PORT" --xdp --bpffs "$FS" >/dev/null ||
+		die "attach --xdp"
+	x a python3 "$ROOT/tests/lab/helpers/memcache_udp.py" 198.18.0.2 "$PORT" get hot \
+		>/dev/null || die "warm-up GET"
+	prog_run pass-hook-on "$TMP/pass.bin" | tee -a "$TMP/cost" >&2
+	prog_run hit "$TMP/get.bin" | tee -a "$TMP/cost" >&2
+	x b "$BB/bin/xvi-kvcache" stats xv0 --json >"$TMP/kv.json" || die "stats"
+	python3 -c 'import json, sys
+k = json.load(open(sys.argv[1]))
+print("hit-answered", k["xdp_hits"])' "$TMP/kv.json" | tee -a "$TMP/cost" >&2
+	x b "$BB/bin/xvi-kvcache" detach xv0 >/dev/null || die "detach"
 done
 
 python3 - "$TMP/rows" "$SEC" "$ROUNDS" "$WIN" <<'PY'
@@ -96,11 +158,34 @@ print("memcached GETs of one 100-byte value from a (kvget, %s in flight), %s s a
       % (sys.argv[4], sys.argv[2], sys.argv[3]))
 print("| answered by | GETs/s | p50 us | p99 us | replies (all runs) | answered by the cache |")
 print("|---|---|---|---|---|---|")
-for v, name in (("cache", "the cache extension (tc, b)"), ("memcached", "memcached alone")):
+for v, name in (("xdp", "the cache, hits in XDP (kv_xdp, port hook)"),
+                ("tc", "the cache, hits in tc (kv_ingress)"), ("memcached", "memcached alone")):
     print("| %s | %s | %s | %s | %d | %d |" % (name, fmt(col(v, 1)), fmt(col(v, 2)),
           fmt(col(v, 3)), sum(col(v, 4)), sum(col(v, 5))))
-c, m = col("cache", 1), col("memcached", 1)
-if c and m:
-    print("\nGET rate with the cache: %.2fx memcached alone (medians)"
-          % (statistics.median(c) / statistics.median(m)))
+m = col("memcached", 1)
+for v in ("xdp", "tc"):
+    c = col(v, 1)
+    if c and m:
+        print("\nGET rate with the cache, hits in %s: %.2fx memcached alone (medians)"
+              % (v, statistics.median(c) / statistics.median(m)))
+x, t = col("xdp", 1), col("tc", 1)
+if x and t:
+    print("\nhits in XDP: %.2fx hits in tc (medians)" % (statistics.median(x) / statistics.median(t)))
+PY
+
+python3 - "$TMP/cost" "$ROUNDS" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+def col(v):
+    return [float(r[1]) for r in rows if r[0] == v]
+print("\nxvi_demux by BPF_PROG_RUN, ns per frame, median (min-max) of %s rounds" % sys.argv[2])
+print("| frame | ns/frame |")
+print("|---|---|")
+for v, name in (("pass-no-hook", "UDP to a port nobody holds, no hook installed (passed)"),
+                ("pass-hook-on", "the same, the cache's hook on another port (passed)"),
+                ("hit", "GET hit through the hook, kv_xdp's reply (XDP_TX, live frames)")):
+    xs = col(v)
+    if xs:
+        print("| %s | %.0f (%.0f-%.0f) |" % (name, statistics.median(xs), min(xs), max(xs)))
+print("\nhits kv_xdp counted in the hit runs (last round): %d" % (col("hit-answered") or [0])[-1])
 PY
