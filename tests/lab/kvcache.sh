@@ -165,7 +165,7 @@ case_xdp_attach() {
 # by memcached (a miss that fills), then answered by kv_xdp: byte-exact, and
 # counted by kv_xdp, not by the tc hit path.  A reply must fit the room
 # around the request: on a veth some 200 bytes more than the request
-# (docs/KERNEL.md, fact 44), so the 1000-byte value is answered by
+# (docs/KERNEL.md, fact 45), so the 1000-byte value is answered by
 # whichever path has room, byte-exact all the same.
 case_xdp_hit() {
 	local out x0 x1 h0 h1 len val
