@@ -111,6 +111,9 @@ int xst_listen(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockadd
 		if (l->fd < 0)
 			return l->fd;
 		setsockopt(l->fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+		/* One listening socket of a group (xvi-perf --threads). */
+		if (cfg->xt.reuseport)
+			setsockopt(l->fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof(one));
 		if (bind(l->fd, &local->sa, xt_addrlen(local)) || listen(l->fd, backlog)) {
 			int err = errno;
 

@@ -80,7 +80,8 @@ static const struct opt_def perf_opts[] = {
 		  "one port spread over them (XVI_EP_SPREAD), one thread\n"
 		  "each; with --kernel N sockets with SO_REUSEPORT;\n"
 		  "throughput: N flows, one endpoint (queue) and thread\n"
-		  "each, results summed",
+		  "each, results summed; --stream: a listener (stream\n"
+		  "context) per endpoint, a connection per client thread",
 	  .def = "1", .min = 1, .max = 64, .err = "give 1..64 threads" },
 	{ OPT_FUNC, "kernel", 0, .metavar = "API", .fn = set_kernel, .flags = OPT_OPTIONAL,
 	  .help = "use an ordinary kernel UDP socket instead; API mmsg\n"

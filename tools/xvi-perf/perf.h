@@ -158,6 +158,24 @@ void perf_pin_cpu(__u32 i);
  */
 __u32 perf_run_threads(__u32 n, void *(*fn)(void *), void *args, size_t stride);
 
+/*
+ * A --threads server: N thread states of @stride bytes (zeroed), each
+ * opened in turn with its perf_thread_cfg() (the first makes the spread
+ * tag), run in parallel, each on its CPU, then summarised and closed.
+ */
+struct perf_srv_ops {
+	const char *kind;				/* "server", "stream server" */
+	struct perf_cfg *(*cfg)(void *th);		/* the state's configuration */
+	int (*open)(void *th);				/* 0, or 1 (message printed) */
+	const char *(*transport)(void *th);		/* an opened state's */
+	int (*run)(void *th, __u64 start);		/* 0 or 1 */
+	void (*summary)(void *th, double secs);
+	void (*close)(void *th);
+};
+
+int perf_server_threads(const struct perf_cfg *cfg, const struct perf_srv_ops *ops,
+			size_t stride);
+
 int perf_server(const struct perf_cfg *cfg);
 int perf_ping_pong(const struct perf_cfg *cfg);
 int perf_throughput(const struct perf_cfg *cfg);

@@ -72,6 +72,70 @@ __u32 perf_run_threads(__u32 n, void *(*fn)(void *), void *args, size_t stride)
 	return started;
 }
 
+struct srv_slot {
+	const struct perf_srv_ops *ops;
+	void *th;
+	__u32 i;
+	__u64 start;
+	int rc;
+};
+
+static void *srv_slot_run(void *arg)
+{
+	struct srv_slot *sl = arg;
+
+	perf_pin_cpu(sl->i);
+	sl->rc = sl->ops->run(sl->th, sl->start);
+	return NULL;
+}
+
+int perf_server_threads(const struct perf_cfg *cfg, const struct perf_srv_ops *ops,
+			size_t stride)
+{
+	char *th = calloc(cfg->threads, stride);
+	__u32 i, n = cfg->threads, opened = 0, started = 0;
+	struct srv_slot *sl;
+	struct perf_cfg *tc;
+	__u64 start;
+	int rc = 0;
+
+	sl = calloc(n, sizeof(*sl));
+	if (!sl || !th) {
+		free(sl);
+		free(th);
+		return 1;
+	}
+	for (i = 0; i < n && !rc; i++) {
+		sl[i] = (struct srv_slot){ .ops = ops, .th = th + i * stride, .i = i };
+		tc = ops->cfg(sl[i].th);
+		perf_thread_cfg(cfg, i, tc);
+		rc = ops->open(sl[i].th);
+		opened += !rc;
+	}
+	if (!rc) {
+		perf_print_listening(cfg, ops->kind, ops->transport(sl[0].th));
+		fprintf(stderr, "xvi-perf: %u threads on queues %u..%u\n", n, cfg->xt.queue,
+			cfg->xt.queue + n - 1);
+		start = xt_now_ns();
+		for (i = 0; i < n; i++)
+			sl[i].start = start;
+		started = perf_run_threads(n, srv_slot_run, sl, sizeof(*sl));
+		rc = started < n;
+		for (i = 0; i < started; i++) {
+			rc |= sl[i].rc;
+			if (!cfg->json)
+				printf("xvi-perf: thread %u, queue %u:\n", i,
+				       ops->cfg(sl[i].th)->xt.queue);
+			ops->summary(sl[i].th, (xt_now_ns() - start) / 1e9);
+		}
+	}
+	for (i = 0; i < opened; i++)
+		ops->close(sl[i].th);
+	free(sl);
+	free(th);
+	return rc;
+}
+
 /* The checks no single option can make; 0 or the usage exit code. */
 static int check_args(struct perf_args *a)
 {
@@ -96,8 +160,8 @@ static int check_args(struct perf_args *a)
 		return usage_err("--kernel=sendto is a datagram API: use --stream --kernel for TCP");
 	if (!cfg->threads)
 		cfg->threads = 1;
-	if (cfg->threads > 1 && (cfg->stream || cfg->mode == MODE_PING_PONG))
-		return usage_err("--threads runs datagram servers and throughput clients: drop --stream, or use throughput");
+	if (cfg->threads > 1 && cfg->mode == MODE_PING_PONG)
+		return usage_err("--threads runs servers and throughput clients: use throughput");
 	if (cfg->threads > 1 && !cfg->xt.kernel && cfg->xt.queue + cfg->threads > XVI_SPREAD_MAX_QUEUES)
 		return usage_err("--queue %u --threads %u: a spread port covers queues 0..%u",
 				 cfg->xt.queue, cfg->threads, XVI_SPREAD_MAX_QUEUES - 1);

@@ -366,69 +366,52 @@ static int serve(struct server *s, __u64 start)
 struct srv_thread {
 	struct server s;
 	struct perf_cfg cfg;
-	__u32 idx;
-	__u64 start;
-	int rc;
 };
 
-static void *serve_thread(void *arg)
+static struct perf_cfg *srv_th_cfg(void *th)
+{
+	return &((struct srv_thread *)th)->cfg;
+}
+
+static int srv_th_open(void *arg)
 {
 	struct srv_thread *th = arg;
 
-	perf_pin_cpu(th->idx);
-	th->rc = serve(&th->s, th->start);
-	return NULL;
+	th->s.cfg = &th->cfg;
+	xt_cpu_now(&th->s.cpu_run);
+	return xt_open(&th->s.t, &th->cfg.xt, &th->cfg.addr) ? 1 : 0;
 }
 
-/*
- * N servers, one per queue and thread, on one port: opened one after the
- * other (the spread tag is made by the first), served in parallel, and
- * summarised one by one (one JSON object per line with --json).
- */
-static int perf_server_threads(const struct perf_cfg *cfg)
+static const char *srv_th_transport(void *th)
 {
-	struct srv_thread *th;
-	__u32 i, n = cfg->threads, opened = 0, started = 0;
-	__u64 start;
-	int rc = 0;
+	return perf_transport_name(&((struct srv_thread *)th)->cfg);
+}
 
-	th = calloc(n, sizeof(*th));
-	if (!th)
-		return 1;
-	for (i = 0; i < n; i++) {
-		perf_thread_cfg(cfg, i, &th[i].cfg);
-		th[i].idx = i;
-		th[i].s.cfg = &th[i].cfg;
-		xt_cpu_now(&th[i].s.cpu_run);
-		if (xt_open(&th[i].s.t, &th[i].cfg.xt, &cfg->addr)) {
-			rc = 1;
-			break;
-		}
-		opened++;
-	}
-	if (!rc) {
-		perf_print_listening(cfg, "server", perf_transport_name(cfg));
-		fprintf(stderr, "xvi-perf: %u threads on queues %u..%u\n", n, cfg->xt.queue,
-			cfg->xt.queue + n - 1);
-	}
-	start = xt_now_ns();
-	for (i = 0; i < n; i++)
-		th[i].start = start;
-	if (!rc) {
-		started = perf_run_threads(n, serve_thread, th, sizeof(*th));
-		rc = started < n;
-	}
-	for (i = 0; i < started; i++)
-		rc |= th[i].rc;
-	for (i = 0; i < started; i++) {
-		if (!cfg->json)
-			printf("xvi-perf: thread %u, queue %u:\n", i, th[i].cfg.xt.queue);
-		print_summary(&th[i].s, (xt_now_ns() - start) / 1e9);
-	}
-	for (i = 0; i < opened; i++)
-		xt_close(&th[i].s.t);
-	free(th);
-	return rc;
+static int srv_th_run(void *th, __u64 start)
+{
+	return serve(&((struct srv_thread *)th)->s, start);
+}
+
+static void srv_th_summary(void *th, double secs)
+{
+	print_summary(&((struct srv_thread *)th)->s, secs);
+}
+
+static void srv_th_close(void *th)
+{
+	xt_close(&((struct srv_thread *)th)->s.t);
+}
+
+/* N servers, one per queue and thread, on one port (one JSON object each). */
+static int perf_server_spread(const struct perf_cfg *cfg)
+{
+	static const struct perf_srv_ops ops = {
+		.kind = "server", .cfg = srv_th_cfg, .open = srv_th_open,
+		.transport = srv_th_transport, .run = srv_th_run,
+		.summary = srv_th_summary, .close = srv_th_close,
+	};
+
+	return perf_server_threads(cfg, &ops, sizeof(struct srv_thread));
 }
 
 int perf_server(const struct perf_cfg *cfg)
@@ -438,7 +421,7 @@ int perf_server(const struct perf_cfg *cfg)
 	int rc;
 
 	if (cfg->threads > 1)
-		return perf_server_threads(cfg);
+		return perf_server_spread(cfg);
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return 1;

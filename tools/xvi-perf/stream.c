@@ -172,6 +172,8 @@ struct sconn {
 struct sserver {
 	const struct perf_cfg *cfg;
 	struct xst o;
+	struct xst_conn l;	/* the listener */
+	char *rbuf;
 	struct sconn conns[MAX_CONNS];
 	__u64 accepted, closed, errors, bad_frames;
 	__u64 rx, rx_bytes, replies, warmup, queries;
@@ -372,6 +374,8 @@ static void sserver_summary(struct sserver *s, double secs)
 			       (unsigned long long)cs.rx_bad_integrity,
 			       (unsigned long long)cs.rx_no_conn, (unsigned long long)cs.tx_segs,
 			       (unsigned long long)cs.tx_rst, (unsigned long long)cs.tx_no_buf);
+		if (cfg->threads > 1)
+			printf(",\"thread_queue\":%u", cfg->xt.queue);
 		printf(",\"cpu\":{\"user_s\":%.4f,\"sys_s\":%.4f}}\n", cpu.user_ns / 1e9,
 		       cpu.sys_ns / 1e9);
 	} else {
@@ -385,37 +389,54 @@ static void sserver_summary(struct sserver *s, double secs)
 	fflush(stdout);
 }
 
-int perf_stream_server(const struct perf_cfg *cfg)
+/* Open the context and listen; NULL (message printed) on failure. */
+static struct sserver *sserver_open(const struct perf_cfg *cfg)
 {
-	struct xst_pollent pe[MAX_CONNS + 1];
-	struct xst_conn l;
 	struct xst_cfg sc;
 	struct sserver *s;
-	__u64 start, end;
-	char *rbuf, a[64];
-	int i, rc = 0;
+	int i;
 
 	s = calloc(1, sizeof(*s));
-	rbuf = malloc(RBUF);
-	if (!s || !rbuf) {
-		free(s);
-		free(rbuf);
-		return 1;
-	}
+	if (!s)
+		return NULL;
 	s->cfg = cfg;
+	s->rbuf = malloc(RBUF);
 	for (i = 0; i < MAX_CONNS; i++)
 		s->conns[i].c.fd = -1;
 	/* Echoes leave at once: a reply held back for combining is latency. */
 	stream_cfg(cfg, &sc, true);
-	if (xst_open(&s->o, &sc, &cfg->addr) || xst_listen(&s->o, &sc, &cfg->addr, 64, &l)) {
+	if (!s->rbuf || xst_open(&s->o, &sc, &cfg->addr) ||
+	    xst_listen(&s->o, &sc, &cfg->addr, 64, &s->l)) {
 		xst_close(&s->o);
+		free(s->rbuf);
 		free(s);
-		free(rbuf);
-		return 1;
+		return NULL;
 	}
-	perf_print_listening(cfg, "stream server", xst_name(&s->o));
+	return s;
+}
 
-	start = xt_now_ns();
+static void sserver_free(struct sserver *s)
+{
+	int i;
+
+	for (i = 0; i < MAX_CONNS; i++)
+		if (s->conns[i].used)
+			sconn_drop(s, &s->conns[i], true);
+	xst_conn_close(&s->l, true);
+	xst_close(&s->o);
+	free(s->rbuf);
+	free(s);
+}
+
+/* Accept and serve until -t or a signal; 0 or 1 (the wait failed). */
+static int sserver_run(struct sserver *s, __u64 start)
+{
+	const struct perf_cfg *cfg = s->cfg;
+	struct xst_pollent pe[MAX_CONNS + 1];
+	__u64 end;
+	char a[64];
+	int i;
+
 	end = cfg->seconds > 0 ? start + (__u64)(cfg->seconds * 1e9) : UINT64_MAX;
 	while (!xt_stop) {
 		__u64 now = xt_now_ns(), left;
@@ -425,7 +446,7 @@ int perf_stream_server(const struct perf_cfg *cfg)
 
 		if (now >= end)
 			break;
-		while (s->nconns < MAX_CONNS && (r = xst_accept(&l, &c, &peer)) == 1) {
+		while (s->nconns < MAX_CONNS && (r = xst_accept(&s->l, &c, &peer)) == 1) {
 			for (i = 0; i < MAX_CONNS && s->conns[i].used; i++)
 				;
 			s->conns[i].used = true;
@@ -447,11 +468,11 @@ int perf_stream_server(const struct perf_cfg *cfg)
 		}
 		for (i = 0; i < MAX_CONNS; i++)
 			if (s->conns[i].used)
-				progress |= sconn_run(s, &s->conns[i], rbuf);
+				progress |= sconn_run(s, &s->conns[i], s->rbuf);
 		if (progress)
 			continue;
 		if (s->nconns < MAX_CONNS)
-			pe[n++] = (struct xst_pollent){ .c = &l, .events = POLLIN };
+			pe[n++] = (struct xst_pollent){ .c = &s->l, .events = POLLIN };
 		for (i = 0; i < MAX_CONNS; i++)
 			if (s->conns[i].used)
 				pe[n++] = (struct xst_pollent){
@@ -462,18 +483,83 @@ int perf_stream_server(const struct perf_cfg *cfg)
 		r = xst_wait(&s->o, pe, n, left < 200 ? (int)left : 200);
 		if (r < 0 && r != -EINTR) {
 			fprintf(stderr, "xvi-perf: wait failed: %s\n", strerror(-r));
-			rc = 1;
-			break;
+			return 1;
 		}
 	}
+	return 0;
+}
+
+/* --threads: listener i of N, a context on its own queue and CPU. */
+struct sserver_thread {
+	struct perf_cfg cfg;
+	struct sserver *s;
+};
+
+static struct perf_cfg *sth_cfg(void *th)
+{
+	return &((struct sserver_thread *)th)->cfg;
+}
+
+static int sth_open(void *arg)
+{
+	struct sserver_thread *th = arg;
+
+	th->s = sserver_open(&th->cfg);
+	return th->s ? 0 : 1;
+}
+
+static const char *sth_transport(void *th)
+{
+	return xst_name(&((struct sserver_thread *)th)->s->o);
+}
+
+static int sth_run(void *th, __u64 start)
+{
+	return sserver_run(((struct sserver_thread *)th)->s, start);
+}
+
+static void sth_summary(void *th, double secs)
+{
+	sserver_summary(((struct sserver_thread *)th)->s, secs);
+}
+
+static void sth_close(void *th)
+{
+	sserver_free(((struct sserver_thread *)th)->s);
+}
+
+/*
+ * N listeners on one service, each a stream context over its own member
+ * of the spread port: a connection's segments all arrive on the queue its
+ * flow hashes to, so the context of that queue owns it from the SYN on.
+ */
+static int perf_stream_server_threads(const struct perf_cfg *cfg)
+{
+	static const struct perf_srv_ops ops = {
+		.kind = "stream server", .cfg = sth_cfg, .open = sth_open,
+		.transport = sth_transport, .run = sth_run,
+		.summary = sth_summary, .close = sth_close,
+	};
+
+	return perf_server_threads(cfg, &ops, sizeof(struct sserver_thread));
+}
+
+int perf_stream_server(const struct perf_cfg *cfg)
+{
+	struct sserver *s;
+	__u64 start;
+	int rc;
+
+	if (cfg->threads > 1)
+		return perf_stream_server_threads(cfg);
+	s = sserver_open(cfg);
+	if (!s)
+		return 1;
+	perf_print_listening(cfg, "stream server", xst_name(&s->o));
+	start = xt_now_ns();
+	rc = sserver_run(s, start);
 	sserver_summary(s, (xt_now_ns() - start) / 1e9);
-	for (i = 0; i < MAX_CONNS; i++)
-		if (s->conns[i].used)
-			sconn_drop(s, &s->conns[i], true);
-	xst_conn_close(&l, true);
-	xst_close(&s->o);
-	free(s);
-	free(rbuf);
+	sserver_free(s);
 	return rc;
 }
 
@@ -535,7 +621,9 @@ static int cli_open(const struct perf_cfg *cfg, struct cclient *k, bool nodelay)
 		return -ENOMEM;
 	}
 	stream_cfg(cfg, &sc, nodelay);
-	xt_any_addr(cfg->addr.sa.sa_family, cfg->xt.kernel ? 0 : xt_pid_port(), &local);
+	/* --threads: a source port, so a flow, per thread. */
+	xt_any_addr(cfg->addr.sa.sa_family, cfg->xt.kernel ? 0 :
+		    (__u16)(49152 + (xt_pid_port() - 49152 + cfg->thread) % 16384), &local);
 	if (xst_open(&k->o, &sc, &local))
 		return -1;
 	return xst_connect(&k->o, &sc, &cfg->addr, &k->c, CONNECT_TIMEOUT_MS);
@@ -751,7 +839,15 @@ static ssize_t batch_send(const struct perf_cfg *cfg, struct xst_conn *c, const 
 	return err ? err : w;
 }
 
-int perf_stream_throughput(const struct perf_cfg *cfg)
+/* What one throughput run delivered, for the sum of a --threads run. */
+struct stp_result {
+	__u64 srv_bytes;
+	double dsecs;
+	bool answered;
+	int rc;
+};
+
+static int stream_tp(const struct perf_cfg *cfg, struct stp_result *res)
 {
 	struct xst_pollent pe;
 	struct xt_cpu cpu0, cpu1, cpu;
@@ -835,8 +931,18 @@ int perf_stream_throughput(const struct perf_cfg *cfg)
 	}
 	cpu = xt_cpu_diff(&cpu0, &cpu1);
 	dsecs = t_done ? (double)(t_done - start) / 1e9 : secs;
+	res->answered = k->answered;
+	res->srv_bytes = k->srv_bytes;
+	res->dsecs = dsecs;
+	flockfile(stdout);	/* --threads: one thread's report in one piece */
+	if (cfg->threads > 1 && cfg->json)
+		printf("{\"thread\":%u,\"thread_queue\":%u,", cfg->thread, cfg->xt.queue);
+	else if (cfg->json)
+		printf("{");
+	if (cfg->threads > 1 && !cfg->json)
+		printf("xvi-perf: thread %u, queue %u:\n", cfg->thread, cfg->xt.queue);
 	if (cfg->json) {
-		printf("{\"mode\":\"throughput\",\"transport\":\"%s\",\"server\":\"%s\","
+		printf("\"mode\":\"throughput\",\"transport\":\"%s\",\"server\":\"%s\","
 		       "\"msg_size\":%u,\"seconds\":%.3f,\"mps_limit\":0,\"batch\":%d,"
 		       "\"send\":\"%s\",\"nodelay\":%s,\"sent\":%llu,\"send_errors\":%d,"
 		       "\"no_buffer\":%llu,\"send_calls\":%llu,\"msg_rate\":%.1f,"
@@ -894,6 +1000,7 @@ int perf_stream_throughput(const struct perf_cfg *cfg)
 			       (double)k->srv_rx / dsecs, (double)k->srv_bytes * 8 / dsecs / 1e6);
 	}
 	fflush(stdout);
+	funlockfile(stdout);
 	if (err && !xt_stop) {
 		fprintf(stderr, "xvi-perf: stream throughput to %s failed: %s%s\n",
 			xt_addr_str(&cfg->addr, a, sizeof(a)), strerror(-err), err_hint(-err));
@@ -904,5 +1011,74 @@ int perf_stream_throughput(const struct perf_cfg *cfg)
 	cli_close(k, !err);
 	free(k);
 	free(buf);
+	res->rc = rc;
 	return rc;
+}
+
+struct stp_thread {
+	struct perf_cfg cfg;
+	struct stp_result res;
+};
+
+static void *stp_thread(void *arg)
+{
+	struct stp_thread *th = arg;
+
+	perf_pin_cpu(th->cfg.thread);
+	th->res.rc = 1;		/* until the run says otherwise */
+	stream_tp(&th->cfg, &th->res);
+	return NULL;
+}
+
+/*
+ * --threads N: N connections side by side, each from its own endpoint
+ * (queue i, its own source port) and thread; each reports, then the sum:
+ * bytes the server counted over the longest delivery time.
+ */
+static int perf_stream_throughput_threads(const struct perf_cfg *cfg)
+{
+	struct stp_thread *th;
+	__u32 i, n = cfg->threads, started, answered = 0;
+	__u64 bytes = 0;
+	double dsecs = 0;
+	int rc;
+
+	th = calloc(n, sizeof(*th));
+	if (!th)
+		return 1;
+	for (i = 0; i < n; i++)
+		perf_thread_cfg(cfg, i, &th[i].cfg);
+	started = perf_run_threads(n, stp_thread, th, sizeof(*th));
+	rc = started < n;
+	for (i = 0; i < started; i++) {
+		rc |= th[i].res.rc;
+		if (!th[i].res.answered)
+			continue;
+		answered++;
+		bytes += th[i].res.srv_bytes;
+		if (th[i].res.dsecs > dsecs)
+			dsecs = th[i].res.dsecs;
+	}
+	if (dsecs <= 0)
+		dsecs = 1e-9;
+	if (cfg->json)
+		printf("{\"mode\":\"throughput-sum\",\"threads\":%u,\"answered\":%u,"
+		       "\"server_received_bytes\":%llu,\"delivery_seconds\":%.3f,"
+		       "\"delivered_mbit_per_sec\":%.3f}\n", n, answered,
+		       (unsigned long long)bytes, dsecs, (double)bytes * 8 / dsecs / 1e6);
+	else
+		printf("xvi-perf: %u connections, %u answered: %.3f Mbit/s delivered in total\n",
+		       n, answered, (double)bytes * 8 / dsecs / 1e6);
+	fflush(stdout);
+	free(th);
+	return rc || answered < n;
+}
+
+int perf_stream_throughput(const struct perf_cfg *cfg)
+{
+	struct stp_result res = { 0 };
+
+	if (cfg->threads > 1)
+		return perf_stream_throughput_threads(cfg);
+	return stream_tp(cfg, &res);
 }
