@@ -30,14 +30,16 @@ t_setup() {
 	t_attach b && t_attach a
 }
 
-# _srv_start PORT: xvi-perf server --threads 2 on b; waits (bounded) until
-# both endpoints are published.  Its JSON goes to $T_TMP/srvPORT.json.
+# _srv_start PORT [ARGS]: xvi-perf server --threads 2 [ARGS] on b; waits
+# (bounded) until both endpoints are published.  Its JSON goes to
+# $T_TMP/srvPORT.json.
 _srv_start() {
 	local port=$1 n
+	shift
 	rm -f "$T_TMP/srv.pid"
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	t_x -T 60 b sh -c 'echo $$ >"$0"; exec "$@"' "$T_TMP/srv.pid" "$XVIPERF" server \
-		--iface "$LAB_IFACE" --threads $QUEUES -p "$port" -t 50 --json \
+		--iface "$LAB_IFACE" --threads $QUEUES -p "$port" -t 50 --json "$@" \
 		>"$T_TMP/srv$port.json" 2>"$T_TMP/srv$port.err" &
 	SRV_WRAP=$!
 	for _ in $(seq "$T_WAIT_TENTHS"); do
@@ -131,6 +133,23 @@ case_spread_kernel_flows() {
 	_check 7301 "$T_TMP/k.flows"
 }
 
+# A stream listener per queue: connection i leaves a's queue i, reaches b's
+# queue i (fact 41), and the context of that queue owns it from its SYN on.
+case_spread_streams() {
+	local out rc
+	_srv_start 7303 --stream || return 1
+	t_x -T 60 a "$XVIPERF" tp --stream --iface "$LAB_IFACE" --threads $QUEUES \
+		-i 198.18.0.2 -p 7303 -m 1000 -t 0.5 --json >"$T_TMP/scli.json" \
+		2>"$T_TMP/scli.err" && rc=0 || rc=$?
+	_srv_stop
+	t_log "client: $(tr '\n' ' ' <"$T_TMP/scli.err")"
+	[ $rc = 0 ] || { fail "the stream client exited $rc: $(tail -3 "$T_TMP/scli.err")"; return 1; }
+	out=$("$PY" "$T_HELPERS/spread_stream_check.py" "$T_TMP/srv7303.json" "$T_TMP/scli.json" \
+		2>&1) && rc=0 || rc=1
+	t_log "${out//$'\n'/; }"
+	[ $rc = 0 ] || fail "${out//$'\n'/; }"
+}
+
 case_spread_rules() {
 	local out rc
 	_srv_start 7302 || return 1
@@ -174,6 +193,7 @@ CASES=(
 	kernel_spread	case_kernel_spread	"32 kernel UDP flows from a reach every receive queue of b"
 	spread_xvi	case_spread_xvi_flows	"2 xvi flows (a's queue i -> b's queue i): each arrives whole at its queue's endpoint"
 	spread_kernel	case_spread_kernel_flows "32 kernel flows: all 1600 messages arrive, each flow at one endpoint, both get some"
+	spread_streams	case_spread_streams	"2 stream connections (a's queue i -> b's queue i): each listener's context carries its queue's, every byte counted"
 	spread_rules	case_spread_rules	"the spread port refuses an endpoint without the flag and another process, naming the holder"
 	nothing_left	case_nothing_left	"after the last member closes: no endpoint, an empty endpoint table"
 )
