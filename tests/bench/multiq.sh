@@ -18,18 +18,22 @@
 # by no process), and the machine's CPU time per delivered message.  Then
 # the scaling efficiency, rate(2) / (2 rate(1)), and a model for more
 # cores fitted to the CPU per message measured here (its assumptions are
-# printed with it).
+# printed with it).  Then the same for byte streams (--stream, SMSG-byte
+# messages): a stream listener per queue over the spread port against
+# kernel TCP listeners with SO_REUSEPORT, one connection per client
+# thread, in delivered Mbit/s.
 #
-# usage: B=build tests/bench/multiq.sh [-t SEC] [-m BYTES] [-r ROUNDS]
+# usage: B=build tests/bench/multiq.sh [-t SEC] [-m BYTES] [-r ROUNDS] [-s STREAM_BYTES]
 
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-build}
 case $B in /*) BIN=$B/bin ;; *) BIN=$ROOT/$B/bin ;; esac
-SEC=2 MSG=64 ROUNDS=3
+SEC=2 MSG=64 ROUNDS=3 SMSG=16384
 usage() { grep '^# usage:' "$0" | cut -c3- >&2; exit 2; }
-while getopts t:m:r: o; do
-	case $o in t) SEC=$OPTARG ;; m) MSG=$OPTARG ;; r) ROUNDS=$OPTARG ;; *) usage ;; esac
+while getopts t:m:r:s: o; do
+	case $o in t) SEC=$OPTARG ;; m) MSG=$OPTARG ;; r) ROUNDS=$OPTARG ;; s) SMSG=$OPTARG ;;
+	*) usage ;; esac
 done
 shift $((OPTIND - 1))
 [ $# -eq 0 ] || usage
@@ -55,8 +59,14 @@ busy() {	# busy CPU seconds of the machine so far
 
 PORT=11140
 run_one() {	# VARIANT THREADS: one run, a line "variant threads rate busy_cpus"
-	local v=$1 n=$2 b0 b1 t=() pin_a=() pin_b=()
-	[ "$v" = xvi ] && t=(--iface xv0) || t=(--kernel)
+	local v=$1 n=$2 b0 b1 t=() pin_a=() pin_b=() m=$MSG
+	case $v in
+	xvi) t=(--iface xv0) ;;
+	kernel) t=(--kernel) ;;
+	# rate: delivered Mbit/s, from the count the server answers
+	xvi-stream) t=(--iface xv0 --stream) m=$SMSG ;;
+	kernel-tcp) t=(--kernel --stream) m=$SMSG ;;
+	esac
 	# One thread each: client and server on CPUs of their own, as the
 	# threads of a 2-thread run are spread over both (xvi-perf pins them).
 	[ "$n" = 1 ] && pin_a=(taskset -c 0) pin_b=(taskset -c 1)
@@ -72,28 +82,33 @@ run_one() {	# VARIANT THREADS: one run, a line "variant threads rate busy_cpus"
 	done
 	b0=$(busy)
 	x a "${pin_a[@]}" "$BIN/xvi-perf" tp "${t[@]}" --threads "$n" -i 198.18.0.2 -p $PORT \
-		-m "$MSG" -t "$SEC" --json >"$TMP/cli.json" 2>"$TMP/cli.err"
+		-m "$m" -t "$SEC" --json >"$TMP/cli.json" 2>"$TMP/cli.err"
 	b1=$(busy)
 	kill -TERM "$(cat "$TMP/srv.pid")" 2>/dev/null
 	wait "$w"
 	python3 - "$TMP/cli.json" "$v" "$n" "$(echo "$b1 - $b0" | bc)" <<'PY' || echo "$v $n 0 0"
 import json, sys
 c = json.loads(open(sys.argv[1]).read().splitlines()[-1])
-secs = c["seconds"]
-print(sys.argv[2], sys.argv[3], "%.0f" % ((c.get("server_received") or 0) / secs),
-      "%.2f" % (float(sys.argv[4]) / secs))
+if sys.argv[2] in ("xvi-stream", "kernel-tcp"):
+    # the last line: one connection's report, or the sum of N
+    secs = c["delivery_seconds"]
+    rate = "%.1f" % (c["server_received_bytes"] * 8 / secs / 1e6)
+else:
+    secs = c["seconds"]
+    rate = "%.0f" % ((c.get("server_received") or 0) / secs)
+print(sys.argv[2], sys.argv[3], rate, "%.2f" % (float(sys.argv[4]) / secs))
 PY
 }
 
 for _ in $(seq "$ROUNDS"); do
 	for n in 1 2; do
-		for v in xvi kernel; do
+		for v in xvi kernel xvi-stream kernel-tcp; do
 			run_one "$v" "$n" | tee -a "$TMP/rows" >&2
 		done
 	done
 done
 
-python3 - "$TMP/rows" "$MSG" "$SEC" "$ROUNDS" "$(nproc)" <<'PY'
+python3 - "$TMP/rows" "$MSG" "$SEC" "$ROUNDS" "$(nproc)" "$SMSG" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 msg, sec, rounds, ncpu = sys.argv[2], sys.argv[3], sys.argv[4], int(sys.argv[5])
@@ -142,4 +157,19 @@ for v in ("xvi", "kernel"):
     d = max(c2 - c1, 0.0)
     print("| %s | %.0f | %.2f | %.0f | %s |" % (v, c1, k, d, " | ".join(
         "%.2fM" % (n * k * 1e9 / (c1 + (n - 1) * d) / 1e6) for n in (1, 2, 4, 8, 16))))
+print()
+print("Byte streams, %s-byte messages, one connection per client thread, delivered "
+      "(counted by the server):" % sys.argv[6])
+print("| transport | threads | delivered Mbit/s | machine busy CPUs |")
+print("|---|---|---|---|")
+snames = {"xvi-stream": "xvi streams, a listener per queue of the spread port",
+          "kernel-tcp": "kernel TCP, SO_REUSEPORT"}
+for v in ("xvi-stream", "kernel-tcp"):
+    for n in (1, 2):
+        print("| %s | %d | %s | %s |" % (snames[v], n, fmt(col(v, n, 2), "%.1f"),
+              fmt(col(v, n, 3), "%.2f")))
+for v in ("xvi-stream", "kernel-tcp"):
+    r1, r2 = med(col(v, 1, 2)), med(col(v, 2, 2))
+    if r1 > 0:
+        print("%s: scaling efficiency rate(2) / (2 rate(1)) = %.2f" % (v, r2 / (2 * r1)))
 PY
