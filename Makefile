@@ -180,7 +180,9 @@ $(LAB_BINS): $(B)/tests/%: $(B)/obj/tests/lab/%.o $(B)/lib/libxvi.a | $(B)/tests
 	$(CC) -o $@ $< $(B)/lib/libxvi.a $(LDLIBS)
 
 $(BENCH_BINS): $(B)/tests/%: $(B)/obj/tests/bench/%.o | $(B)/tests
-	$(CC) -pthread -o $@ $<
+	$(CC) -pthread -o $@ $< $(BENCH_LDLIBS)
+# The bare AF_XDP ceiling program uses libxdp's xsk API (and no libxvi).
+$(B)/tests/xsk_bare: BENCH_LDLIBS := -lxdp -lbpf
 $(patsubst %.c,$(B)/obj/%.o,$(BENCH_SRCS)): OBJ_CFLAGS = $(CFLAGS) -pthread
 
 # ---- fuzzing: libFuzzer targets (clang, ASan + UBSan) -----------------------
