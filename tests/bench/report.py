@@ -490,6 +490,7 @@ def main():
         "place": [r.get("text") for r in recs if r.get("test") == "place"],
         "multiq": [r.get("text") for r in recs if r.get("test") == "multiq"],
         "progress": [r.get("text") for r in recs if r.get("test") == "progress"],
+        "ceiling": [r.get("text") for r in recs if r.get("test") == "ceiling"],
         "preload": [r.get("text") for r in preload],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
@@ -853,7 +854,9 @@ def main():
             ("lossy", "4j. Loss recovery: a file through a router dropping 3 %",
              "routed three-node lab, nftables on m", False),
             ("streamzc", "4k. Streams in place (send_alloc, recv_zc) against send/recv",
-             "two-node lab with 3-queue veths", False)):
+             "two-node lab with 3-queue veths", False),
+            ("ceiling", "4l. The lab's ceiling: bare AF_XDP against xvi",
+             "two-node", False)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
             continue
@@ -876,7 +879,7 @@ def main():
     # stream progress (tests/bench/engine/stream_progress.c, in-process)
     progress = [r["text"] for r in recs if r.get("test") == "progress" and r.get("text")]
     if progress or unavailable.get("progress"):
-        w("## 4l. Stream progress: one run's cost against connections held")
+        w("## 4m. Stream progress: one run's cost against connections held")
         w("")
         if progress:
             w("From tests/bench/engine/stream_progress.c (two stream engines over an "
