@@ -360,6 +360,16 @@ static void choose_tx_csum(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg
 	dev = xvi_netdev__xsk_features(ep->ifindex, &feat);
 	if (!dev)
 		dev = !!(feat & XVI_NETDEV_XSK_FLAGS_TX_CHECKSUM);
+	/*
+	 * A local link has copy mode only, and copy-mode TX turns the request
+	 * into a CHECKSUM_PARTIAL skb (docs/KERNEL.md, fact 44): the veth
+	 * passes it on as a local kernel's UDP datagram, the peer's datapath
+	 * accepts the pseudo-header sum without reading the payload, and
+	 * nobody sums the payload at all.  A device without the skb offload
+	 * gets the sum from the kernel (skb_checksum_help).
+	 */
+	if (dev != 1 && ep->local_link && cfg->bind_mode != XVI_BIND_ZEROCOPY)
+		dev = 1;
 	kern = xvi_xsk__probe_tx_md(knob == TX_CSUM_SW_OFFLOAD ? XDP_UMEM_TX_SW_CSUM : 0);
 	pr_debug("%s: TX checksum probe: device AF_XDP TX checksum offload %s, kernel TX metadata%s %s\n",
 		 ep->ifname, probe_str(dev, b1, sizeof(b1)),
@@ -689,6 +699,7 @@ static struct xvi_endpoint *ep_new(const char *ifname, const struct xvi_ep_cfg *
 	ep->local_port = cfg->port;
 	ep->tag = cfg->raw_tag;
 	ep->ifindex = ifc->ifindex;
+	ep->local_link = xvi_iface__local_link(ifc);
 	ep->mtu = ifc->mtu;
 	memcpy(ep->mac, ifc->mac, 6);
 	ep->queue_id = cfg->queue_id;

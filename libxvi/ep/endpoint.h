@@ -140,6 +140,7 @@ struct xvi_endpoint {
 	 * here in software.
 	 */
 	bool tx_csum_md;
+	bool local_link;		/* veth or netkit (xvi_iface__local_link) */
 	__u8 mac[6];			/* interface MAC: source of every frame */
 	__u32 tx_headroom;		/* payload offset in a send frame */
 	__u32 tx_md_len;		/* TX metadata bytes in front of a frame, or 0 */

@@ -162,6 +162,15 @@ for rep in $(seq "$ROUNDS"); do
 		b1=$(busy)
 		row xvi "$size" "$rep" dgram "$(cpus "$b0" "$b1")" "$TMP/cli.json" |
 			tee -a "$TMP/rows" >&2
+		# The same with the sender's UDP checksums in software, the
+		# receiving datapath verifying them (the default elsewhere than
+		# on a local link): the checksum request on and off.
+		b0=$(busy)
+		x a env XVI_TX_CSUM=sw $PIN_A "$BIN/xvi-perf" throughput -i 198.18.0.2 -p 11151 \
+			-m "$size" -t "$SEC" --iface xv0 --json >"$TMP/cli.json" 2>"$TMP/cli.err"
+		b1=$(busy)
+		row xvi-swcsum "$size" "$rep" dgram "$(cpus "$b0" "$b1")" "$TMP/cli.json" |
+			tee -a "$TMP/rows" >&2
 		[ "$size" = 1472 ] || continue
 		b0=$(busy)
 		x a $PIN_A "$BIN/xvi-perf" throughput --stream -i 198.18.0.2 -p 11152 -m "$size" \
@@ -187,6 +196,7 @@ def fmt(xs, f):
     return "%s (%s-%s)" % (f % med(xs), f % min(xs), f % max(xs)) if xs else "-"
 sizes = sorted({r[1] for r in rows}, key=int)
 names = {"bare": "bare AF_XDP (xsk_bare)", "xvi": "xvi datagrams (xvi-perf)",
+         "xvi-swcsum": "xvi datagrams, checksums in software (XVI_TX_CSUM=sw)",
          "xvi-stream": "xvi stream, window 128 (xvi-perf --stream)"}
 print("The ceiling: one bare AF_XDP socket a side against xvi, sender on CPU 0, receiver "
       "on CPU 1, %s s a run, %s rounds alternating" % (sec, rounds))
@@ -196,7 +206,7 @@ print("| size B | sender | sent msg/s | delivered msg/s | payload Mbit/s | machi
 print("|---|---|---|---|---|---|---|")
 for s in sizes:
     ceil = med(col("bare", s, 4))
-    for v in ("bare", "xvi", "xvi-stream"):
+    for v in ("bare", "xvi", "xvi-swcsum", "xvi-stream"):
         bps = col(v, s, 4)
         if not bps:
             continue

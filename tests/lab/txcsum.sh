@@ -5,7 +5,13 @@
 # (datapath attached) sends datagrams to a kernel UDP socket on node a.
 #
 #   probe_veth      the run-time probe finds no AF_XDP TX checksum offload on
-#                   veth and the library computes every checksum itself
+#                   veth, but veth is a local link in copy mode: the library
+#                   requests every checksum through TX metadata and sums no
+#                   payload; the kernel sends CHECKSUM_PARTIAL skbs, which
+#                   node a's kernel delivers, with only the pseudo-header
+#                   sum in the captured frames (as a kernel sender's)
+#   sw_knob         test knob XVI_TX_CSUM=sw: the library computes every
+#                   checksum itself, and every captured frame verifies
 #   control_bad     the check behind the other cases: node a's kernel drops a
 #                   datagram whose UDP checksum is wrong (so "it arrived"
 #                   means "its checksum verified") and a right one arrives
@@ -98,8 +104,29 @@ case_probe_veth() {
 	grep -q 'TX checksum probe: device AF_XDP TX checksum offload no' "$in.err" ||
 		fail "no probe line saying veth has no AF_XDP TX checksum offload:" \
 			"$(grep -i checksum "$in.err" | head -3)" || return 1
-	grep -q 'TX checksums in software' "$in.err" ||
-		fail "the endpoint did not choose software checksums" || return 1
+	grep -q 'TX checksums requested through TX metadata$' "$in.err" ||
+		fail "the endpoint on a veth did not request checksums through TX metadata:" \
+			"$(grep -i checksum "$in.err" | head -3)" || return 1
+	grep -qx 'CSUMERR 0' "$out" ||
+		fail "node a counted UDP checksum errors: $(grep CSUMERR "$out")" || return 1
+	[ "$(grep -c '^FRAME partial ' "$out")" -eq 3 ] ||
+		fail "captured checksums, expected 3 partial: $(grep '^FRAME' "$out" | tr '\n' ' ')" ||
+		return 1
+	c=$(_counters "$in.err")
+	[ "$c" = "3 0" ] || fail "library counters '$c', expected 3 via metadata, 0 in software"
+}
+
+case_sw_knob() {
+	local in=$T_TMP/swk.in out=$T_TMP/swk.out c err
+	_payloads "$in"
+	_recv_start 198.18.0.1 7204 3 "$out" || return 1
+	_send 198.18.0.1 7204 "$in" XVI_TX_CSUM=sw || { wait $T_RPID; return 1; }
+	wait $T_RPID
+	err=$(_check_payloads "$in" "$out") || { fail "$err"; return 1; }
+	grep -q 'TX checksums in software (XVI_TX_CSUM=sw)' "$in.err" ||
+		fail "the knob did not select software checksums" || return 1
+	[ "$(grep -c '^FRAME ok ' "$out")" -eq 3 ] && ! grep -q '^FRAME \(bad\|partial\|zero\)' "$out" ||
+		fail "captured checksums: $(grep '^FRAME' "$out" | tr '\n' ' ')" || return 1
 	c=$(_counters "$in.err")
 	[ "$c" = "0 3" ] || fail "library counters '$c', expected 0 via metadata, 3 in software"
 }
@@ -160,7 +187,8 @@ case_sw_offload6() { _sw_offload 2001:2::1 7203; }
 
 # shellcheck disable=SC2034 # read by t_main
 CASES=(
-	probe_veth	case_probe_veth		"veth: no AF_XDP TX csum offload, software sums"
+	probe_veth	case_probe_veth		"veth: copy mode, checksums requested through TX metadata"
+	sw_knob		case_sw_knob		"XVI_TX_CSUM=sw: software sums, every frame verifies"
 	control_bad	case_control_bad	"control: node a drops a wrong UDP checksum"
 	sw_offload4	case_sw_offload4	"XVI_TX_CSUM=sw-offload, IPv4: metadata request"
 	sw_offload6	case_sw_offload6	"XVI_TX_CSUM=sw-offload, IPv6: metadata request"

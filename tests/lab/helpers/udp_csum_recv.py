@@ -8,7 +8,9 @@ usage: udp_csum_recv.py ADDR PORT COUNT READY [--iface IFACE]
 A UDP socket bound to ADDR PORT plus an AF_PACKET tap on IFACE (default
 xv0) that checks the UDP checksum of every incoming frame for PORT.
 Prints "DGRAM <hex>" per datagram the socket received, "FRAME ok|bad
-<csum>" or "FRAME zero 0" per captured frame, then "CSUMERR <n>": how
+<csum>", "FRAME partial <csum>" (the field holds only the folded
+pseudo-header sum: a CHECKSUM_PARTIAL skb that a veth passed on as it
+was) or "FRAME zero 0" per captured frame, then "CSUMERR <n>": how
 much the kernel's count of UDP checksum errors grew meanwhile.  Writes
 "ready" to READY once both sockets are open; stops after COUNT datagrams
 or 60 s of silence (a bound for broken runs only).
@@ -41,8 +43,8 @@ def csum_errors(v6):
 
 
 def check(frame, port, v6):
-    """'ok <csum>', 'bad <csum>' or 'zero 0' for a UDP frame to port, None
-    for any other frame."""
+    """'ok <csum>', 'partial <csum>', 'bad <csum>' or 'zero 0' for a UDP
+    frame to port, None for any other frame."""
     et = struct.unpack("!H", frame[12:14])[0]
     if et == 0x0800 and not v6:
         ip = frame[14:]
@@ -66,7 +68,9 @@ def check(frame, port, v6):
     c = struct.unpack("!H", udp[6:8])[0]
     if c == 0:
         return "zero 0"
-    return ("ok " if fold(ph + udp) == 0xffff else "bad ") + "%04x" % c
+    if fold(ph + udp) == 0xffff:
+        return "ok %04x" % c
+    return ("partial " if c == fold(ph) else "bad ") + "%04x" % c
 
 
 def main():
