@@ -14,7 +14,8 @@
 # One XDP program per interface: the bare pair gets a second veth pair of
 # its own (xc0, created like the lab's, 2 queues a side), so xdp-vi stays
 # attached to xv0 throughout and the variants alternate in every round
-# (bare, xvi datagrams, xvi stream, bare, ...).  Placement as in make
+# (bare, xvi datagrams, xvi datagrams with XVI_TX_CSUM=sw, xvi stream at
+# 1472 B, bare, ...).  Placement as in make
 # bench's datagram rows: every sender on CPU 0, every receiver on CPU 1, one
 # socket a side, queue 0 (the stream on queue 1, as in make bench).
 #
