@@ -327,9 +327,11 @@ static const char *probe_str(int r, char *buf, size_t len)
  * Decide once, before the socket exists, how this endpoint's UDP checksums
  * are made: requested through AF_XDP TX metadata if the device offers TX
  * checksum offload to AF_XDP (netdev genl xsk-features) and the kernel takes
- * a UMEM with TX metadata (6.11+), else in software during the copy.  Only
- * direct UDP endpoints: raw frames carry no checksum, and a protected
- * endpoint's device is a veth pair, which has no such offload.
+ * a UMEM with TX metadata (6.11+), or on a local link if the kernel does,
+ * else in software during the copy.  Only direct UDP endpoints: raw frames
+ * carry no checksum, and a protected endpoint's frames leave through the
+ * guard's redirect, which would lose a partial checksum's offload state
+ * (docs/KERNEL.md, fact 30).
  */
 static void choose_tx_csum(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg)
 {
@@ -360,16 +362,6 @@ static void choose_tx_csum(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg
 	dev = xvi_netdev__xsk_features(ep->ifindex, &feat);
 	if (!dev)
 		dev = !!(feat & XVI_NETDEV_XSK_FLAGS_TX_CHECKSUM);
-	/*
-	 * A local link has copy mode only, and copy-mode TX turns the request
-	 * into a CHECKSUM_PARTIAL skb (docs/KERNEL.md, fact 44): the veth
-	 * passes it on as a local kernel's UDP datagram, the peer's datapath
-	 * accepts the pseudo-header sum without reading the payload, and
-	 * nobody sums the payload at all.  A device without the skb offload
-	 * gets the sum from the kernel (skb_checksum_help).
-	 */
-	if (dev != 1 && ep->local_link && cfg->bind_mode != XVI_BIND_ZEROCOPY)
-		dev = 1;
 	kern = xvi_xsk__probe_tx_md(knob == TX_CSUM_SW_OFFLOAD ? XDP_UMEM_TX_SW_CSUM : 0);
 	pr_debug("%s: TX checksum probe: device AF_XDP TX checksum offload %s, kernel TX metadata%s %s\n",
 		 ep->ifname, probe_str(dev, b1, sizeof(b1)),
@@ -383,6 +375,17 @@ static void choose_tx_csum(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg
 		}
 		ep->tx_umem_flags = XDP_UMEM_TX_METADATA_LEN | XDP_UMEM_TX_SW_CSUM;
 	} else if (dev == 1 && kern == 1) {
+		ep->tx_umem_flags = XDP_UMEM_TX_METADATA_LEN;
+	} else if (kern == 1 && ep->local_link && cfg->bind_mode != XVI_BIND_ZEROCOPY) {
+		/*
+		 * A local link has copy mode only, and copy-mode TX turns the
+		 * request into a CHECKSUM_PARTIAL skb (docs/KERNEL.md, fact
+		 * 44): the veth passes it on as a local kernel's datagram, the
+		 * peer's datapath accepts the pseudo-header sum, and nobody
+		 * sums the payload.  Without the skb offload the kernel sums.
+		 */
+		pr_debug("%s: a local link in copy mode: the request goes on as a CHECKSUM_PARTIAL skb\n",
+			 ep->ifname);
 		ep->tx_umem_flags = XDP_UMEM_TX_METADATA_LEN;
 	} else {
 		pr_debug("%s: TX checksums in software\n", ep->ifname);
