@@ -11,6 +11,7 @@
 #include <sys/uio.h>
 #include "preload.h"
 #include "ep/endpoint.h"
+#include "stream.h"
 
 extern void __chk_fail(void) __attribute__((noreturn));
 
@@ -285,7 +286,11 @@ static ssize_t xsendmsg(struct xsock *xs, const struct msghdr *msg, int flags)
 XP_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		      const struct sockaddr *to, socklen_t tolen)
 {
-	struct xsock *xs = ready_to_send(fd, to, tolen);
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
+	struct xsock *xs;
+
+	XPS_HOOK(fd, xps_send(fd, &v, 1, flags));	/* TCP ignores @to */
+	xs = ready_to_send(fd, to, tolen);
 
 	if (!xs || xs->state != XS_XVI)
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
@@ -295,7 +300,9 @@ XP_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 XP_API ssize_t send(int fd, const void *buf, size_t len, int flags)
 {
 	struct xsock *xs = xp_get_xvi(fd);
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
 
+	XPS_HOOK(fd, xps_send(fd, &v, 1, flags));
 	if (!xs)
 		return REAL(send)(fd, buf, len, flags);
 	return xsend(xs, buf, len, flags, NULL, 0);
@@ -304,7 +311,9 @@ XP_API ssize_t send(int fd, const void *buf, size_t len, int flags)
 XP_API ssize_t write(int fd, const void *buf, size_t len)
 {
 	struct xsock *xs = xp_get_xvi(fd);
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
 
+	XPS_HOOK(fd, xps_send(fd, &v, 1, 0));
 	if (!xs)
 		return REAL(write)(fd, buf, len);
 	return xsend(xs, buf, len, 0, NULL, 0);
@@ -312,6 +321,7 @@ XP_API ssize_t write(int fd, const void *buf, size_t len)
 
 XP_API ssize_t sendmsg(int fd, const struct msghdr *msg, int flags)
 {
+	XPS_HOOK(fd, xps_sendmsg(fd, msg, flags));
 	struct xsock *xs = ready_to_send(fd, msg ? msg->msg_name : NULL,
 					 msg ? msg->msg_namelen : 0);
 
@@ -325,6 +335,7 @@ XP_API ssize_t writev(int fd, const struct iovec *iov, int n)
 	struct xsock *xs = xp_get_xvi(fd);
 	struct msghdr msg = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
 
+	XPS_HOOK(fd, xps_send(fd, iov, n, 0));
 	if (!xs)
 		return REAL(writev)(fd, iov, n);
 	return xsendmsg(xs, &msg, 0);
@@ -411,6 +422,7 @@ XP_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 	struct xsock *xs = xp_get_xvi(fd);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
+	XPS_HOOK(fd, xps_recv(fd, &iov, 1, flags));	/* TCP: no source address */
 	if (!xs)
 		return REAL(recvfrom)(fd, buf, len, flags, src, slen);
 	return xrecv(xs, &iov, 1, flags, src, slen, NULL);
@@ -421,6 +433,7 @@ XP_API ssize_t recv(int fd, void *buf, size_t len, int flags)
 	struct xsock *xs = xp_get_xvi(fd);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
+	XPS_HOOK(fd, xps_recv(fd, &iov, 1, flags));
 	if (!xs)
 		return REAL(recv)(fd, buf, len, flags);
 	return xrecv(xs, &iov, 1, flags, NULL, NULL, NULL);
@@ -431,6 +444,7 @@ XP_API ssize_t read(int fd, void *buf, size_t len)
 	struct xsock *xs = xp_get_xvi(fd);
 	struct iovec iov = { .iov_base = buf, .iov_len = len };
 
+	XPS_HOOK(fd, xps_recv(fd, &iov, 1, 0));
 	if (!xs)
 		return REAL(read)(fd, buf, len);
 	return xrecv(xs, &iov, 1, 0, NULL, NULL, NULL);
@@ -440,6 +454,7 @@ XP_API ssize_t readv(int fd, const struct iovec *iov, int n)
 {
 	struct xsock *xs = xp_get_xvi(fd);
 
+	XPS_HOOK(fd, xps_recv(fd, iov, n, 0));
 	if (!xs)
 		return REAL(readv)(fd, iov, n);
 	return xrecv(xs, iov, n, 0, NULL, NULL, NULL);
@@ -462,6 +477,7 @@ XP_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 {
 	struct xsock *xs = xp_get_xvi(fd);
 
+	XPS_HOOK(fd, xps_recvmsg(fd, msg, flags));
 	if (!xs || !msg)
 		return REAL(recvmsg)(fd, msg, flags);
 	return xrecvmsg(xs, msg, flags);

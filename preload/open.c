@@ -70,7 +70,7 @@ static int iface_of(struct in_addr a, char *name)
 }
 
 /* The source address the kernel's route to @dst picks. */
-static int route_src(const struct sockaddr_in *dst, struct in_addr *src)
+int route_src(const struct sockaddr_in *dst, struct in_addr *src)
 {
 	struct sockaddr_in me;
 	socklen_t len = sizeof(me);
@@ -89,7 +89,7 @@ static int route_src(const struct sockaddr_in *dst, struct in_addr *src)
 }
 
 /* A free port for @ip in the kernel's port space (the endpoint then holds it). */
-static int free_port(struct in_addr ip)
+int free_port(struct in_addr ip)
 {
 	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr = ip };
 	socklen_t len = sizeof(a);
@@ -107,8 +107,8 @@ static int free_port(struct in_addr ip)
 	return port;
 }
 
-static int choose_iface(int fd, const struct sockaddr_in *local,
-			const struct sockaddr_in *dst, char *name)
+int choose_iface(int fd, const struct sockaddr_in *local,
+		 const struct sockaddr_in *dst, char *name)
 {
 	struct in_addr src;
 	int r;
@@ -141,7 +141,7 @@ static int choose_iface(int fd, const struct sockaddr_in *local,
 	return 1;
 }
 
-static enum xp_reason reason_of(int err)
+enum xp_reason reason_of(int err)
 {
 	switch (err) {
 	case ENOENT:
@@ -156,7 +156,7 @@ static enum xp_reason reason_of(int err)
 	}
 }
 
-static struct xvi_endpoint *open_ep(const char *ifname, const struct sockaddr_in *local)
+struct xvi_endpoint *open_ep(const char *ifname, const struct sockaddr_in *local)
 {
 	XVI_OPTS(xvi_endpoint_opts, o,
 		.kind = XVI_EP_UDP,

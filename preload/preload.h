@@ -71,6 +71,9 @@ struct xp_real {
 	int (*epoll_ctl)(int, int, int, struct epoll_event *);
 	int (*epoll_wait)(int, struct epoll_event *, int, int);
 	int (*epoll_pwait)(int, struct epoll_event *, int, int, const sigset_t *);
+	int (*listen)(int, int);		/* stream mode (stream.c) */
+	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
+	int (*shutdown)(int, int);
 };
 
 extern struct xp_real xp_real;
@@ -190,6 +193,13 @@ int xp_promote(int fd, struct xsock *xs, const struct sockaddr_in *local,
 void xp_fallback(int fd, struct xsock *xs, int reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void xp_close_ep(struct xsock *xs);
+/* Shared with stream mode (stream.c). */
+int choose_iface(int fd, const struct sockaddr_in *local,
+		 const struct sockaddr_in *dst, char *name);
+int route_src(const struct sockaddr_in *dst, struct in_addr *src);
+int free_port(struct in_addr ip);
+enum xp_reason reason_of(int err);
+struct xvi_endpoint *open_ep(const char *ifname, const struct sockaddr_in *local);
 
 /* ---- report.c ---- */
 enum xp_reason {
@@ -211,6 +221,8 @@ void xp_note(enum xp_reason r, int fd, const char *fmt, ...)
 void xp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void xp_accelerated(struct xsock *xs, int fd);
 void xp_report_endpoint(struct xsock *xs);
+/* Append @n bytes of @line to the --stats file, if one was asked for. */
+void xp_stats_line(const char *line, int n);
 /* The last warning libxvi printed in this thread (the reason of a failed open). */
 const char *xp_last_libxvi_msg(void);
 void xp_capture_libxvi_log(void);

@@ -60,5 +60,8 @@ void xp_real_init(void)
 	RESOLVE(epoll_ctl);
 	RESOLVE(epoll_wait);
 	RESOLVE(epoll_pwait);
+	RESOLVE(listen);
+	RESOLVE(accept4);
+	RESOLVE(shutdown);
 	RESOLVE(socket);
 }

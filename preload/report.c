@@ -97,11 +97,24 @@ void xp_accelerated(struct xsock *xs, int fd)
  * An endpoint's counters, when it closes: to stderr at -v, and appended to
  * XVI_RUN_STATS as one line of key=value (the lab suites read it).
  */
+void xp_stats_line(const char *line, int n)
+{
+	int fd;
+
+	if (!xp_conf.stats_path)
+		return;
+	fd = open(xp_conf.stats_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+	if (fd >= 0) {
+		(void)!REAL(write)(fd, line, n);
+		REAL(close)(fd);
+	}
+}
+
 void xp_report_endpoint(struct xsock *xs)
 {
 	XVI_OPTS(xvi_endpoint_stats, st);
 	char line[384];
-	int n, fd, e = errno;
+	int n, e = errno;
 	__u64 rx, tx;
 
 	if (xvi_endpoint__stats(xs->ep, &st))
@@ -122,13 +135,7 @@ void xp_report_endpoint(struct xsock *xs)
 	if (n >= (int)sizeof(line))
 		n = sizeof(line) - 1;
 	xp_info("%.*s", n - 1, line);
-	if (xp_conf.stats_path) {
-		fd = open(xp_conf.stats_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-		if (fd >= 0) {
-			(void)!REAL(write)(fd, line, n);
-			REAL(close)(fd);
-		}
-	}
+	xp_stats_line(line, n);
 	errno = e;
 }
 

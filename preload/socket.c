@@ -13,6 +13,7 @@
 #include <sys/ioctl.h>
 #include "preload.h"
 #include "ep/endpoint.h"
+#include "stream.h"
 
 static int fail(int err)
 {
@@ -30,6 +31,8 @@ XP_API int socket(int domain, int type, int protocol)
 	/* An entry still there was closed behind the preload's back (close_range). */
 	if (fd >= 0 && !xp_inside && xp_get(fd))
 		xp_drop(fd);
+	if (fd >= 0 && !xp_inside && base == SOCK_STREAM)
+		xps_socket(fd, domain, type, protocol);
 	if (fd < 0 || xp_inside || base != SOCK_DGRAM ||
 	    (protocol && protocol != IPPROTO_UDP))
 		return fd;
@@ -62,6 +65,7 @@ XP_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	struct xsock *xs = xp_get(fd);
 	int r;
 
+	XPS_HOOK(fd, xps_bind(fd, addr, len));
 	if (!xs)
 		return REAL(bind)(fd, addr, len);
 	if (xs->state == XS_XVI)
@@ -94,6 +98,7 @@ XP_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 	struct xsock *xs = xp_get(fd);
 	int r;
 
+	XPS_HOOK(fd, xps_connect(fd, addr, len));
 	if (!xs)
 		return REAL(connect)(fd, addr, len);
 	if (addr && len >= sizeof(sa_family_t) && addr->sa_family == AF_UNSPEC) {
@@ -115,6 +120,7 @@ XP_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 XP_API int close(int fd)
 {
+	XPS_HOOK(fd, xps_close(fd));
 	if (xp_get(fd))
 		xp_drop(fd);
 	else
@@ -129,6 +135,8 @@ XP_API int dup(int old)
 
 	if (fd >= 0 && xs)
 		xp_set(fd, xs);
+	if (fd >= 0)
+		xps_dup(old, fd);
 	return fd;
 }
 
@@ -139,6 +147,7 @@ static int dup_to(int old, int fd, int r)
 	if (r >= 0 && old != fd) {
 		xp_epoll_forget(fd);
 		xp_set(fd, xs);		/* drops what fd named before */
+		xps_dup(old, fd);
 	}
 	return r;
 }
@@ -163,6 +172,7 @@ XP_API int fcntl(int fd, int cmd, ...)
 	va_start(ap, cmd);
 	arg = va_arg(ap, unsigned long);
 	va_end(ap);
+	XPS_HOOK(fd, xps_fcntl(fd, cmd, arg));
 	r = REAL(fcntl)(fd, cmd, arg);
 	xs = xp_get(fd);
 	if (r < 0 || !xs)
@@ -183,6 +193,7 @@ XP_API int ioctl(int fd, unsigned long req, ...)
 	va_start(ap, req);
 	arg = va_arg(ap, void *);
 	va_end(ap);
+	XPS_HOOK(fd, xps_ioctl(fd, req, arg));
 	xs = xp_get(fd);
 	if (xs && req == FIONBIO && arg)
 		xs->nonblock = *(int *)arg;
@@ -254,6 +265,7 @@ XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 	struct xsock *xs = xp_get(fd);
 	int r;
 
+	XPS_HOOK(fd, xps_setsockopt(fd, level, name, val, len));
 	if (!xs)
 		return REAL(setsockopt)(fd, level, name, val, len);
 	if (unhonoured(level, name, val, len)) {
@@ -284,6 +296,7 @@ XP_API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
 	struct xsock *xs = xp_get_xvi(fd);
 
+	XPS_HOOK(fd, xps_getsockopt(fd, level, name, val, len));
 	if (xs && level == SOL_SOCKET && name == SO_ERROR && val && len &&
 	    *len >= sizeof(int)) {
 		*(int *)val = 0;
@@ -306,6 +319,7 @@ XP_API int getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct xsock *xs = xp_get_xvi(fd);
 
+	XPS_HOOK(fd, xps_getsockname(fd, addr, len));
 	if (!xs)
 		return REAL(getsockname)(fd, addr, len);
 	return put_addr(&xs->local, addr, len);
@@ -315,6 +329,7 @@ XP_API int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct xsock *xs = xp_get_xvi(fd);
 
+	XPS_HOOK(fd, xps_getpeername(fd, addr, len));
 	if (!xs)
 		return REAL(getpeername)(fd, addr, len);
 	if (!xs->connected)

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 #include "preload.h"
+#include "stream.h"
 #include "ep/endpoint.h"
 #include "common/util.h"
 
@@ -192,12 +193,17 @@ again:
 
 XP_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
+	if (xps_any_poll(fds, n))
+		return xps_poll(fds, n, timeout_ms, NULL);
 	return do_poll(fds, n, timeout_ms, NULL, NULL, false);
 }
 
 XP_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 		 const sigset_t *mask)
 {
+	if (xps_any_poll(fds, n))
+		return xps_poll(fds, n, ts ? (int)(ts->tv_sec * 1000 + ts->tv_nsec / 1000000) : -1,
+				mask);
 	return do_poll(fds, n, 0, ts, mask, true);
 }
 
@@ -350,12 +356,18 @@ again:
 
 XP_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *tv)
 {
+	if (xps_any_select(nfds, rd, wr, ex))
+		return xps_select(nfds, rd, wr, ex, tv ? (int)(tv->tv_sec * 1000 +
+				  tv->tv_usec / 1000) : -1, NULL);
 	return do_select(nfds, rd, wr, ex, tv, NULL, NULL, false);
 }
 
 XP_API int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct timespec *ts,
 		   const sigset_t *mask)
 {
+	if (xps_any_select(nfds, rd, wr, ex))
+		return xps_select(nfds, rd, wr, ex, ts ? (int)(ts->tv_sec * 1000 +
+				  ts->tv_nsec / 1000000) : -1, mask);
 	return do_select(nfds, rd, wr, ex, NULL, ts, mask, true);
 }
 
@@ -488,6 +500,7 @@ XP_API int epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	struct epset *es;
 	int r;
 
+	XPS_HOOK(fd, xps_epoll_ctl(epfd, op, fd, ev));
 	if (!xs) {
 		r = REAL(epoll_ctl)(epfd, op, fd, ev);
 		es = r ? NULL : epset_of(epfd, op == EPOLL_CTL_ADD);

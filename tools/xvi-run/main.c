@@ -25,7 +25,8 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: xvi-run [--iface IF] [-v] [--check] [--stats FILE] [--spin-us N] [--tx-batch N] CMD [ARGS]\n"
+		"usage: xvi-run [--iface IF] [-v] [--check] [--stats FILE] [--spin-us N] [--tx-batch N]\n"
+		"               [--streams [--stream-timeout MS]] CMD [ARGS]\n"
 		"Run CMD with its AF_INET UDP sockets on xvi endpoints (" PRELOAD_NAME ").\n"
 		"  -i, --iface IF     put every UDP socket on IF (default: the route's or the\n"
 		"                     bound address's interface)\n"
@@ -37,6 +38,10 @@ static void usage(FILE *f)
 		"      --tx-batch N   ring the send doorbell once per N datagrams (and before\n"
 		"                     every wait the preload sees); 1, the default, rings each\n"
 		"                     (default 50, 0: sleep at once)\n"
+		"      --streams      also AF_INET TCP sockets: xvi streams, kernel TCP as\n"
+		"                     fallback (listeners take both)\n"
+		"      --stream-timeout MS  how long connect() waits for an xvi stream\n"
+		"                     before it falls back to TCP (default 300)\n"
 		"The library is found next to xvi-run (../lib/" PRELOAD_NAME ") or at\n"
 		"$XVI_RUN_PRELOAD.  See xvi-run(1) and docs/PRELOAD.md.\n");
 }
@@ -80,6 +85,8 @@ int main(int argc, char **argv)
 		{ "stats", required_argument, NULL, 's' },
 		{ "spin-us", required_argument, NULL, 'S' },
 		{ "tx-batch", required_argument, NULL, 'B' },
+		{ "streams", no_argument, NULL, 'T' },
+		{ "stream-timeout", required_argument, NULL, 'W' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -128,6 +135,18 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			setenv("XVI_RUN_TX_BATCH", optarg, 1);
+			break;
+		case 'T':
+			setenv("XVI_RUN_STREAMS", "1", 1);
+			break;
+		case 'W':
+			errno = 0;
+			if (strtoul(optarg, &end, 10) - 1 >= 60000 || *end || errno || !*optarg) {
+				fprintf(stderr, "xvi-run: --stream-timeout %s: want milliseconds, "
+					"1 to 60000\n", optarg);
+				return 2;
+			}
+			setenv("XVI_RUN_CONNECT_MS", optarg, 1);
 			break;
 		case 'h':
 			usage(stdout);

@@ -1,0 +1,1089 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * Stream mode (xvi-run --streams): AF_INET TCP sockets over xvi streams.
+ *
+ * Every socket stays a real kernel socket, as in the UDP mode, and the fd
+ * the program holds is always a kernel fd:
+ *   - a listener listens on the kernel (so kernel clients still reach it)
+ *     and on an xvi stream listener: an endpoint on UDP port P of the
+ *     interface, stream service P.  accept() returns whichever comes.
+ *   - an xvi connection accept() returns gets a stand-in fd: a fresh,
+ *     unconnected kernel TCP socket, so fd numbers, dup, close and fstat
+ *     stay the kernel's; the preload routes its calls to the stream.
+ *   - connect() first tries an xvi stream to the peer's UDP port P,
+ *     service P, from the process's client context on that interface; a
+ *     peer that does not answer within connect_ms, or refuses (RST), gets
+ *     kernel TCP, and is remembered so later connects go there at once.
+ *     The connecting socket itself is the fd of the stream.
+ *
+ * One stream context per endpoint (one per listening port, one per
+ * interface for connects), freed at exit so closes finish FIN/FINACK.
+ * The stream library is single-threaded per context: one lock serialises
+ * every call into it; waits drop the lock and sleep in the kernel on the
+ * context's fd (readable when a segment came or a timer is due).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <arpa/inet.h>
+#include <netinet/tcp.h>
+#include <sys/ioctl.h>
+#include "stream.h"
+#include "xvi_stream.h"
+
+#define XPS_MAX_CTX 32
+#define XPS_MAX_PEERS 64
+#define XPS_MAX_POLL 1024
+
+struct xps_ctx {
+	struct xvi_endpoint *ep;
+	struct xvi_stream_ctx *ctx;
+	int fd;				/* xvi_stream_ctx__fd() */
+	bool client;			/* the interface's connect-side context */
+	char ifname[IF_NAMESIZE];
+	struct sockaddr_in local;
+};
+
+enum xps_state {
+	XPS_NEW,	/* candidate: the kernel socket serves */
+	XPS_LISTEN,	/* kernel listener and xvi listener */
+	XPS_CONN,	/* an xvi stream */
+};
+
+struct xps {
+	enum xps_state state;
+	int refs;
+	bool nonblock;
+	bool nodelay;
+	struct xps_ctx *c;
+	struct xvi_stream *s;
+	struct sockaddr_in local, peer;
+};
+
+struct xps_peer {
+	struct sockaddr_in addr;	/* peer that got kernel TCP */
+	const char *why;
+};
+
+struct xps *xps_fds[XP_FD_MAX];
+bool xps_enabled;
+
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static struct xps_ctx ctxs[XPS_MAX_CTX];
+static int nctx;
+static struct xps_peer peers[XPS_MAX_PEERS];
+static int npeers;
+static int connect_ms = 300;
+static int threads;			/* threads that entered stream mode */
+static __thread bool thread_seen;
+static __thread bool nested;		/* inside xps_poll: plain calls */
+
+static struct {
+	unsigned int connect_xvi, connect_tcp_timeout, connect_tcp_refused,
+		connect_tcp_known, connect_tcp_other, accept_xvi, accept_tcp,
+		listen_xvi, listen_tcp;
+	__u64 tx_bytes, rx_bytes;
+} cnt;
+
+__attribute__((constructor)) static void xps_conf(void)
+{
+	const char *s = getenv("XVI_RUN_STREAMS");
+
+	xps_enabled = s && *s && strcmp(s, "0");
+	s = getenv("XVI_RUN_CONNECT_MS");
+	if (s && *s && atoi(s) > 0)
+		connect_ms = atoi(s);
+}
+
+static int fail(int err)
+{
+	errno = err;
+	return -1;
+}
+
+static void lock(void)
+{
+	if (!thread_seen) {
+		thread_seen = true;
+		__atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_lock(&mu);
+}
+
+static void unlock(void)
+{
+	pthread_mutex_unlock(&mu);
+}
+
+static __u64 now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (__u64)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Lock not held.  Sleep until @c's fd (or kernel fd @kfd for POLLIN) is
+ * readable, at most @ms (< 0: no bound).  With several threads in stream
+ * mode another one may process the segment meant for this caller's stream
+ * while it sleeps: the sleep is then cut to 2 ms so the caller looks again.
+ * Returns 1 if @kfd is readable, 0 otherwise, -1 with errno (EINTR).
+ */
+static int sleep_on(struct xps_ctx *c, int kfd, int ms)
+{
+	struct pollfd p[2] = {
+		{ .fd = c ? c->fd : -1, .events = POLLIN },
+		{ .fd = kfd, .events = POLLIN },
+	};
+	int r;
+
+	if (__atomic_load_n(&threads, __ATOMIC_RELAXED) > 1 && (ms < 0 || ms > 2))
+		ms = 2;
+	r = REAL(poll)(p, 2, ms);
+	if (r < 0)
+		return -1;
+	return kfd >= 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP)) ? 1 : 0;
+}
+
+/* ---- fd table ---- */
+
+static void put(int fd, struct xps *x)
+{
+	if ((unsigned int)fd < XP_FD_MAX)
+		__atomic_store_n(&xps_fds[fd], x, __ATOMIC_RELEASE);
+}
+
+/* Lock held: the last fd of @x went; end its stream. */
+static void release(struct xps *x)
+{
+	if (x->s)
+		xvi_stream__close(x->s);
+	free(x);
+}
+
+static void drop(int fd)
+{
+	struct xps *x = xps_get(fd);
+
+	if (!x)
+		return;
+	put(fd, NULL);
+	lock();
+	if (--x->refs == 0)
+		release(x);
+	unlock();
+}
+
+static struct xps *add(int fd, enum xps_state st, bool nonblock)
+{
+	struct xps *x;
+
+	drop(fd);	/* an entry left by a close the preload did not see */
+	if ((unsigned int)fd >= XP_FD_MAX)
+		return NULL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->state = st;
+	x->refs = 1;
+	x->nonblock = nonblock;
+	put(fd, x);
+	return x;
+}
+
+void xps_socket(int fd, int domain, int type, int protocol)
+{
+	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (!xps_enabled || domain != AF_INET || base != SOCK_STREAM ||
+	    (protocol && protocol != IPPROTO_TCP))
+		return;
+	if (!add(fd, XPS_NEW, type & SOCK_NONBLOCK))
+		xp_info("fd %d: TCP socket stays on the kernel: fd above the table", fd);
+}
+
+void xps_dup(int old, int fd)
+{
+	struct xps *x = xps_get(old);
+
+	if (old == fd)
+		return;
+	drop(fd);
+	if (!x)
+		return;
+	lock();
+	x->refs++;
+	unlock();
+	put(fd, x);
+}
+
+int xps_close(int fd)
+{
+	drop(fd);
+	return REAL(close)(fd);
+}
+
+/* ---- contexts ---- */
+
+static struct xps_ctx *find_ctx(const char *ifname, const struct sockaddr_in *local,
+				bool client)
+{
+	int i;
+
+	for (i = 0; i < nctx; i++) {
+		struct xps_ctx *c = &ctxs[i];
+
+		if (strcmp(c->ifname, ifname) || c->client != client)
+			continue;
+		if (client || (c->local.sin_port == local->sin_port &&
+			       c->local.sin_addr.s_addr == local->sin_addr.s_addr))
+			return c;
+	}
+	return NULL;
+}
+
+/*
+ * Lock held.  The context on @ifname for @local (client: the interface's
+ * connect-side one, on a free port).  NULL with errno and a reason logged.
+ */
+static struct xps_ctx *get_ctx(int fd, const char *ifname, struct sockaddr_in local,
+			       bool client)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o);
+	struct xps_ctx *c = find_ctx(ifname, &local, client);
+	struct xvi_endpoint *ep;
+	struct xvi_stream_ctx *ctx;
+	int port;
+
+	if (c)
+		return c;
+	if (nctx == XPS_MAX_CTX) {
+		xp_info("fd %d: TCP on the kernel: %d stream contexts in use", fd, nctx);
+		errno = ENOSPC;
+		return NULL;
+	}
+	if (client) {
+		xp_inside++;
+		port = free_port(local.sin_addr);
+		xp_inside--;
+		if (port < 0) {
+			errno = -port;
+			return NULL;
+		}
+		local.sin_port = htons(port);
+	}
+	ep = open_ep(ifname, &local);
+	if (!ep) {
+		int e = errno;
+
+		xp_info("fd %d: TCP on the kernel: endpoint %s:%u on %s: %s: %s", fd,
+			inet_ntoa(local.sin_addr), ntohs(local.sin_port), ifname, strerror(e),
+			xp_last_libxvi_msg());
+		errno = e;
+		return NULL;
+	}
+	xp_inside++;
+	ctx = xvi_stream_ctx__new(ep, &o);
+	xp_inside--;
+	if (!ctx) {
+		int e = errno;
+
+		xp_info("fd %d: TCP on the kernel: stream context on %s: %s", fd, ifname,
+			strerror(e));
+		xp_inside++;
+		xvi_endpoint__close(ep);
+		xp_inside--;
+		errno = e;
+		return NULL;
+	}
+	c = &ctxs[nctx];
+	c->ep = ep;
+	c->ctx = ctx;
+	c->fd = xvi_stream_ctx__fd(ctx);
+	c->client = client;
+	memcpy(c->ifname, ifname, IF_NAMESIZE);
+	c->local = local;
+	__atomic_store_n(&nctx, nctx + 1, __ATOMIC_RELEASE);
+	return c;
+}
+
+static void report_ctx(struct xps_ctx *c)
+{
+	XVI_OPTS(xvi_stream_ctx_stats, st);
+	XVI_OPTS(xvi_endpoint_stats, es);
+	char line[512];
+	int n;
+
+	xvi_stream_ctx__stats(c->ctx, &st);
+	xvi_endpoint__stats(c->ep, &es);
+	n = snprintf(line, sizeof(line),
+		     "stream-ctx pid=%d local=%s:%u iface=%s role=%s rx_segs=%llu tx_segs=%llu "
+		     "tx_rst=%llu rx_frames=%llu tx_frames=%llu\n", getpid(),
+		     inet_ntoa(c->local.sin_addr), ntohs(c->local.sin_port), c->ifname,
+		     c->client ? "connect" : "listen", (unsigned long long)st.rx_segs,
+		     (unsigned long long)st.tx_segs, (unsigned long long)st.tx_rst,
+		     (unsigned long long)es.rx_frames, (unsigned long long)es.tx_frames);
+	xp_info("%.*s", n - 1, line);
+	xp_stats_line(line, n);
+}
+
+/* At exit: the counts, and every context freed so closed streams finish. */
+__attribute__((destructor)) static void xps_exit(void)
+{
+	char line[512];
+	int i, n;
+
+	if (!xps_enabled)
+		return;
+	lock();
+	n = snprintf(line, sizeof(line),
+		     "streams pid=%d connect_xvi=%u connect_tcp=%u (timeout %u, refused %u, "
+		     "known %u, other %u) accept_xvi=%u accept_tcp=%u listen_xvi=%u "
+		     "listen_tcp=%u tx_bytes=%llu rx_bytes=%llu\n", getpid(), cnt.connect_xvi,
+		     cnt.connect_tcp_timeout + cnt.connect_tcp_refused + cnt.connect_tcp_known +
+		     cnt.connect_tcp_other, cnt.connect_tcp_timeout, cnt.connect_tcp_refused,
+		     cnt.connect_tcp_known, cnt.connect_tcp_other, cnt.accept_xvi,
+		     cnt.accept_tcp, cnt.listen_xvi, cnt.listen_tcp,
+		     (unsigned long long)cnt.tx_bytes, (unsigned long long)cnt.rx_bytes);
+	xp_info("%.*s", n - 1, line);
+	xp_stats_line(line, n);
+	for (i = 0; i < nctx; i++) {
+		report_ctx(&ctxs[i]);
+		xp_inside++;
+		xvi_stream_ctx__free(ctxs[i].ctx);
+		xvi_endpoint__close(ctxs[i].ep);
+		xp_inside--;
+	}
+	nctx = 0;
+	unlock();
+}
+
+/* ---- bind, listen, accept ---- */
+
+int xps_bind(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct xps *x = xps_get(fd);
+	int r = REAL(bind)(fd, addr, len);
+
+	if (!r && x && addr && len >= sizeof(x->local) && addr->sa_family == AF_INET)
+		x->local = *(const struct sockaddr_in *)addr;
+	return r;
+}
+
+XP_API int listen(int fd, int backlog)
+{
+	struct xps *x = xps_get(fd);
+	struct sockaddr_in local;
+	socklen_t len = sizeof(local);
+	char ifname[IF_NAMESIZE] = "";
+	struct xvi_stream *s = NULL;
+	struct xps_ctx *c;
+	int r;
+
+	r = REAL(listen)(fd, backlog);
+	if (r || !x || x->state != XPS_NEW)
+		return r;
+	if (REAL(getsockname)(fd, (struct sockaddr *)&local, &len))
+		return 0;
+	x->local = local;
+	if (choose_iface(-1, &local, NULL, ifname))
+		goto kernel;
+	lock();
+	c = get_ctx(fd, ifname, local, false);
+	if (c) {
+		XVI_OPTS(xvi_stream_opts, so, .flags = XVI_STREAM_NONBLOCK);
+
+		s = xvi_stream__socket(c->ctx, &so);
+		if (s && (xvi_stream__bind(s, ntohs(local.sin_port)) ||
+			  xvi_stream__listen(s, backlog))) {
+			xp_info("fd %d: xvi listener on service %u: %s", fd,
+				ntohs(local.sin_port), strerror(errno));
+			xvi_stream__close(s);
+			s = NULL;
+		}
+	}
+	if (!s) {
+		unlock();
+		goto kernel;
+	}
+	x->c = c;
+	x->s = s;
+	x->state = XPS_LISTEN;
+	cnt.listen_xvi++;
+	unlock();
+	xp_info("fd %d listens on %s:%u: kernel TCP and xvi streams (endpoint %s:%u on %s)",
+		fd, inet_ntoa(local.sin_addr), ntohs(local.sin_port),
+		inet_ntoa(c->local.sin_addr), ntohs(c->local.sin_port), c->ifname);
+	return 0;
+kernel:
+	__atomic_fetch_add(&cnt.listen_tcp, 1, __ATOMIC_RELAXED);
+	xp_info("fd %d listens on kernel TCP only (no xvi listener, see above)", fd);
+	drop(fd);
+	return 0;
+}
+
+static void put_in(const struct sockaddr_in *a, struct sockaddr *out, socklen_t *len)
+{
+	if (!out || !len)
+		return;
+	memcpy(out, a, *len < sizeof(*a) ? *len : sizeof(*a));
+	*len = sizeof(*a);
+}
+
+/* An xvi connection from listener @x, or NULL (errno EAGAIN: none yet). */
+static int accept_xvi(int lfd, struct xps *x, struct sockaddr *addr, socklen_t *alen,
+		      int flags)
+{
+	union xvi_sockaddr peer;
+	struct xvi_stream *s;
+	struct xps *n;
+	int fd;
+
+	lock();
+	s = xvi_stream__accept(x->s, &peer);
+	unlock();
+	if (!s)
+		return -1;
+	/* The stand-in: a kernel TCP socket that is never connected. */
+	fd = REAL(socket)(AF_INET, SOCK_STREAM | (flags & SOCK_CLOEXEC), 0);
+	if (fd < 0)
+		goto abort;
+	n = add(fd, XPS_CONN, flags & SOCK_NONBLOCK);
+	if (!n) {
+		REAL(close)(fd);
+		errno = EMFILE;
+		goto abort;
+	}
+	if (flags & SOCK_NONBLOCK)
+		REAL(fcntl)(fd, F_SETFL, O_NONBLOCK);
+	n->c = x->c;
+	n->s = s;
+	n->local = x->local;
+	n->peer = peer.in;
+	n->nodelay = x->nodelay;
+	lock();
+	if (n->nodelay)
+		xvi_stream__set_flags(s, XVI_STREAM_NONBLOCK | XVI_STREAM_NODELAY);
+	cnt.accept_xvi++;
+	unlock();
+	put_in(&n->peer, addr, alen);
+	xp_info("fd %d: accepted %s:%u over an xvi stream on fd %d", lfd,
+		inet_ntoa(n->peer.sin_addr), ntohs(n->peer.sin_port), fd);
+	return fd;
+abort:
+	lock();
+	xvi_stream__abort(s);
+	unlock();
+	return -1;
+}
+
+static int do_accept(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	struct xps *x = xps_get(fd);
+	int r, k;
+
+	if (!x || x->state != XPS_LISTEN)
+		return REAL(accept4)(fd, addr, alen, flags);
+	for (;;) {
+		r = accept_xvi(fd, x, addr, alen, flags);
+		if (r >= 0 || errno != EAGAIN)
+			return r;
+		if (x->nonblock) {
+			r = REAL(accept4)(fd, addr, alen, flags);
+			break;
+		}
+		k = sleep_on(x->c, fd, -1);
+		if (k < 0)
+			return -1;
+		if (k == 1) {
+			/* A kernel connection: the listener is blocking, take it. */
+			r = REAL(accept4)(fd, addr, alen, flags);
+			break;
+		}
+	}
+	if (r >= 0) {
+		__atomic_fetch_add(&cnt.accept_tcp, 1, __ATOMIC_RELAXED);
+		xp_info("fd %d: accepted a kernel TCP connection on fd %d", fd, r);
+	}
+	return r;
+}
+
+XP_API int accept(int fd, struct sockaddr *addr, socklen_t *alen)
+{
+	return do_accept(fd, addr, alen, 0);
+}
+
+XP_API int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
+{
+	return do_accept(fd, addr, alen, flags);
+}
+
+/* ---- connect ---- */
+
+static struct xps_peer *known_peer(const struct sockaddr_in *a)
+{
+	int i;
+
+	for (i = 0; i < npeers; i++)
+		if (peers[i].addr.sin_addr.s_addr == a->sin_addr.s_addr &&
+		    peers[i].addr.sin_port == a->sin_port)
+			return &peers[i];
+	return NULL;
+}
+
+static void remember(const struct sockaddr_in *a, const char *why)
+{
+	struct xps_peer *p = known_peer(a);
+
+	if (!p)
+		p = &peers[npeers < XPS_MAX_PEERS ? npeers++ : (int)(now_ms() % XPS_MAX_PEERS)];
+	p->addr = *a;
+	p->why = why;
+}
+
+/* Try an xvi stream to @dst within connect_ms: 0, or the reason it failed. */
+static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
+{
+	XVI_OPTS(xvi_stream_info, info);
+	XVI_OPTS(xvi_stream_opts, so,
+		 .flags = XVI_STREAM_NONBLOCK | (x->nodelay ? XVI_STREAM_NODELAY : 0));
+	struct sockaddr_in any = { .sin_family = AF_INET };
+	char ifname[IF_NAMESIZE] = "";
+	union xvi_sockaddr peer = { .in = *dst };
+	struct xvi_stream *s;
+	struct xps_ctx *c;
+	__u64 end = now_ms() + connect_ms;
+	int r;
+
+	if (choose_iface(-1, &any, dst, ifname))
+		return "no interface";
+	if (route_src(dst, &any.sin_addr))
+		return "no route";
+	lock();
+	c = get_ctx(fd, ifname, any, true);
+	s = c ? xvi_stream__socket(c->ctx, &so) : NULL;
+	if (!s) {
+		unlock();
+		return "no stream context";
+	}
+	r = xvi_stream__connect(s, &peer, ntohs(dst->sin_port));
+	for (;;) {
+		xvi_stream_ctx__process(c->ctx);
+		xvi_stream__info(s, &info);
+		if (info.state != XVI_SS_SYN_SENT)
+			break;
+		unlock();
+		r = (int)(end - now_ms());
+		if ((__s64)(end - now_ms()) <= 0 || sleep_on(c, -1, r) < 0) {
+			lock();
+			xvi_stream__abort(s);
+			unlock();
+			return (__s64)(end - now_ms()) <= 0 ? "timeout" : "interrupted";
+		}
+		lock();
+	}
+	if (info.state < XVI_SS_ESTABLISHED) {
+		xvi_stream__abort(s);
+		unlock();
+		return info.error == ECONNREFUSED || !info.error ? "refused" : strerror(info.error);
+	}
+	x->c = c;
+	x->s = s;
+	x->peer = *dst;
+	x->local = c->local;
+	x->local.sin_addr = any.sin_addr;
+	x->state = XPS_CONN;
+	cnt.connect_xvi++;
+	unlock();
+	return NULL;
+}
+
+int xps_connect(int fd, const struct sockaddr *addr, socklen_t len)
+{
+	struct xps *x = xps_get(fd);
+	const struct sockaddr_in *dst = (const struct sockaddr_in *)addr;
+	struct xps_peer *known;
+	const char *why;
+
+	if (x->state == XPS_CONN)
+		return fail(EISCONN);
+	if (x->state != XPS_NEW || !addr || len < sizeof(*dst) || addr->sa_family != AF_INET)
+		return REAL(connect)(fd, addr, len);
+	lock();
+	known = known_peer(dst);
+	why = known ? known->why : NULL;
+	unlock();
+	if (known) {
+		__atomic_fetch_add(&cnt.connect_tcp_known, 1, __ATOMIC_RELAXED);
+		xp_info("fd %d: connect %s:%u over kernel TCP (earlier: %s)", fd,
+			inet_ntoa(dst->sin_addr), ntohs(dst->sin_port), why);
+		drop(fd);
+		return REAL(connect)(fd, addr, len);
+	}
+	why = try_xvi(fd, x, dst);
+	if (!why) {
+		xp_info("fd %d: connect %s:%u over an xvi stream", fd,
+			inet_ntoa(dst->sin_addr), ntohs(dst->sin_port));
+		return 0;
+	}
+	lock();
+	remember(dst, why);
+	if (!strcmp(why, "timeout"))
+		cnt.connect_tcp_timeout++;
+	else if (!strcmp(why, "refused"))
+		cnt.connect_tcp_refused++;
+	else
+		cnt.connect_tcp_other++;
+	unlock();
+	xp_info("fd %d: connect %s:%u over kernel TCP: xvi stream %s%s", fd,
+		inet_ntoa(dst->sin_addr), ntohs(dst->sin_port), why,
+		!strcmp(why, "timeout") ? " (--stream-timeout)" : "");
+	drop(fd);
+	return REAL(connect)(fd, addr, len);
+}
+
+/* ---- data ---- */
+
+static ssize_t kernel_sendmsg(int fd, const struct iovec *iov, int n, int flags)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+
+	return REAL(sendmsg)(fd, &m, flags);
+}
+
+static ssize_t kernel_recvmsg(int fd, const struct iovec *iov, int n, int flags)
+{
+	struct msghdr m = { .msg_iov = (struct iovec *)iov, .msg_iovlen = n };
+
+	return REAL(recvmsg)(fd, &m, flags);
+}
+
+ssize_t xps_send(int fd, const struct iovec *iov, int n, int flags)
+{
+	struct xps *x = xps_get(fd);
+	bool wait = !x->nonblock && !(flags & MSG_DONTWAIT);
+	size_t done = 0, off;
+	ssize_t r;
+	int i;
+
+	if (x->state != XPS_CONN)
+		return kernel_sendmsg(fd, iov, n, flags);
+	for (i = 0; i < n; i++) {
+		off = 0;
+		while (off < iov[i].iov_len) {
+			lock();
+			r = xvi_stream__send(x->s, (const char *)iov[i].iov_base + off,
+					     iov[i].iov_len - off, 0);
+			unlock();
+			if (r > 0) {
+				off += r;
+				done += r;
+				__atomic_fetch_add(&cnt.tx_bytes, r, __ATOMIC_RELAXED);
+				continue;
+			}
+			if (r == -EAGAIN && wait) {
+				if (sleep_on(x->c, -1, -1) < 0)
+					return done ? (ssize_t)done : -1;
+				continue;
+			}
+			if (done)
+				return done;
+			if (r == -EAGAIN)
+				return fail(EAGAIN);
+			/* As TCP: a send on a closed stream is EPIPE and SIGPIPE. */
+			if (r == -EPIPE && !(flags & MSG_NOSIGNAL))
+				raise(SIGPIPE);
+			return fail((int)-r);
+		}
+	}
+	return done;
+}
+
+ssize_t xps_recv(int fd, const struct iovec *iov, int n, int flags)
+{
+	struct xps *x = xps_get(fd);
+	bool wait = !x->nonblock && !(flags & MSG_DONTWAIT);
+	size_t done = 0, off = 0;
+	int i = 0, err = 0;
+	ssize_t r;
+
+	if (x->state != XPS_CONN)
+		return kernel_recvmsg(fd, iov, n, flags);
+	if (flags & (MSG_PEEK | MSG_OOB)) {
+		xp_info("fd %d: recv flags 0x%x on an xvi stream: not supported (EOPNOTSUPP)",
+			fd, flags);
+		return fail(EOPNOTSUPP);
+	}
+	while (i < n) {
+		if (off == iov[i].iov_len) {
+			i++;
+			off = 0;
+			continue;
+		}
+		lock();
+		r = xvi_stream__recv(x->s, (char *)iov[i].iov_base + off, iov[i].iov_len - off, 0);
+		unlock();
+		if (r > 0) {
+			off += r;
+			done += r;
+			__atomic_fetch_add(&cnt.rx_bytes, r, __ATOMIC_RELAXED);
+			continue;
+		}
+		if (r == 0)
+			break;				/* end of stream */
+		if (r == -EAGAIN) {
+			/* Once something came, wait for more only with MSG_WAITALL. */
+			if (done && !(flags & MSG_WAITALL))
+				break;
+			err = EAGAIN;
+			if (!wait)
+				break;
+			if (sleep_on(x->c, -1, -1) < 0) {
+				err = errno;	/* EINTR */
+				break;
+			}
+			continue;
+		}
+		err = (int)-r;
+		break;
+	}
+	if (!done && err)
+		return fail(err);
+	return done;
+}
+
+ssize_t xps_sendmsg(int fd, const struct msghdr *msg, int flags)
+{
+	struct xps *x = xps_get(fd);
+
+	if (x->state != XPS_CONN || !msg)
+		return REAL(sendmsg)(fd, msg, flags);
+	return xps_send(fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
+}
+
+ssize_t xps_recvmsg(int fd, struct msghdr *msg, int flags)
+{
+	struct xps *x = xps_get(fd);
+	ssize_t r;
+
+	if (x->state != XPS_CONN || !msg)
+		return REAL(recvmsg)(fd, msg, flags);
+	r = xps_recv(fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
+	if (r < 0)
+		return r;
+	if (msg->msg_name)
+		put_in(&x->peer, msg->msg_name, &msg->msg_namelen);
+	msg->msg_controllen = 0;
+	msg->msg_flags = 0;
+	return r;
+}
+
+XP_API int shutdown(int fd, int how)
+{
+	struct xps *x = xps_get(fd);
+	int r;
+
+	if (!x || x->state != XPS_CONN)
+		return REAL(shutdown)(fd, how);
+	lock();
+	/* SHUT_RDWR: the stream takes one direction per call. */
+	r = how == SHUT_RDWR ? xvi_stream__shutdown(x->s, SHUT_WR) : 0;
+	if (!r)
+		r = xvi_stream__shutdown(x->s, how == SHUT_RDWR ? SHUT_RD : how);
+	unlock();
+	return r ? fail(-r) : 0;
+}
+
+/* ---- control ---- */
+
+int xps_fcntl(int fd, int cmd, unsigned long arg)
+{
+	struct xps *x = xps_get(fd);
+	int r = REAL(fcntl)(fd, cmd, arg);
+
+	if (r < 0)
+		return r;
+	if (cmd == F_SETFL)
+		x->nonblock = arg & O_NONBLOCK;
+	else if (cmd == F_DUPFD || cmd == F_DUPFD_CLOEXEC)
+		xps_dup(fd, r);
+	return r;
+}
+
+int xps_ioctl(int fd, unsigned long req, void *arg)
+{
+	XVI_OPTS(xvi_stream_info, info);
+	struct xps *x = xps_get(fd);
+
+	if (req == FIONBIO && arg)
+		x->nonblock = *(int *)arg;
+	if (x->state == XPS_CONN && (req == FIONREAD || req == TIOCOUTQ) && arg) {
+		lock();
+		xvi_stream_ctx__process(x->c->ctx);
+		xvi_stream__info(x->s, &info);
+		unlock();
+		*(int *)arg = (int)(req == FIONREAD ? info.rcv_queued : info.snd_queued);
+		return 0;
+	}
+	return REAL(ioctl)(fd, req, arg);
+}
+
+int xps_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
+{
+	struct xps *x = xps_get(fd);
+	int r, v = 0;
+
+	/* The kernel socket keeps every value, for getsockopt and fallback. */
+	r = REAL(setsockopt)(fd, level, name, val, len);
+	if (r)
+		return r;
+	if (val && len >= sizeof(int))
+		memcpy(&v, val, sizeof(int));
+	if (level == IPPROTO_TCP && name == TCP_NODELAY) {
+		x->nodelay = v;
+		if (x->s) {
+			lock();
+			xvi_stream__set_flags(x->s, XVI_STREAM_NONBLOCK |
+					      (v ? XVI_STREAM_NODELAY : 0));
+			unlock();
+		}
+	} else if (x->state == XPS_CONN && level != SOL_SOCKET) {
+		xp_info("fd %d: option level %d name %d kept by the kernel socket, not "
+			"applied to the xvi stream", fd, level, name);
+	}
+	return 0;
+}
+
+int xps_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
+{
+	XVI_OPTS(xvi_stream_info, info);
+	struct xps *x = xps_get(fd);
+
+	if (x->state != XPS_CONN || level != SOL_SOCKET || name != SO_ERROR || !val || !len ||
+	    *len < sizeof(int))
+		return REAL(getsockopt)(fd, level, name, val, len);
+	lock();
+	xvi_stream__info(x->s, &info);
+	unlock();
+	*(int *)val = info.error;
+	*len = sizeof(int);
+	return 0;
+}
+
+int xps_getsockname(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct xps *x = xps_get(fd);
+
+	if (x->state != XPS_CONN)
+		return REAL(getsockname)(fd, addr, len);
+	if (!addr || !len)
+		return fail(EFAULT);
+	put_in(&x->local, addr, len);
+	return 0;
+}
+
+int xps_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
+{
+	struct xps *x = xps_get(fd);
+
+	if (x->state != XPS_CONN)
+		return REAL(getpeername)(fd, addr, len);
+	if (!addr || !len)
+		return fail(EFAULT);
+	put_in(&x->peer, addr, len);
+	return 0;
+}
+
+/* ---- readiness ---- */
+
+static bool is_stream(int fd)
+{
+	struct xps *x = xps_get(fd);
+
+	return x && x->state != XPS_NEW;
+}
+
+bool xps_any_poll(struct pollfd *fds, nfds_t n)
+{
+	nfds_t i;
+
+	if (nested || !xps_enabled)
+		return false;
+	for (i = 0; i < n; i++)
+		if (is_stream(fds[i].fd))
+			return true;
+	return false;
+}
+
+bool xps_any_select(int nfds, const fd_set *rd, const fd_set *wr, const fd_set *ex)
+{
+	int fd;
+
+	if (nested || !xps_enabled)
+		return false;
+	for (fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
+		if (((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) ||
+		     (ex && FD_ISSET(fd, ex))) && is_stream(fd))
+			return true;
+	return false;
+}
+
+/*
+ * poll with streams: a stream's readiness is the library's
+ * (xvi_stream__poll); the kernel waits on the other fds, a listener's
+ * kernel fd, and the fds of the streams' contexts, then the streams are
+ * looked at again.  The kernel part goes through the UDP mode's ppoll, so
+ * xvi UDP sockets may be in the same call.
+ */
+int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
+{
+	struct pollfd k[XPS_MAX_POLL + XPS_MAX_CTX];
+	int map[XPS_MAX_POLL];
+	__u64 end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	nfds_t i, nk;
+	int ready, r, j, ms;
+
+	if (n > XPS_MAX_POLL)
+		return fail(EINVAL);
+	for (;;) {
+		ready = 0;
+		nk = 0;
+		lock();
+		for (i = 0; i < n; i++) {
+			struct xps *x = xps_get(fds[i].fd);
+			struct xvi_stream_pollfd sp;
+
+			fds[i].revents = 0;
+			map[i] = -1;
+			if (x && x->state != XPS_NEW) {
+				sp.s = x->s;
+				sp.events = fds[i].events & (POLLIN | POLLOUT | POLLRDNORM |
+							     POLLWRNORM);
+				if (fds[i].events & (POLLIN | POLLRDNORM))
+					sp.events |= POLLIN;
+				if (fds[i].events & (POLLOUT | POLLWRNORM))
+					sp.events |= POLLOUT;
+				if (xvi_stream__poll(&sp, 1, 0) > 0) {
+					fds[i].revents = sp.revents & (POLLIN | POLLOUT | POLLERR |
+								       POLLHUP);
+					if ((sp.revents & POLLIN) && (fds[i].events & POLLRDNORM))
+						fds[i].revents |= POLLRDNORM;
+					if ((sp.revents & POLLOUT) &&
+					    (fds[i].events & POLLWRNORM))
+						fds[i].revents |= POLLWRNORM;
+					if ((sp.revents & POLLHUP) && (fds[i].events & POLLRDHUP))
+						fds[i].revents |= POLLRDHUP;
+				}
+				ready += fds[i].revents != 0;
+				if (x->state == XPS_CONN)
+					continue;
+			}
+			map[i] = (int)nk;
+			k[nk].fd = fds[i].fd;
+			k[nk].events = fds[i].events;
+			k[nk++].revents = 0;
+		}
+		for (j = 0; j < nctx; j++) {
+			k[nk].fd = ctxs[j].fd;
+			k[nk].events = POLLIN;
+			k[nk++].revents = 0;
+		}
+		unlock();
+		if (ready || !timeout_ms)
+			ms = 0;
+		else if (timeout_ms < 0)
+			ms = -1;
+		else
+			ms = (int)((__s64)(end - now_ms()) > 0 ? end - now_ms() : 0);
+		if (ms != 0 && __atomic_load_n(&threads, __ATOMIC_RELAXED) > 1 &&
+		    (ms < 0 || ms > 2))
+			ms = 2;		/* see sleep_on */
+		nested = true;
+		if (mask) {
+			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+			r = ppoll(k, nk, ms < 0 ? NULL : &ts, mask);
+		} else {
+			r = poll(k, nk, ms);
+		}
+		nested = false;
+		if (r < 0)
+			return r;
+		for (i = 0; i < n; i++) {
+			if (map[i] < 0)
+				continue;
+			if (!fds[i].revents && k[map[i]].revents)
+				ready++;
+			fds[i].revents |= k[map[i]].revents;
+		}
+		if (ready)
+			return ready;
+		if (!timeout_ms || (timeout_ms > 0 && (__s64)(end - now_ms()) <= 0))
+			return 0;
+	}
+}
+
+/* select's answer for @fd in @set: kept if @ready, else cleared. */
+static int keep(fd_set *set, int fd, bool ready)
+{
+	if (!set || !FD_ISSET(fd, set))
+		return 0;
+	if (ready)
+		return 1;
+	FD_CLR(fd, set);
+	return 0;
+}
+
+int xps_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout_ms,
+	       const sigset_t *mask)
+{
+	struct pollfd p[FD_SETSIZE];
+	int fd, n = 0, r, i, hits = 0;
+
+	if (nfds > FD_SETSIZE)
+		nfds = FD_SETSIZE;
+	for (fd = 0; fd < nfds; fd++) {
+		short ev = 0;
+
+		if (rd && FD_ISSET(fd, rd))
+			ev |= POLLIN;
+		if (wr && FD_ISSET(fd, wr))
+			ev |= POLLOUT;
+		if (ex && FD_ISSET(fd, ex))
+			ev |= POLLPRI;
+		if (ev) {
+			p[n].fd = fd;
+			p[n++].events = ev;
+		}
+	}
+	r = xps_poll(p, n, timeout_ms, mask);
+	if (r < 0)
+		return r;
+	for (i = 0; i < n; i++) {
+		short re = p[i].revents;
+
+		if (re & POLLNVAL)
+			return fail(EBADF);
+		hits += keep(rd, p[i].fd, re & (POLLIN | POLLHUP | POLLERR));
+		hits += keep(wr, p[i].fd, re & (POLLOUT | POLLERR));
+		hits += keep(ex, p[i].fd, re & POLLPRI);
+	}
+	return hits;
+}
+
+int xps_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
+{
+	if (!is_stream(fd) || op == EPOLL_CTL_DEL)
+		return REAL(epoll_ctl)(epfd, op, fd, ev);
+	/* Not built yet: say so rather than report a kernel fd that never fires. */
+	xp_note(XR_OPTION, fd, "epoll on a TCP socket over an xvi stream is not supported "
+		"yet: refused with EPERM (run without --streams)");
+	return fail(EPERM);
+}
