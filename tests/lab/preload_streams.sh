@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# preload_streams.sh: unmodified TCP programs under `xvi-run --streams` on
+# the two-node lab, datapath on both nodes.  A row that runs both ends
+# under xvi-run checks that the connection went over an xvi stream: the
+# client's --stats show the connect over xvi and the bytes through it, the
+# stream context's segments and endpoint frames moved, and neither node's
+# kernel TCP opened a connection (/proc/net/snmp, Tcp ActiveOpens on the
+# client, PassiveOpens on the server).  The fallback rows check the other
+# way round: the kernel's counters moved.
+
+. "$(dirname "$0")/_tap.sh"
+
+XVIRUN=$T_BIN/xvi-run
+SIZE=$((4 * 1024 * 1024 + 333))
+
+t_setup() {
+	t_need "$XDPVI" "$XVIRUN" "$T_B/lib/libxvi-preload.so" "$(command -v curl)" "$(command -v iperf3)" || return 1
+	t_lab_up ps || return 1
+	t_attach a && t_attach b
+}
+
+# "ActiveOpens PassiveOpens" of the kernel's TCP in NODE's namespace.
+_tcp_opens() {
+	t_x "$1" cat /proc/net/snmp | awk '$1 == "Tcp:" && $6 ~ /^[0-9]+$/ { print $6, $7 }'
+}
+
+# Counter NAME of the first line starting with KIND in --stats FILE.
+_stat() {
+	sed -n "s/^$2 .* $3=\([0-9]*\).*/\1/p" "$1" 2>/dev/null | head -1
+}
+
+# An HTTP server (python3 -m http.server, threaded) on b:PORT serving
+# $T_TMP/www, under xvi-run --streams when $1 = xvi.  Sets SRV_PID.
+_http_up() {
+	local mode=$1 port=$2 pre=()
+	mkdir -p "$T_TMP/www"
+	[ -s "$T_TMP/www/file" ] || head -c "$SIZE" /dev/urandom >"$T_TMP/www/file"
+	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v)
+	t_x -T 120 b "${pre[@]}" "$PY" -m http.server "$port" --bind 198.18.0.2 \
+		--directory "$T_TMP/www" >"$T_TMP/srv-$port.out" 2>"$T_TMP/srv-$port.err" &
+	SRV_PID=$!
+	t_wait_tcp_port b "$port" || { t_stop "$SRV_PID"; fail "HTTP server never listened:" \
+		"$(head -c 300 "$T_TMP/srv-$port.err")"; return 1; }
+	if [ "$mode" = xvi ]; then
+		t_wait_endpoint_port b "$port" || { t_stop "$SRV_PID"; fail "no xvi stream" \
+			"listener on b:$port: $(head -c 300 "$T_TMP/srv-$port.err")"; return 1; }
+	fi
+	return 0
+}
+
+# _curl MODE PORT OUT: curl on a (under xvi-run --streams for MODE xvi),
+# byte-exact download of the file.
+_curl() {
+	local mode=$1 port=$2 out=$3 pre=() rc
+	rm -f "$out" "$T_TMP/curl.stats"
+	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v --stats "$T_TMP/curl.stats")
+	t_x -T 60 a "${pre[@]}" curl -sS --max-time 50 -o "$out" \
+		"http://198.18.0.2:$port/file" 2>"$T_TMP/curl.err"
+	rc=$?
+	sed 's/^/# curl: /' "$T_TMP/curl.err" >&2
+	[ $rc -eq 0 ] || { fail "curl exit $rc: $(tail -c 300 "$T_TMP/curl.err")"; return 1; }
+	cmp -s "$T_TMP/www/file" "$out" || { fail "download differs: $(stat -c %s "$out" \
+		2>/dev/null) of $SIZE bytes"; return 1; }
+}
+
+# _fetch SERVER CLIENT PORT: the HTTP server on b and curl on a, each
+# under xvi-run --streams when its mode is xvi; sets OA/NA (node a's kernel
+# TCP opens before and after) and OB/NB (node b's).
+_fetch() {
+	_http_up "$1" "$3" || return
+	OA=$(_tcp_opens a)
+	OB=$(_tcp_opens b)
+	_curl "$2" "$3" "$T_TMP/dl-$3" || { t_stop "$SRV_PID"; return 1; }
+	NA=$(_tcp_opens a)
+	NB=$(_tcp_opens b)
+	t_stop "$SRV_PID"
+}
+
+# curl and the HTTP server both under xvi-run: over an xvi stream.
+case_curl_xvi() {
+	local rx segs frames
+	_fetch xvi xvi 8080 || return
+	sed 's/^/# stats: /' "$T_TMP/curl.stats" >&2
+	[ "$(_stat "$T_TMP/curl.stats" streams connect_xvi)" = 1 ] ||
+		fail "curl's connect did not go over an xvi stream (--stats)" || return
+	rx=$(_stat "$T_TMP/curl.stats" streams rx_bytes)
+	[ "${rx:-0}" -ge "$SIZE" ] || fail "only ${rx:-0} bytes came through the stream" || return
+	segs=$(_stat "$T_TMP/curl.stats" stream-ctx rx_segs)
+	frames=$(_stat "$T_TMP/curl.stats" stream-ctx rx_frames)
+	[ "${segs:-0}" -ge $((SIZE / 1500)) ] && [ "${frames:-0}" -ge "${segs:-0}" ] ||
+		fail "stream context counters did not move: rx_segs=$segs rx_frames=$frames" ||
+		return
+	[ "${OA% *}" = "${NA% *}" ] || fail "node a: kernel TCP ActiveOpens $OA -> $NA:" \
+		"a kernel connection was made" || return
+	[ "${OB#* }" = "${NB#* }" ] || fail "node b: kernel TCP PassiveOpens $OB -> $NB:" \
+		"a kernel connection was accepted" || return
+	t_log "rx_bytes=$rx rx_segs=$segs rx_frames=$frames, kernel TCP opens unchanged"
+}
+
+# Plain curl against the server under xvi-run: its listener takes kernel TCP.
+case_curl_kernel_client() {
+	_fetch xvi kernel 8081 || return
+	[ "${NB#* }" -gt "${OB#* }" ] || fail "node b: kernel TCP PassiveOpens did not move" \
+		"($OB -> $NB)" || return
+	grep -q "accepted a kernel TCP connection" "$T_TMP/srv-8081.err" ||
+		fail "the server did not log its kernel TCP accept" || return
+}
+
+# curl under xvi-run against a plain server: no stream answers, TCP after the bound.
+case_curl_fallback() {
+	_fetch kernel xvi 8082 || return
+	grep -q "over kernel TCP: xvi stream timeout" "$T_TMP/curl.err" ||
+		fail "no fallback line in curl's log" || return
+	[ "$(_stat "$T_TMP/curl.stats" streams connect_xvi)" = 0 ] &&
+		[ "$(_stat "$T_TMP/curl.stats" streams connect_tcp)" = 1 ] ||
+		fail "fallback not counted: $(head -1 "$T_TMP/curl.stats")" || return
+	[ "${NA% *}" -gt "${OA% *}" ] || fail "node a: kernel TCP ActiveOpens did not move" \
+		"($OA -> $NA)"
+}
+
+# iperf3 (TCP) under xvi-run --streams at both ends: control and data
+# connections over xvi streams, 32 MiB, kernel TCP untouched.
+case_iperf3() {
+	local oa ob na nb spid rc sent tx rx ss=$T_TMP/ip-s.stats cs=$T_TMP/ip-c.stats
+	rm -f "$ss" "$cs"
+	t_x -T 120 b "$XVIRUN" --streams -v --stats "$ss" iperf3 -s -1 -p 5301 -B 198.18.0.2 \
+		>"$T_TMP/ip-s.out" 2>"$T_TMP/ip-s.err" &
+	spid=$!
+	t_wait_endpoint_port b 5301 || { t_stop "$spid"; fail "iperf3 server never listened" \
+		"on xvi: $(head -c 300 "$T_TMP/ip-s.err")"; return 1; }
+	oa=$(_tcp_opens a)
+	ob=$(_tcp_opens b)
+	t_x -T 60 a "$XVIRUN" --streams -v --stats "$cs" iperf3 -c 198.18.0.2 -p 5301 -n 32M -J \
+		>"$T_TMP/ip-c.json" 2>"$T_TMP/ip-c.err"
+	rc=$?
+	wait "$spid"
+	na=$(_tcp_opens a)
+	nb=$(_tcp_opens b)
+	sed 's/^/# client: /' "$T_TMP/ip-c.err" "$cs" >&2
+	sed 's/^/# server: /' "$T_TMP/ip-s.err" "$ss" >&2
+	[ $rc -eq 0 ] || fail "iperf3 client exit $rc: $(tail -c 300 "$T_TMP/ip-c.json")" || return
+	# The server stops reading at the end of the test (the client says so
+	# on the control connection): it counts a little less than was sent.
+	sent=$("$PY" -c 'import json, sys
+j = json.load(open(sys.argv[1]))["end"]
+print(j["sum_sent"]["bytes"], j["sum_received"]["bytes"],
+      j["sum_received"]["bits_per_second"])' "$T_TMP/ip-c.json") ||
+		fail "iperf3 JSON has no result" || return
+	read -r tx rx _ <<<"$sent"
+	[ "$tx" -ge $((32 * 1024 * 1024)) ] && [ "$rx" -ge $((31 * 1024 * 1024)) ] ||
+		fail "iperf3 sent $tx bytes, received $rx" || return
+	[ "$(_stat "$cs" streams connect_xvi)" = 2 ] && [ "$(_stat "$cs" streams connect_tcp)" = 0 ] ||
+		fail "iperf3's connects not both over xvi: $(head -1 "$cs")" || return
+	[ "$(_stat "$ss" streams accept_xvi)" = 2 ] ||
+		fail "iperf3 server did not accept both over xvi: $(head -1 "$ss")" || return
+	[ "$(_stat "$cs" streams tx_bytes)" -ge $((32 * 1024 * 1024)) ] ||
+		fail "the data did not go through the stream: $(head -1 "$cs")" || return
+	[ "${oa% *}" = "${na% *}" ] && [ "${ob#* }" = "${nb#* }" ] ||
+		fail "kernel TCP opens moved: a $oa -> $na, b $ob -> $nb" || return
+	t_log "iperf3 sent, received bytes, bits/s: $sent; kernel TCP opens unchanged"
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	curl_xvi	case_curl_xvi	"curl and python3 http.server both under xvi-run --streams: 4 MiB over an xvi stream, byte-exact"
+	curl_kernel_client	case_curl_kernel_client	"plain curl against the http.server under xvi-run --streams: kernel TCP"
+	curl_fallback	case_curl_fallback	"curl under xvi-run --streams against a plain http.server: falls back to TCP"
+	iperf3		case_iperf3	"iperf3 TCP under xvi-run --streams at both ends: 32 MiB over xvi streams"
+)
+
+t_main "$@"
