@@ -286,10 +286,9 @@ static ssize_t xsendmsg(struct xsock *xs, const struct msghdr *msg, int flags)
 XP_API ssize_t sendto(int fd, const void *buf, size_t len, int flags,
 		      const struct sockaddr *to, socklen_t tolen)
 {
-	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
 	struct xsock *xs;
 
-	XPS_HOOK(fd, xps_send(fd, &v, 1, flags));	/* TCP ignores @to */
+	XPS_HOOK(fd, xps_sendto(fd, buf, len, flags, to, tolen));
 	xs = ready_to_send(fd, to, tolen);
 
 	if (!xs || xs->state != XS_XVI)

@@ -74,6 +74,7 @@ struct xp_real {
 	int (*listen)(int, int);		/* stream mode (stream.c) */
 	int (*accept4)(int, struct sockaddr *, socklen_t *, int);
 	int (*shutdown)(int, int);
+	ssize_t (*sendfile)(int, int, off_t *, size_t);
 };
 
 extern struct xp_real xp_real;

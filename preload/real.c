@@ -63,5 +63,6 @@ void xp_real_init(void)
 	RESOLVE(listen);
 	RESOLVE(accept4);
 	RESOLVE(shutdown);
+	RESOLVE(sendfile);
 	RESOLVE(socket);
 }

@@ -34,6 +34,7 @@
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
 #include <sys/ioctl.h>
+#include <sys/sendfile.h>
 #include "stream.h"
 #include "xvi_stream.h"
 
@@ -83,6 +84,8 @@ static int connect_ms = 300;
 static int threads;			/* threads that entered stream mode */
 static __thread bool thread_seen;
 static __thread bool nested;		/* inside xps_poll: plain calls */
+
+static void epoll_promote(int fd, struct xps *x);
 
 static struct {
 	unsigned int connect_xvi, connect_tcp_timeout, connect_tcp_refused,
@@ -150,6 +153,22 @@ static int sleep_on(struct xps_ctx *c, int kfd, int ms)
 	if (r < 0)
 		return -1;
 	return kfd >= 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP)) ? 1 : 0;
+}
+
+/* How long a poll or epoll_wait round may sleep: 0 if something is @ready. */
+static int wait_ms(int timeout_ms, __u64 end, int ready)
+{
+	int ms;
+
+	if (ready || !timeout_ms)
+		return 0;
+	if (timeout_ms < 0)
+		ms = -1;
+	else
+		ms = (int)((__s64)(end - now_ms()) > 0 ? end - now_ms() : 0);
+	if (ms != 0 && __atomic_load_n(&threads, __ATOMIC_RELAXED) > 1 && (ms < 0 || ms > 2))
+		ms = 2;		/* see sleep_on */
+	return ms;
 }
 
 /* ---- fd table ---- */
@@ -226,6 +245,7 @@ void xps_dup(int old, int fd)
 
 int xps_close(int fd)
 {
+	xps_epoll_forget(fd);
 	drop(fd);
 	return REAL(close)(fd);
 }
@@ -601,6 +621,7 @@ static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
 	x->local.sin_addr = any.sin_addr;
 	x->state = XPS_CONN;
 	cnt.connect_xvi++;
+	epoll_promote(fd, x);
 	unlock();
 	return NULL;
 }
@@ -759,6 +780,17 @@ ssize_t xps_recv(int fd, const struct iovec *iov, int n, int flags)
 	return done;
 }
 
+ssize_t xps_sendto(int fd, const void *buf, size_t len, int flags,
+		   const struct sockaddr *to, socklen_t tolen)
+{
+	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
+
+	/* A candidate's sendto may carry an address (MSG_FASTOPEN): the kernel's. */
+	if (xps_get(fd)->state != XPS_CONN)
+		return REAL(sendto)(fd, buf, len, flags, to, tolen);
+	return xps_send(fd, &v, 1, flags);	/* TCP ignores @to */
+}
+
 ssize_t xps_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct xps *x = xps_get(fd);
@@ -800,6 +832,51 @@ XP_API int shutdown(int fd, int how)
 	unlock();
 	return r ? fail(-r) : 0;
 }
+
+/*
+ * sendfile to a stream: read the file and send it, 64 KiB at a time (the
+ * stream copies anyway).  @off as sendfile's: NULL uses and moves the
+ * file's offset, else pread at *@off and update it.
+ */
+static ssize_t stream_sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct xps *x = xps_get(out);
+	char buf[65536];
+	struct iovec v = { .iov_base = buf };
+	size_t done = 0;
+	ssize_t r, w;
+
+	while (done < count) {
+		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
+
+		r = off ? pread(in, buf, want, *off) : REAL(read)(in, buf, want);
+		if (r <= 0)
+			return done ? (ssize_t)done : r;
+		v.iov_len = r;
+		w = xps_send(out, &v, 1, 0);
+		if (w > 0 && off)
+			*off += w;
+		else if (w > 0 && w < r)
+			lseek(in, w - r, SEEK_CUR);	/* give back what was not sent */
+		if (w > 0)
+			done += w;
+		if (w < r || x->nonblock)
+			return done ? (ssize_t)done : w;
+	}
+	return done;
+}
+
+XP_API ssize_t sendfile(int out, int in, off_t *off, size_t count)
+{
+	struct xps *x = xps_get(out);
+
+	if (!x || x->state != XPS_CONN)
+		return REAL(sendfile)(out, in, off, count);
+	return stream_sendfile(out, in, off, count);
+}
+
+XP_API ssize_t sendfile64(int out, int in, off_t *off, size_t count)
+	__attribute__((alias("sendfile")));
 
 /* ---- control ---- */
 
@@ -996,15 +1073,7 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			k[nk++].revents = 0;
 		}
 		unlock();
-		if (ready || !timeout_ms)
-			ms = 0;
-		else if (timeout_ms < 0)
-			ms = -1;
-		else
-			ms = (int)((__s64)(end - now_ms()) > 0 ? end - now_ms() : 0);
-		if (ms != 0 && __atomic_load_n(&threads, __ATOMIC_RELAXED) > 1 &&
-		    (ms < 0 || ms > 2))
-			ms = 2;		/* see sleep_on */
+		ms = wait_ms(timeout_ms, end, ready);
 		nested = true;
 		if (mask) {
 			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -1078,12 +1147,214 @@ int xps_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout_ms,
 	return hits;
 }
 
+/*
+ * epoll.  A stream has no kernel fd that tells its readiness, so the
+ * preload keeps its registrations (epfd, fd, events, data) itself and
+ * registers, in that epoll set, the fd of the stream's context under a
+ * marker; epoll_wait asks the library for the registered streams'
+ * readiness, waits in the kernel on the set (kernel fds, listeners'
+ * kernel fds, the markers), drops the markers from the answer and looks
+ * again.  A candidate's registration is kept too: when connect puts it on
+ * a stream, its kernel registration (an unconnected socket, always
+ * EPOLLHUP) is replaced by its context's marker.
+ */
+#define XPS_MARK 0x5876695374726d00ULL	/* "XviStrm" | context index */
+
+struct xps_reg {
+	int epfd;
+	int fd;
+	struct xps *x;
+	struct epoll_event ev;
+	bool armed;		/* EPOLLONESHOT: off once reported, until MOD */
+};
+
+static struct xps_reg *regs;
+static int nregs, capregs;
+
+static struct xps_reg *find_reg(int epfd, int fd)
+{
+	int i;
+
+	for (i = 0; i < nregs; i++)
+		if (regs[i].epfd == epfd && regs[i].fd == fd)
+			return &regs[i];
+	return NULL;
+}
+
+/* Lock held: the marker of @c in epoll set @epfd. */
+static void mark(int epfd, struct xps_ctx *c)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN,
+		.data.u64 = XPS_MARK | (__u64)(c - ctxs),
+	};
+
+	if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, c->fd, &ev) && errno == EEXIST)
+		errno = 0;
+}
+
+/* Lock held: @x (fd @fd) just went on a stream. */
+static void epoll_promote(int fd, struct xps *x)
+{
+	int i;
+
+	for (i = 0; i < nregs; i++) {
+		if (regs[i].x != x)
+			continue;
+		REAL(epoll_ctl)(regs[i].epfd, EPOLL_CTL_DEL, fd, NULL);
+		mark(regs[i].epfd, x->c);
+	}
+}
+
+/* Lock held: registrations of @fd (@epfd < 0: every set), or of set @fd. */
+static void unregister(int epfd, int fd)
+{
+	int i = 0;
+
+	while (i < nregs) {
+		if ((epfd < 0 && (regs[i].fd == fd || regs[i].epfd == fd)) ||
+		    (regs[i].epfd == epfd && regs[i].fd == fd))
+			regs[i] = regs[--nregs];
+		else
+			i++;
+	}
+}
+
+void xps_epoll_forget(int fd)
+{
+	if (!__atomic_load_n(&nregs, __ATOMIC_RELAXED))
+		return;
+	lock();
+	unregister(-1, fd);
+	unlock();
+}
+
 int xps_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
-	if (!is_stream(fd) || op == EPOLL_CTL_DEL)
-		return REAL(epoll_ctl)(epfd, op, fd, ev);
-	/* Not built yet: say so rather than report a kernel fd that never fires. */
-	xp_note(XR_OPTION, fd, "epoll on a TCP socket over an xvi stream is not supported "
-		"yet: refused with EPERM (run without --streams)");
-	return fail(EPERM);
+	struct xps *x = xps_get(fd);
+	struct xps_reg *r;
+	int err = 0;
+
+	lock();
+	r = find_reg(epfd, fd);
+	if (op == EPOLL_CTL_ADD && r)
+		err = EEXIST;
+	else if (op != EPOLL_CTL_ADD && !r)
+		err = ENOENT;
+	else if (op != EPOLL_CTL_DEL && !ev)
+		err = EFAULT;
+	else if (x->state != XPS_CONN && REAL(epoll_ctl)(epfd, op, fd, ev))
+		err = errno;	/* a candidate's or a listener's kernel socket */
+	if (err) {
+		unlock();
+		return fail(err);
+	}
+	if (op == EPOLL_CTL_DEL) {
+		unregister(epfd, fd);
+		unlock();
+		return 0;
+	}
+	if (!r) {
+		if (nregs == capregs) {
+			int cap = capregs ? 2 * capregs : 64;
+			struct xps_reg *n = realloc(regs, cap * sizeof(*n));
+
+			if (!n) {
+				if (x->state != XPS_CONN)
+					REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL);
+				unlock();
+				return fail(ENOMEM);
+			}
+			regs = n;
+			capregs = cap;
+		}
+		r = &regs[nregs];
+		r->epfd = epfd;
+		r->fd = fd;
+		r->x = x;
+		__atomic_store_n(&nregs, nregs + 1, __ATOMIC_RELEASE);
+	}
+	r->ev = *ev;
+	r->armed = true;
+	if (x->state != XPS_NEW)
+		mark(epfd, x->c);
+	unlock();
+	return 0;
+}
+
+bool xps_epoll_has(int epfd)
+{
+	bool has;
+
+	if (nested || !__atomic_load_n(&nregs, __ATOMIC_RELAXED))
+		return false;
+	lock();
+	has = false;
+	for (int i = 0; i < nregs && !has; i++)
+		has = regs[i].epfd == epfd;
+	unlock();
+	return has;
+}
+
+/* Lock held: the ready streams of set @epfd into @evs (at most @max). */
+static int stream_events(int epfd, struct epoll_event *evs, int max)
+{
+	struct xvi_stream_pollfd sp;
+	int i, k = 0;
+	__u32 want, got;
+
+	for (i = 0; i < nregs && k < max; i++) {
+		struct xps_reg *r = &regs[i];
+
+		if (r->epfd != epfd || !r->armed || r->x->state == XPS_NEW)
+			continue;
+		want = r->ev.events;
+		sp.s = r->x->s;
+		sp.events = (want & EPOLLIN ? POLLIN : 0) | (want & EPOLLOUT ? POLLOUT : 0);
+		if (xvi_stream__poll(&sp, 1, 0) <= 0)
+			continue;
+		got = (sp.revents & POLLIN ? EPOLLIN : 0) | (sp.revents & POLLOUT ? EPOLLOUT : 0) |
+		      (sp.revents & POLLERR ? EPOLLERR : 0) |
+		      (sp.revents & POLLHUP ? EPOLLHUP | (want & EPOLLRDHUP) : 0);
+		got &= want | EPOLLERR | EPOLLHUP;
+		if (!got)
+			continue;
+		evs[k].events = got;
+		evs[k++].data = r->ev.data;
+		if (want & EPOLLONESHOT)
+			r->armed = false;
+	}
+	return k;
+}
+
+int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
+		   const sigset_t *mask)
+{
+	__u64 end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int k, n, i, j, ms;
+
+	if (max <= 0)
+		return fail(EINVAL);
+	for (;;) {
+		lock();
+		k = stream_events(epfd, evs, max);
+		unlock();
+		ms = wait_ms(timeout_ms, end, k);
+		n = 0;
+		if (k < max) {
+			nested = true;
+			n = mask ? epoll_pwait(epfd, evs + k, max - k, ms, mask) :
+				   epoll_wait(epfd, evs + k, max - k, ms);
+			nested = false;
+			if (n < 0)
+				return k ? k : n;
+		}
+		for (i = k, j = k; i < k + n; i++)
+			if ((evs[i].data.u64 & ~0xffULL) != XPS_MARK)
+				evs[j++] = evs[i];
+		if (j)
+			return j;
+		if (!timeout_ms || (timeout_ms > 0 && (__s64)(end - now_ms()) <= 0))
+			return 0;
+	}
 }

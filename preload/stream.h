@@ -47,6 +47,8 @@ int xps_getsockname(int fd, struct sockaddr *addr, socklen_t *len);
 int xps_getpeername(int fd, struct sockaddr *addr, socklen_t *len);
 ssize_t xps_send(int fd, const struct iovec *iov, int n, int flags);
 ssize_t xps_recv(int fd, const struct iovec *iov, int n, int flags);
+ssize_t xps_sendto(int fd, const void *buf, size_t len, int flags,
+		   const struct sockaddr *to, socklen_t tolen);
 ssize_t xps_sendmsg(int fd, const struct msghdr *msg, int flags);
 ssize_t xps_recvmsg(int fd, struct msghdr *msg, int flags);
 /* poll/select: true if one of the fds is a stream or an xvi listener. */
@@ -56,5 +58,11 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 int xps_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout_ms,
 	       const sigset_t *mask);
 int xps_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+/* True if epoll set @epfd holds a stream-mode registration. */
+bool xps_epoll_has(int epfd);
+int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
+		   const sigset_t *mask);
+/* close(@fd): its registrations, or the set's if it is an epoll fd, go. */
+void xps_epoll_forget(int fd);
 
 #endif /* XVI_PRELOAD_STREAM_H */
