@@ -37,6 +37,7 @@
 #include <sys/sendfile.h>
 #include "stream.h"
 #include "xvi_stream.h"
+#include "stream/engine.h"
 
 #define XPS_MAX_CTX 32
 #define XPS_MAX_PEERS 64
@@ -81,11 +82,10 @@ static int nctx;
 static struct xps_peer peers[XPS_MAX_PEERS];
 static int npeers;
 static int connect_ms = 300;
+static __u32 window;			/* XVI_RUN_STREAM_WINDOW, 0: the library's */
 static int threads;			/* threads that entered stream mode */
 static __thread bool thread_seen;
 static __thread bool nested;		/* inside xps_poll: plain calls */
-
-static void epoll_promote(int fd, struct xps *x);
 
 static struct {
 	unsigned int connect_xvi, connect_tcp_timeout, connect_tcp_refused,
@@ -102,6 +102,9 @@ __attribute__((constructor)) static void xps_conf(void)
 	s = getenv("XVI_RUN_CONNECT_MS");
 	if (s && *s && atoi(s) > 0)
 		connect_ms = atoi(s);
+	s = getenv("XVI_RUN_STREAM_WINDOW");
+	if (s && *s && atoi(s) > 0)
+		window = (__u32)atoi(s);
 }
 
 static int fail(int err)
@@ -133,6 +136,19 @@ static __u64 now_ms(void)
 }
 
 /*
+ * Lock held.  About to sleep: delayed ACKs go out now, as the library does
+ * before its own sleep (no reply will carry them soon), so the peer's
+ * window does not wait for the delayed-ACK timer.
+ */
+static void release_acks(void)
+{
+	int i;
+
+	for (i = 0; i < nctx; i++)
+		xvi_sctx__release_acks(ctxs[i].ctx);
+}
+
+/*
  * Lock not held.  Sleep until @c's fd (or kernel fd @kfd for POLLIN) is
  * readable, at most @ms (< 0: no bound).  With several threads in stream
  * mode another one may process the segment meant for this caller's stream
@@ -145,17 +161,28 @@ static int sleep_on(struct xps_ctx *c, int kfd, int ms)
 		{ .fd = c ? c->fd : -1, .events = POLLIN },
 		{ .fd = kfd, .events = POLLIN },
 	};
+	bool alone = __atomic_load_n(&threads, __ATOMIC_RELAXED) <= 1;
 	int r;
 
-	if (__atomic_load_n(&threads, __ATOMIC_RELAXED) > 1 && (ms < 0 || ms > 2))
+	if (alone && kfd < 0 && c) {
+		/* The library's own wait: a short spin, held ACKs out, then sleep. */
+		lock();
+		r = xvi_stream_ctx__wait(c->ctx, ms);
+		unlock();
+		return r == -EINTR ? -1 : 0;
+	}
+	if (!alone && (ms < 0 || ms > 2))
 		ms = 2;
+	lock();
+	release_acks();
+	unlock();
 	r = REAL(poll)(p, 2, ms);
 	if (r < 0)
 		return -1;
 	return kfd >= 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP)) ? 1 : 0;
 }
 
-/* How long a poll or epoll_wait round may sleep: 0 if something is @ready. */
+/* How long a poll round may sleep: 0 if something is @ready. */
 static int wait_ms(int timeout_ms, __u64 end, int ready)
 {
 	int ms;
@@ -245,7 +272,6 @@ void xps_dup(int old, int fd)
 
 int xps_close(int fd)
 {
-	xps_epoll_forget(fd);
 	drop(fd);
 	return REAL(close)(fd);
 }
@@ -276,7 +302,7 @@ static struct xps_ctx *find_ctx(const char *ifname, const struct sockaddr_in *lo
 static struct xps_ctx *get_ctx(int fd, const char *ifname, struct sockaddr_in local,
 			       bool client)
 {
-	XVI_OPTS(xvi_stream_ctx_opts, o);
+	XVI_OPTS(xvi_stream_ctx_opts, o, .window = window);
 	struct xps_ctx *c = find_ctx(ifname, &local, client);
 	struct xvi_endpoint *ep;
 	struct xvi_stream_ctx *ctx;
@@ -621,7 +647,6 @@ static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
 	x->local.sin_addr = any.sin_addr;
 	x->state = XPS_CONN;
 	cnt.connect_xvi++;
-	epoll_promote(fd, x);
 	unlock();
 	return NULL;
 }
@@ -1074,6 +1099,11 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		}
 		unlock();
 		ms = wait_ms(timeout_ms, end, ready);
+		if (ms) {
+			lock();
+			release_acks();
+			unlock();
+		}
 		nested = true;
 		if (mask) {
 			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
@@ -1147,214 +1177,14 @@ int xps_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout_ms,
 	return hits;
 }
 
-/*
- * epoll.  A stream has no kernel fd that tells its readiness, so the
- * preload keeps its registrations (epfd, fd, events, data) itself and
- * registers, in that epoll set, the fd of the stream's context under a
- * marker; epoll_wait asks the library for the registered streams'
- * readiness, waits in the kernel on the set (kernel fds, listeners'
- * kernel fds, the markers), drops the markers from the answer and looks
- * again.  A candidate's registration is kept too: when connect puts it on
- * a stream, its kernel registration (an unconnected socket, always
- * EPOLLHUP) is replaced by its context's marker.
- */
-#define XPS_MARK 0x5876695374726d00ULL	/* "XviStrm" | context index */
-
-struct xps_reg {
-	int epfd;
-	int fd;
-	struct xps *x;
-	struct epoll_event ev;
-	bool armed;		/* EPOLLONESHOT: off once reported, until MOD */
-};
-
-static struct xps_reg *regs;
-static int nregs, capregs;
-
-static struct xps_reg *find_reg(int epfd, int fd)
-{
-	int i;
-
-	for (i = 0; i < nregs; i++)
-		if (regs[i].epfd == epfd && regs[i].fd == fd)
-			return &regs[i];
-	return NULL;
-}
-
-/* Lock held: the marker of @c in epoll set @epfd. */
-static void mark(int epfd, struct xps_ctx *c)
-{
-	struct epoll_event ev = {
-		.events = EPOLLIN,
-		.data.u64 = XPS_MARK | (__u64)(c - ctxs),
-	};
-
-	if (REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, c->fd, &ev) && errno == EEXIST)
-		errno = 0;
-}
-
-/* Lock held: @x (fd @fd) just went on a stream. */
-static void epoll_promote(int fd, struct xps *x)
-{
-	int i;
-
-	for (i = 0; i < nregs; i++) {
-		if (regs[i].x != x)
-			continue;
-		REAL(epoll_ctl)(regs[i].epfd, EPOLL_CTL_DEL, fd, NULL);
-		mark(regs[i].epfd, x->c);
-	}
-}
-
-/* Lock held: registrations of @fd (@epfd < 0: every set), or of set @fd. */
-static void unregister(int epfd, int fd)
-{
-	int i = 0;
-
-	while (i < nregs) {
-		if ((epfd < 0 && (regs[i].fd == fd || regs[i].epfd == fd)) ||
-		    (regs[i].epfd == epfd && regs[i].fd == fd))
-			regs[i] = regs[--nregs];
-		else
-			i++;
-	}
-}
-
-void xps_epoll_forget(int fd)
-{
-	if (!__atomic_load_n(&nregs, __ATOMIC_RELAXED))
-		return;
-	lock();
-	unregister(-1, fd);
-	unlock();
-}
-
 int xps_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct xps *x = xps_get(fd);
-	struct xps_reg *r;
-	int err = 0;
 
-	lock();
-	r = find_reg(epfd, fd);
-	if (op == EPOLL_CTL_ADD && r)
-		err = EEXIST;
-	else if (op != EPOLL_CTL_ADD && !r)
-		err = ENOENT;
-	else if (op != EPOLL_CTL_DEL && !ev)
-		err = EFAULT;
-	else if (x->state != XPS_CONN && REAL(epoll_ctl)(epfd, op, fd, ev))
-		err = errno;	/* a candidate's or a listener's kernel socket */
-	if (err) {
-		unlock();
-		return fail(err);
-	}
-	if (op == EPOLL_CTL_DEL) {
-		unregister(epfd, fd);
-		unlock();
-		return 0;
-	}
-	if (!r) {
-		if (nregs == capregs) {
-			int cap = capregs ? 2 * capregs : 64;
-			struct xps_reg *n = realloc(regs, cap * sizeof(*n));
-
-			if (!n) {
-				if (x->state != XPS_CONN)
-					REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL);
-				unlock();
-				return fail(ENOMEM);
-			}
-			regs = n;
-			capregs = cap;
-		}
-		r = &regs[nregs];
-		r->epfd = epfd;
-		r->fd = fd;
-		r->x = x;
-		__atomic_store_n(&nregs, nregs + 1, __ATOMIC_RELEASE);
-	}
-	r->ev = *ev;
-	r->armed = true;
-	if (x->state != XPS_NEW)
-		mark(epfd, x->c);
-	unlock();
-	return 0;
-}
-
-bool xps_epoll_has(int epfd)
-{
-	bool has;
-
-	if (nested || !__atomic_load_n(&nregs, __ATOMIC_RELAXED))
-		return false;
-	lock();
-	has = false;
-	for (int i = 0; i < nregs && !has; i++)
-		has = regs[i].epfd == epfd;
-	unlock();
-	return has;
-}
-
-/* Lock held: the ready streams of set @epfd into @evs (at most @max). */
-static int stream_events(int epfd, struct epoll_event *evs, int max)
-{
-	struct xvi_stream_pollfd sp;
-	int i, k = 0;
-	__u32 want, got;
-
-	for (i = 0; i < nregs && k < max; i++) {
-		struct xps_reg *r = &regs[i];
-
-		if (r->epfd != epfd || !r->armed || r->x->state == XPS_NEW)
-			continue;
-		want = r->ev.events;
-		sp.s = r->x->s;
-		sp.events = (want & EPOLLIN ? POLLIN : 0) | (want & EPOLLOUT ? POLLOUT : 0);
-		if (xvi_stream__poll(&sp, 1, 0) <= 0)
-			continue;
-		got = (sp.revents & POLLIN ? EPOLLIN : 0) | (sp.revents & POLLOUT ? EPOLLOUT : 0) |
-		      (sp.revents & POLLERR ? EPOLLERR : 0) |
-		      (sp.revents & POLLHUP ? EPOLLHUP | (want & EPOLLRDHUP) : 0);
-		got &= want | EPOLLERR | EPOLLHUP;
-		if (!got)
-			continue;
-		evs[k].events = got;
-		evs[k++].data = r->ev.data;
-		if (want & EPOLLONESHOT)
-			r->armed = false;
-	}
-	return k;
-}
-
-int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
-		   const sigset_t *mask)
-{
-	__u64 end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
-	int k, n, i, j, ms;
-
-	if (max <= 0)
-		return fail(EINVAL);
-	for (;;) {
-		lock();
-		k = stream_events(epfd, evs, max);
-		unlock();
-		ms = wait_ms(timeout_ms, end, k);
-		n = 0;
-		if (k < max) {
-			nested = true;
-			n = mask ? epoll_pwait(epfd, evs + k, max - k, ms, mask) :
-				   epoll_wait(epfd, evs + k, max - k, ms);
-			nested = false;
-			if (n < 0)
-				return k ? k : n;
-		}
-		for (i = k, j = k; i < k + n; i++)
-			if ((evs[i].data.u64 & ~0xffULL) != XPS_MARK)
-				evs[j++] = evs[i];
-		if (j)
-			return j;
-		if (!timeout_ms || (timeout_ms > 0 && (__s64)(end - now_ms()) <= 0))
-			return 0;
-	}
+	if (x->state == XPS_NEW || op == EPOLL_CTL_DEL)
+		return REAL(epoll_ctl)(epfd, op, fd, ev);
+	/* Not built yet: say so rather than report a kernel fd that never fires. */
+	xp_note(XR_OPTION, fd, "epoll on a TCP socket over an xvi stream or an xvi listener "
+		"is not supported yet: refused with EPERM (run without --streams)");
+	return fail(EPERM);
 }
