@@ -67,6 +67,38 @@ struct {
  */
 
 /*
+ * Per-handler counters (struct xvi_ext_counters, as xvi_demux's
+ * xvi_ext_stats), by index: the generations share them, so a swap keeps
+ * an index's counts.  Written by XDP (dispatch, return paths), read by
+ * xdp-vid (EXT_LIST) and zeroed by it when a handler is loaded at an
+ * index that had none.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XVI_EXT_MAX_HANDLERS);
+	__type(key, __u32);
+	__type(value, struct xvi_ext_counters);
+} xvi_cext_stats SEC(".maps");
+
+/*
+ * The dispatch in progress on this CPU, for the return paths: which index
+ * runs.  From the dispatch, never from the frame, which the handler could
+ * have rewritten.  XDP runs a frame's programs, tail calls included, on one
+ * CPU without preemption.
+ */
+struct xvi_cext_cur {
+	__u32 armed;		/* 1 from the tail call to the return path */
+	__u32 handler;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct xvi_cext_cur);
+} xvi_cext_cur SEC(".maps");
+
+/*
  * xvi_ep_stats: xdp-vid replaces it by the datapath's pinned map before
  * load, so drops here appear next to the endpoint's other counters.
  */
@@ -88,9 +120,11 @@ static __always_inline void xvi_client_dispatch(struct xdp_md *ctx, __u32 slot,
 {
 	void *end = (void *)(long)ctx->data_end;
 	void *data = (void *)(long)ctx->data;
+	struct xvi_ext_counters *hs;
 	struct xvi_ep_counters *ep;
+	struct xvi_cext_cur *cur;
 	struct xvi_am_hdr *am;
-	__u32 zero = 0, off, *gen;
+	__u32 zero = 0, off, *gen, key;
 	__u16 h;
 
 	if (meta->payload_len < XVI_AM_HDR_LEN)
@@ -105,20 +139,37 @@ static __always_inline void xvi_client_dispatch(struct xdp_md *ctx, __u32 slot,
 	ep = ep_of(slot);
 	if (!ep)
 		return;
-	if (am->version != XVI_AM_VERSION) {
-		ep->ext_bad_version++;
-		return;
-	}
 	h = bpf_ntohs(am->handler);
 	if (h >= XVI_EXT_MAX_HANDLERS) {
-		ep->ext_bad_index++;
+		/* An index past the table has no counters: its error is the endpoint's. */
+		if (am->version != XVI_AM_VERSION)
+			ep->ext_bad_version++;
+		else
+			ep->ext_bad_index++;
+		return;
+	}
+	key = h;
+	hs = bpf_map_lookup_elem(&xvi_cext_stats, &key);
+	if (!hs)
+		return;
+	if (am->version != XVI_AM_VERSION) {
+		ep->ext_bad_version++;
+		hs->act[XVI_EXT_ACT_ERROR]++;
 		return;
 	}
 	gen = bpf_map_lookup_elem(&xvi_client_gen, &zero);
-	if (!gen)
+	cur = bpf_map_lookup_elem(&xvi_cext_cur, &zero);
+	if (!gen || !cur)
 		return;
 	ep->ext_msgs++;
+	hs->runs++;
+	cur->handler = h;
+	cur->armed = 1;
 	bpf_tail_call(ctx, &xvi_client_ext, (*gen & 1) * XVI_EXT_MAX_HANDLERS + h);
+	/* No handler there: counted as a miss, delivered as an ordinary message. */
+	cur->armed = 0;
+	hs->runs--;
+	hs->act[XVI_EXT_ACT_MISS]++;
 	ep->ext_missing++;
 }
 
@@ -149,6 +200,30 @@ int xvi_client(struct xdp_md *ctx)
 }
 
 /*
+ * The handlers' return paths, this object's xvi_ext_ret[] (installed by
+ * xdp-vid): a handler's action ends with a tail call to one of them, the
+ * one place after the handler that sees how it ended; it counts the action
+ * for the index the dispatch recorded, then carries it out.  Entered with
+ * no dispatch in progress (cannot happen: only dispatched handlers hold
+ * the map), nothing is counted.
+ */
+static __always_inline void xvi_client_ret_count(__u8 action)
+{
+	struct xvi_ext_counters *hs;
+	struct xvi_cext_cur *cur;
+	__u32 zero = 0, key;
+
+	cur = bpf_map_lookup_elem(&xvi_cext_cur, &zero);
+	if (!cur || !cur->armed)
+		return;
+	cur->armed = 0;
+	key = cur->handler;
+	hs = bpf_map_lookup_elem(&xvi_cext_stats, &key);
+	if (hs)
+		hs->act[action]++;
+}
+
+/*
  * xvi_ext_deliver() of a handler: to the socket.  Only this endpoint's
  * handlers reach it, and the socket is the owner's: whatever the handler
  * did to the frame or its metadata reaches no one else.
@@ -158,10 +233,31 @@ int xvi_client_deliver(struct xdp_md *ctx)
 {
 	struct xvi_ep_counters *ep = ep_of(xvi_slot);
 
+	xvi_client_ret_count(XVI_EXT_ACT_DELIVER);
 	if (ep)
 		ep->ext_delivered++;
 	return bpf_redirect_map(&xvi_client_xsk, 0, XDP_DROP);
 }
+
+#define XVI_CLIENT_RET_PROG(name, action, verdict)			\
+SEC("xdp")								\
+int name(struct xdp_md *ctx)						\
+{									\
+	xvi_client_ret_count(action);					\
+	return verdict;							\
+}
+
+/* XDP_TX goes to the host end and its guard, like anything the client sends. */
+XVI_CLIENT_RET_PROG(xvi_client_ret_reply, XVI_EXT_ACT_REPLY, XDP_TX)
+/*
+ * A handler here cannot name a target (xdp-vid refuses bpf_redirect*): a
+ * forward is counted and dropped, what XDP_REDIRECT with no target became.
+ */
+XVI_CLIENT_RET_PROG(xvi_client_ret_forward, XVI_EXT_ACT_FORWARD, XDP_DROP)
+XVI_CLIENT_RET_PROG(xvi_client_ret_place, XVI_EXT_ACT_PLACE, XDP_DROP)
+XVI_CLIENT_RET_PROG(xvi_client_ret_drop, XVI_EXT_ACT_DROP, XDP_DROP)
+/* To the client end's stack, where xvi_client_stack_drop takes it. */
+XVI_CLIENT_RET_PROG(xvi_client_ret_pass, XVI_EXT_ACT_PASS, XDP_PASS)
 
 /*
  * On the host end while the endpoint has handlers: an XDP_TX from the

@@ -10,6 +10,7 @@
  *   build/tests/xdp-fixtures --filter 'client_ext/...' --verbose
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/bpf.h>
@@ -88,11 +89,12 @@ static void set_gen(__u32 gen)
 					 0), 0);
 }
 
-/* Run one message (@am: an active message naming @handler): its verdict. */
-static __u32 run(bool am, __u16 handler)
+/* Run one message (@am: an active message naming @handler, header version @version,
+ * 0 for the right one): its verdict. */
+static __u32 run_v(bool am, __u16 handler, __u8 version)
 {
 	struct fx_frame_spec spec = { .l3 = FX_IP4, .dport = 9000, .payload = 48, .am = am,
-				      .am_handler = handler };
+				      .am_handler = handler, .am_version = version };
 	struct xvi_rx_meta m = { .magic = XVI_RX_META_MAGIC, .flags = XVI_RX_CSUM_VERIFIED,
 				 .slot = CE_SLOT };
 	struct xdp_md ctx = {};
@@ -116,6 +118,11 @@ static __u32 run(bool am, __u16 handler)
 	cr_assert_eq(err, 0, "BPF_PROG_RUN: %s", strerror(-err));
 	fx_frame_free(&f);
 	return opts.retval;
+}
+
+static __u32 run(bool am, __u16 handler)
+{
+	return run_v(am, handler, 0);
 }
 
 static struct xvi_ep_counters counters(void)
@@ -166,4 +173,134 @@ Test(client_ext, index_out_of_range, .init = ce_setup, .fini = ce_teardown)
 	put(1, 0, ce.tx_fd);	/* key 16: what index 16 of generation 0 would hit */
 	cr_expect_eq(run(true, XVI_EXT_MAX_HANDLERS), XDP_REDIRECT);
 	cr_expect_eq(counters().ext_bad_index, 1);
+}
+
+/* ---- per-handler counters: dispatch and the return paths ----------------- */
+
+/* The return paths into xvi_ext_ret, as xdp-vid installs them (ext_keep). */
+static void install_rets(void)
+{
+	const struct bpf_program *ret[XVI_EXT_RET_NR] = {
+		ce.skel->progs.xvi_client_deliver, ce.skel->progs.xvi_client_ret_reply,
+		ce.skel->progs.xvi_client_ret_forward, ce.skel->progs.xvi_client_ret_place,
+		ce.skel->progs.xvi_client_ret_drop, ce.skel->progs.xvi_client_ret_pass,
+	};
+	__u32 i;
+	int fd;
+
+	for (i = 0; i < XVI_EXT_RET_NR; i++) {
+		fd = bpf_program__fd(ret[i]);
+		cr_assert_eq(bpf_map_update_elem(bpf_map__fd(ce.skel->maps.xvi_ext_ret), &i, &fd, 0),
+			     0, "xvi_ext_ret[%u]: %s", i, strerror(errno));
+	}
+}
+
+/*
+ * A handler ending as xvi_ext__ret() does: a tail call to xvi_ext_ret[@ret],
+ * then (the return path missing) XDP_ABORTED, which no return path gives.
+ */
+static int tail_stand_in(__u32 ret)
+{
+	int map = bpf_map__fd(ce.skel->maps.xvi_ext_ret);
+	struct bpf_insn insns[] = {
+		{ .code = BPF_LD | BPF_DW | BPF_IMM, .dst_reg = BPF_REG_2,
+		  .src_reg = BPF_PSEUDO_MAP_FD, .imm = map },
+		{ 0 },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_3, .imm = ret },
+		{ .code = BPF_JMP | BPF_CALL, .imm = BPF_FUNC_tail_call },
+		{ .code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = XDP_ABORTED },
+		{ .code = BPF_JMP | BPF_EXIT },
+	};
+	LIBBPF_OPTS(bpf_prog_load_opts, o, .expected_attach_type = BPF_XDP);
+	int fd = bpf_prog_load(BPF_PROG_TYPE_XDP, "ce_tail", "GPL", insns, 6, &o);
+
+	cr_assert_geq(fd, 0, "tail-calling stand-in: %s", strerror(errno));
+	return fd;
+}
+
+/* xvi_cext_stats[@index], summed over the CPUs. */
+static struct xvi_ext_counters hstats(__u32 index)
+{
+	int ncpu = libbpf_num_possible_cpus(), i, a;
+	struct xvi_ext_counters sum = {}, *v;
+
+	cr_assert_gt(ncpu, 0);
+	v = calloc(ncpu, sizeof(*v));
+	cr_assert_not_null(v);
+	cr_assert_eq(bpf_map_lookup_elem(bpf_map__fd(ce.skel->maps.xvi_cext_stats), &index, v), 0);
+	for (i = 0; i < ncpu; i++) {
+		sum.runs += v[i].runs;
+		for (a = 0; a < XVI_EXT_ACT_NR; a++)
+			sum.act[a] += v[i].act[a];
+	}
+	free(v);
+	return sum;
+}
+
+/* Every return path counts its action for the index that ran, and carries it out. */
+Test(client_ext, actions_counted_per_handler, .init = ce_setup, .fini = ce_teardown)
+{
+	static const struct { __u32 ret; __u8 act; __u32 verdict; } cases[] = {
+		{ XVI_EXT_RET_DELIVER, XVI_EXT_ACT_DELIVER, XDP_REDIRECT },
+		{ XVI_EXT_RET_REPLY, XVI_EXT_ACT_REPLY, XDP_TX },
+		{ XVI_EXT_RET_FORWARD, XVI_EXT_ACT_FORWARD, XDP_DROP },
+		{ XVI_EXT_RET_PLACE, XVI_EXT_ACT_PLACE, XDP_DROP },
+		{ XVI_EXT_RET_DROP, XVI_EXT_ACT_DROP, XDP_DROP },
+		{ XVI_EXT_RET_PASS, XVI_EXT_ACT_PASS, XDP_PASS },
+	};
+	struct xvi_ext_counters c;
+	size_t i;
+	int fd, a;
+
+	install_rets();
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		__u32 h = 2 + i;
+
+		fd = tail_stand_in(cases[i].ret);
+		put(0, h, fd);
+		close(fd);
+		cr_expect_eq(run(true, h), cases[i].verdict, "return path %u", cases[i].ret);
+		cr_expect_eq(run(true, h), cases[i].verdict, "return path %u", cases[i].ret);
+		c = hstats(h);
+		cr_expect_eq(c.runs, 2, "handler %u: runs %llu", h, (unsigned long long)c.runs);
+		for (a = 0; a < XVI_EXT_ACT_NR; a++)
+			cr_expect_eq(c.act[a], a == cases[i].act ? 2 : 0, "handler %u action %d: %llu",
+				     h, a, (unsigned long long)c.act[a]);
+	}
+	/* Nothing counted on an index that did not run. */
+	c = hstats(0);
+	cr_expect_eq(c.runs + c.act[XVI_EXT_ACT_DELIVER], 0);
+}
+
+/* A handler's own verdict (no return path): a run, no action; "other" in xdp-vi. */
+Test(client_ext, own_verdict_is_a_run_only, .init = ce_setup, .fini = ce_teardown)
+{
+	struct xvi_ext_counters c;
+	int a;
+
+	install_rets();
+	put(0, 1, ce.drop_fd);
+	cr_expect_eq(run(true, 1), XDP_DROP);
+	c = hstats(1);
+	cr_expect_eq(c.runs, 1);
+	for (a = 0; a < XVI_EXT_ACT_NR; a++)
+		cr_expect_eq(c.act[a], 0, "action %d", a);
+}
+
+/* No handler at the index: a miss for the index, not a run; bad version: an error. */
+Test(client_ext, miss_and_error_per_handler, .init = ce_setup, .fini = ce_teardown)
+{
+	struct xvi_ext_counters c;
+
+	install_rets();
+	cr_expect_eq(run(true, 7), XDP_REDIRECT, "missing: delivered");
+	c = hstats(7);
+	cr_expect_eq(c.runs, 0);
+	cr_expect_eq(c.act[XVI_EXT_ACT_MISS], 1);
+	put(0, 9, ce.tx_fd);
+	cr_expect_eq(run_v(true, 9, XVI_AM_VERSION + 1), XDP_REDIRECT, "bad version: delivered");
+	c = hstats(9);
+	cr_expect_eq(c.runs, 0, "a bad header runs no handler");
+	cr_expect_eq(c.act[XVI_EXT_ACT_ERROR], 1);
+	cr_expect_eq(counters().ext_bad_version, 1);
 }
