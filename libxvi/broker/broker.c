@@ -395,4 +395,62 @@ int xvi_broker__ext_unload(const char *ifname, const struct xvi_tag *tag, __u32 
 	return ext_request(ifname, &req, -1, &resp, NULL, 0);
 }
 
+int xvi_broker__ext_list(const char *ifname, struct xvi_broker_ext_entry *out, __u32 max)
+{
+	struct xvi_broker_ext_entry *buf;
+	struct xvi_broker_resp resp;
+	struct xvi_broker_req req;
+	struct pollfd pfd;
+	int fd, err;
+	__u32 sent = 0;
+	ssize_t n;
+
+	xvi_broker__req_init(&req, XVI_BROKER_EXT_LIST);
+	snprintf(req.ifname, sizeof(req.ifname), "%s", ifname);
+	err = broker_connect(ifname, &fd);
+	if (err)
+		return err;
+	err = send_req(fd, &req);
+	if (!err)
+		err = recv_resp(fd, req.op, &resp, NULL);
+	if (err) {
+		pr_warn("%s: xdp-vid did not answer the handler list request: %s\n", ifname,
+			strerror(-err));
+		goto out;
+	}
+	if (resp.error) {
+		err = resp.error < 0 ? resp.error : -EPROTO;
+		pr_warn("%s: xdp-vid refused: %s\n", ifname,
+			resp.msg[0] ? resp.msg : strerror(-err));
+		goto out;
+	}
+	sent = resp.ext_count < XVI_BROKER_EXT_LIST_MAX ? resp.ext_count : XVI_BROKER_EXT_LIST_MAX;
+	if (!sent) {
+		err = 0;
+		goto out;
+	}
+	buf = calloc(sent + 1, sizeof(*buf));
+	if (!buf) {
+		err = -ENOMEM;
+		goto out;
+	}
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	n = poll(&pfd, 1, XVI_BROKER_TIMEOUT_MS) == 1 ?
+	    recv(fd, buf, (sent + 1) * sizeof(*buf), 0) : -1;
+	if (n != (ssize_t)(sent * sizeof(*buf))) {
+		pr_warn("%s: xdp-vid's handler list is malformed (%zd bytes for %u handlers)\n",
+			ifname, n, sent);
+		err = -EPROTO;
+	} else {
+		if (max)
+			memcpy(out, buf, (max < sent ? max : sent) * sizeof(*buf));
+		err = 0;
+	}
+	free(buf);
+out:
+	close(fd);
+	return err ? err : (int)sent;
+}
+
 /* The socket setup by hand (xvi_xsk__setup_fd) lives in xsk/setup.c. */

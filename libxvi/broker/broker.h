@@ -38,6 +38,13 @@
  *                        <---   reply (+ the verifier's log, log_len bytes,
  *                               in a second message); then it closes
  *   EXT_UNLOAD(tag, index) -->  a new generation without it
+ *   EXT_LIST  ------------>     the handlers of the caller's endpoints (of
+ *                               every endpoint for uid 0), with counters:
+ *                        <---   reply (ext_count), then ext_count entries
+ *                               (struct xvi_broker_ext_entry) in a second
+ *                               message, at most XVI_BROKER_EXT_LIST_MAX
+ *
+ * Version 3 added EXT_LIST (and the reply's ext_count).
  */
 #ifndef XVI_BROKER_H
 #define XVI_BROKER_H
@@ -51,7 +58,7 @@
 #include "xsk/setup.h"
 
 #define XVI_BROKER_MAGIC	0x78766962u	/* "xvib" */
-#define XVI_BROKER_VERSION	2
+#define XVI_BROKER_VERSION	3
 
 enum xvi_broker_op {
 	XVI_BROKER_OPEN = 1,
@@ -65,6 +72,7 @@ enum xvi_broker_op {
 	XVI_BROKER_REVOKE = 4,
 	XVI_BROKER_EXT_LOAD = 5,	/* the object's fd with it (SCM_RIGHTS) */
 	XVI_BROKER_EXT_UNLOAD = 6,
+	XVI_BROKER_EXT_LIST = 7,	/* no fields but ifname */
 };
 
 #define XVI_BROKER_EXT_REPLACE	1	/* ext_flags: replace a handler at the index */
@@ -101,8 +109,22 @@ struct xvi_broker_resp {
 	__u8 pad[2];
 	__u32 log_len;		/* EXT_LOAD: bytes of verifier log in the next message */
 	__u32 prog_id;		/* EXT_LOAD: the handler's program id */
+	__u32 ext_count;	/* EXT_LIST: handlers listed, entries in the next message */
 	char msg[256];		/* why, when error != 0 (names the rule) */
 };
+
+/* One handler in EXT_LIST's second message. */
+struct xvi_broker_ext_entry {
+	struct xvi_tag tag;	/* its endpoint */
+	__u32 slot;
+	__u32 uid;		/* the endpoint's owner */
+	__u32 handler;		/* index */
+	__u32 prog_id;
+	struct xvi_ext_counters c;	/* summed over the CPUs */
+};
+
+/* Handlers EXT_LIST sends at most: one message of them stays below 64 KiB. */
+#define XVI_BROKER_EXT_LIST_MAX	512
 
 /* "<rundir>/<ifname>@<netns inode>.sock" of the calling process's namespace. */
 int xvi_broker__path(const char *ifname, char *buf, size_t len);
@@ -170,6 +192,14 @@ int xvi_broker__ext_load(const char *ifname, const struct xvi_tag *tag, __u32 ha
 			 __u32 *prog_id);
 /* Client: unload handler @handler of the protected endpoint @tag. */
 int xvi_broker__ext_unload(const char *ifname, const struct xvi_tag *tag, __u32 handler);
+
+/*
+ * Client: the handlers xdp-vid holds for the calling uid's endpoints (all
+ * of them for uid 0), with their counters: the first @max into @out.
+ * Returns how many there are (possibly more than @max; at most
+ * XVI_BROKER_EXT_LIST_MAX), or a negative errno logged with the daemon's reason.
+ */
+int xvi_broker__ext_list(const char *ifname, struct xvi_broker_ext_entry *out, __u32 max);
 
 /*
  * Client: the broker's socket is set up with xvi_xsk__setup_fd()

@@ -47,6 +47,14 @@ static void check_accepted(const struct xvi_broker_req *q, enum xvid_req_stage s
 		if (stage == XVID_REQ_WAIT_OPEN || (q->family != AF_INET && q->family != AF_INET6))
 			abort();
 		break;
+	case XVI_BROKER_EXT_LIST:
+		/* a connection of its own; nothing but the interface */
+		if (stage != XVID_REQ_WAIT_OPEN || strcmp(q->ifname, lim->ifname) ||
+		    q->frame_size || q->num_frames || q->family || !zero(q->addr, sizeof(q->addr)) ||
+		    !zero(&q->tag, sizeof(q->tag)) || q->ext_handler || q->ext_flags ||
+		    !zero(q->ext_prog, sizeof(q->ext_prog)))
+			abort();
+		break;
 	case XVI_BROKER_EXT_LOAD:
 	case XVI_BROKER_EXT_UNLOAD:
 		/* a connection of its own; the program name is a terminated string */

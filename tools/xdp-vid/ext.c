@@ -519,3 +519,53 @@ int xvid_ext_swap(struct xvid_ext_tab *t, __u32 index, int prog_fd, char *why, s
 	}
 	return 0;
 }
+
+/* ---- counters ------------------------------------------------------------- */
+
+/* Per CPU values of one xvi_cext_stats element; NULL when out of memory. */
+static struct xvi_ext_counters *percpu_buf(int *ncpu)
+{
+	*ncpu = libbpf_num_possible_cpus();
+	if (*ncpu <= 0)
+		return NULL;
+	return calloc(*ncpu, sizeof(struct xvi_ext_counters));
+}
+
+void xvid_ext_zero(struct xvid_ext_tab *t, __u32 index)
+{
+	struct xvi_ext_counters *v;
+	int ncpu;
+
+	v = percpu_buf(&ncpu);
+	if (!v)
+		return;
+	if (bpf_map_update_elem(t->stats_fd, &index, v, 0))
+		log_warn("zeroing the counters of handler %u: %s\n", index, strerror(errno));
+	free(v);
+}
+
+int xvid_ext_read(struct xvid_ext_tab *t, __u32 index, __u32 *prog_id,
+		  struct xvi_ext_counters *c)
+{
+	__u32 key = t->gen * XVI_EXT_MAX_HANDLERS + index;
+	struct xvi_ext_counters *v;
+	int ncpu, i, a, err = 0;
+
+	memset(c, 0, sizeof(*c));
+	if (bpf_map_lookup_elem(t->ext_fd, &key, prog_id))
+		return -errno;
+	v = percpu_buf(&ncpu);
+	if (!v)
+		return -ENOMEM;
+	if (bpf_map_lookup_elem(t->stats_fd, &index, v)) {
+		err = -errno;
+	} else {
+		for (i = 0; i < ncpu; i++) {
+			c->runs += v[i].runs;
+			for (a = 0; a < XVI_EXT_ACT_NR; a++)
+				c->act[a] += v[i].act[a];
+		}
+	}
+	free(v);
+	return err;
+}

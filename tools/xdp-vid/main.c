@@ -347,7 +347,7 @@ static void ep_reset(struct xvid_ep *e)
 	e->resv = -1;
 	e->guard_cfg = -1;
 	e->ext.ext_fd = e->ext.gen_fd = e->ext.ret_fd = -1;
-	e->ext.host_pass_fd = e->ext.stack_drop_fd = -1;
+	e->ext.host_pass_fd = e->ext.stack_drop_fd = e->ext.stats_fd = -1;
 }
 
 /*
@@ -357,7 +357,8 @@ static void ep_reset(struct xvid_ep *e)
  */
 static void ext_close(struct xvid_ext_tab *t)
 {
-	int *fds[] = { &t->ext_fd, &t->gen_fd, &t->ret_fd, &t->host_pass_fd, &t->stack_drop_fd };
+	int *fds[] = { &t->ext_fd, &t->gen_fd, &t->ret_fd, &t->host_pass_fd, &t->stack_drop_fd,
+		       &t->stats_fd };
 	size_t i;
 
 	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++) {
@@ -538,11 +539,20 @@ static int veth_cap_mtu(const struct xvid_ep *e, __u32 frame_size, char *why, si
 static int ext_keep(struct xvid_ep *e)
 {
 	struct xvi_client_bpf *c = e->cskel;
-	int fd = bpf_program__fd(c->progs.xvi_client_deliver);
-	__u32 zero = XVI_EXT_RET_DELIVER;
+	/* The return paths, in the order of XVI_EXT_RET_* (include/xvi_ext.h). */
+	const struct bpf_program *ret[XVI_EXT_RET_NR] = {
+		c->progs.xvi_client_deliver, c->progs.xvi_client_ret_reply,
+		c->progs.xvi_client_ret_forward, c->progs.xvi_client_ret_place,
+		c->progs.xvi_client_ret_drop, c->progs.xvi_client_ret_pass,
+	};
+	__u32 i;
+	int fd;
 
-	if (bpf_map_update_elem(bpf_map__fd(c->maps.xvi_ext_ret), &zero, &fd, 0))
-		return -errno;
+	for (i = 0; i < XVI_EXT_RET_NR; i++) {
+		fd = bpf_program__fd(ret[i]);
+		if (bpf_map_update_elem(bpf_map__fd(c->maps.xvi_ext_ret), &i, &fd, 0))
+			return -errno;
+	}
 	e->ext.ext_fd = fcntl(bpf_map__fd(c->maps.xvi_client_ext), F_DUPFD_CLOEXEC, 0);
 	e->ext.gen_fd = fcntl(bpf_map__fd(c->maps.xvi_client_gen), F_DUPFD_CLOEXEC, 0);
 	e->ext.ret_fd = fcntl(bpf_map__fd(c->maps.xvi_ext_ret), F_DUPFD_CLOEXEC, 0);
@@ -550,8 +560,9 @@ static int ext_keep(struct xvid_ep *e)
 				    F_DUPFD_CLOEXEC, 0);
 	e->ext.stack_drop_fd = fcntl(bpf_program__fd(c->progs.xvi_client_stack_drop),
 				     F_DUPFD_CLOEXEC, 0);
+	e->ext.stats_fd = fcntl(bpf_map__fd(c->maps.xvi_cext_stats), F_DUPFD_CLOEXEC, 0);
 	if (e->ext.ext_fd < 0 || e->ext.gen_fd < 0 || e->ext.ret_fd < 0 ||
-	    e->ext.host_pass_fd < 0 || e->ext.stack_drop_fd < 0) {
+	    e->ext.host_pass_fd < 0 || e->ext.stack_drop_fd < 0 || e->ext.stats_fd < 0) {
 		ext_close(&e->ext);
 		return -EMFILE;
 	}
@@ -1259,6 +1270,9 @@ static void handle_ext(struct xvid_ep *e, const struct xvi_broker_req *q, int ob
 		return;
 	}
 	free(log);
+	/* A new handler at an empty index starts from zero; a replacement keeps its index's counts. */
+	if (!have)
+		xvid_ext_zero(&t->ext, h);
 	err = xvid_ext_swap(&t->ext, h, fd, why, sizeof(why));
 	close(fd);	/* the table holds the program */
 	if (err) {
@@ -1268,6 +1282,47 @@ static void handle_ext(struct xvid_ep *e, const struct xvi_broker_req *q, int ob
 	ext_reply(e, q->op, 0, prog_id, NULL, NULL);
 	log_info("%s: uid %u: handler %u of %s is program %u (generation %u)\n", d.ifname,
 		 e->id.uid, h, tagstr, prog_id, t->ext.gen);
+}
+
+/*
+ * EXT_LIST from @e: the handlers of the endpoints of @e's uid (every
+ * endpoint's for uid 0, who may read them from the maps anyway), with
+ * their counters.  The connection is done after the answer.
+ */
+static void handle_ext_list(struct xvid_ep *e)
+{
+	struct xvi_broker_ext_entry *out;
+	struct xvi_broker_resp r;
+	__u32 n = 0, h;
+	int i;
+
+	out = calloc(XVI_BROKER_EXT_LIST_MAX, sizeof(*out));
+	if (!out) {
+		ext_reply(e, XVI_BROKER_EXT_LIST, -ENOMEM, 0, NULL, "out of memory");
+		return;
+	}
+	for (i = 0; i < MAX_CONNS; i++) {
+		struct xvid_ep *t = &d.eps[i];
+
+		if (t->state != ST_LIVE || t->ext.ext_fd < 0 || (e->id.uid && t->id.uid != e->id.uid))
+			continue;
+		for (h = 0; h < XVI_EXT_MAX_HANDLERS && n < XVI_BROKER_EXT_LIST_MAX; h++) {
+			if (!(t->ext.mask & (1u << h)))
+				continue;
+			out[n].tag = t->owner.tag;
+			out[n].slot = t->slot;
+			out[n].uid = t->id.uid;
+			out[n].handler = h;
+			if (xvid_ext_read(&t->ext, h, &out[n].prog_id, &out[n].c))
+				continue;
+			n++;
+		}
+	}
+	resp_init(&r, XVI_BROKER_EXT_LIST, 0);
+	r.ext_count = n;
+	if (send_resp(e->conn, &r, -1) == 0 && n)
+		send(e->conn, out, n * sizeof(*out), MSG_NOSIGNAL | MSG_DONTWAIT);
+	free(out);
 }
 
 static enum xvid_req_stage stage_of(const struct xvid_ep *e)
@@ -1329,6 +1384,10 @@ static void handle_msg(struct xvid_ep *e)
 		return;
 	}
 	switch (q.op) {
+	case XVI_BROKER_EXT_LIST:
+		handle_ext_list(e);
+		teardown(e, "handler request answered");
+		return;
 	case XVI_BROKER_EXT_LOAD:
 	case XVI_BROKER_EXT_UNLOAD:
 		handle_ext(e, &q, obj_fd);
@@ -1394,8 +1453,12 @@ static bool accept_one(void)
 		refuse_conn(fd, err, "%s", why);
 		return true;
 	}
-	/* A uid no rule allows anything takes no entry in any table. */
-	if (!xvid_policy_admits(&d.policy, &id)) {
+	/*
+	 * A uid no rule allows anything takes no entry in any table.  Root
+	 * is admitted for EXT_LIST (every endpoint's handlers, which it
+	 * could read from the maps anyway); its OPEN still needs a rule.
+	 */
+	if (id.uid && !xvid_policy_admits(&d.policy, &id)) {
 		if (warn_ok(&last))
 			log_warn("refused a connection of pid %d uid %u: no rule allows it "
 				 "anything\n", (int)id.pid, id.uid);

@@ -186,6 +186,20 @@ int xvid_req_decode(const void *buf, size_t n, bool truncated, enum xvid_req_sta
 			return -EINVAL;
 		}
 		return 0;
+	case XVI_BROKER_EXT_LIST:
+		if (stage != XVID_REQ_WAIT_OPEN) {
+			snprintf(why, len, "handler requests go on a connection of their own");
+			return -EPROTO;
+		}
+		if (check_ifname(q, lim, why, len))
+			return -EINVAL;
+		if (!zero_bytes(&q->frame_size, offsetof(struct xvi_broker_req, ifname) -
+						 offsetof(struct xvi_broker_req, frame_size)) ||
+		    !ext_zero(q)) {
+			snprintf(why, len, "EXT_LIST carries no fields but the interface");
+			return -EINVAL;
+		}
+		return 0;
 	case XVI_BROKER_EXT_LOAD:
 	case XVI_BROKER_EXT_UNLOAD:
 		/* a connection of its own: the endpoint is another connection's */

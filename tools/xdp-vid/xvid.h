@@ -160,6 +160,7 @@ struct xvid_ext_tab {
 	int ret_fd;			/* xvi_ext_ret of xvi_client */
 	int host_pass_fd;		/* xvi_client_host_pass, attached at the first handler */
 	int stack_drop_fd;		/* xvi_client_stack_drop, likewise */
+	int stats_fd;			/* xvi_cext_stats: the handlers' counters */
 	bool attached;
 	__u32 gen;			/* the generation in use */
 	__u16 mask;			/* its handler indices */
@@ -173,6 +174,16 @@ struct xvid_ext_tab {
  * @why and nothing changed.
  */
 int xvid_ext_swap(struct xvid_ext_tab *t, __u32 index, int prog_fd, char *why, size_t len);
+
+/* Zero the counters of index @index (a handler loaded where none was). */
+void xvid_ext_zero(struct xvid_ext_tab *t, __u32 index);
+
+/*
+ * The handler at @index in the generation in use: its program id and its
+ * counters summed over the CPUs.  0, or a negative errno (-ENOENT: none).
+ */
+int xvid_ext_read(struct xvid_ext_tab *t, __u32 index, __u32 *prog_id,
+		  struct xvi_ext_counters *c);
 
 /* ---- links and programs (link.c) ---------------------------------------- */
 
