@@ -62,6 +62,7 @@ struct xvi_am_hdr {
 #include <stdbool.h>
 #include <stddef.h>
 #include "xvi.h"
+#include "xvi_wire.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -124,6 +125,30 @@ XVI_API int xvi_ext__info(const char *ifname, struct xvi_ext_info *infos, __u32 
  * closes it.  Returns the fd or a negative errno: -ENOENT if there is no
  * such endpoint, handler or map.
  */
+/* A handler with its counters (xvi_ext__list). */
+struct xvi_ext_stats {
+	struct xvi_ext_info info;	/* prog_name "" where the caller may not read it */
+	__u32 uid;			/* the endpoint's owner */
+	__u32 flags;			/* XVI_EXT_STATS_* */
+	__u64 runs;			/* messages that ran the handler */
+	__u64 act[XVI_EXT_ACT_NR];	/* by enum xvi_ext_action (xvi_wire.h) */
+};
+
+/* Runs on a protected endpoint's client end, held by xdp-vid. */
+#define XVI_EXT_STATS_CLIENT_END	1
+
+/*
+ * The handlers xdp-vid holds on @ifname (those of protected endpoints,
+ * which run on the endpoint's client end), with their counters: the
+ * calling uid's own, every one for root; the first @max into @out (may be
+ * NULL when @max is 0).  Needs no privilege.  Returns how many there are
+ * (possibly more than @max) or a negative errno: -ENOENT when no xdp-vid
+ * serves @ifname.  Handlers of direct endpoints: xvi_ext__info, with the
+ * counters in xdp-vi status.
+ */
+XVI_API int xvi_ext__list(const char *ifname, struct xvi_ext_stats *out, __u32 max,
+			  const struct xvi_ext_opts *opts);
+
 XVI_API int xvi_ext__map_fd(const char *ifname, const char *endpoint, __u32 handler,
 			    const char *map_name, const struct xvi_ext_opts *opts);
 

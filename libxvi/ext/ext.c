@@ -388,6 +388,43 @@ int xvi_ext__info(const char *ifname, struct xvi_ext_info *infos, __u32 max,
 	return ret < 0 ? xvi_err(ret) : n;
 }
 
+int xvi_ext__list(const char *ifname, struct xvi_ext_stats *out, __u32 max,
+		  const struct xvi_ext_opts *opts)
+{
+	struct xvi_broker_ext_entry *ents = NULL;
+	struct xvi_ext_stats *o;
+	int n, i;
+
+	if (!OPTS_VALID(opts, xvi_ext_opts) || !ifname || (max && !out))
+		return xvi_err(-EINVAL);
+	if (!xvi_broker__listening(ifname)) {
+		pr_warn("%s: no xdp-vid serves it: it holds the handlers xvi_ext__list lists\n",
+			ifname);
+		return xvi_err(-ENOENT);
+	}
+	if (max) {
+		ents = calloc(max, sizeof(*ents));
+		if (!ents)
+			return xvi_err(-ENOMEM);
+	}
+	n = xvi_broker__ext_list(ifname, ents, max);
+	for (i = 0; i < n && (__u32)i < max; i++) {
+		o = &out[i];
+		memset(o, 0, sizeof(*o));
+		o->info.slot = ents[i].slot;
+		o->info.handler = ents[i].handler;
+		o->info.prog_id = ents[i].prog_id;
+		prog_name(ents[i].prog_id, o->info.prog_name);
+		xvi_tag__format(&ents[i].tag, o->info.endpoint, sizeof(o->info.endpoint));
+		o->uid = ents[i].uid;
+		o->flags = XVI_EXT_STATS_CLIENT_END;
+		o->runs = ents[i].c.runs;
+		memcpy(o->act, ents[i].c.act, sizeof(o->act));
+	}
+	free(ents);
+	return n < 0 ? xvi_err(n) : n;
+}
+
 int xvi_ext__map_fd(const char *ifname, const char *endpoint, __u32 handler,
 		    const char *map_name, const struct xvi_ext_opts *opts)
 {
