@@ -17,6 +17,8 @@
 #include "cmd.h"
 #include "ctl/ctl.h"
 #include "handlers.h"
+#include "broker/broker.h"
+#include "xvi_ext.h"
 #include "json.h"
 #include "nl/neigh.h"
 #include "nl/netdev.h"
@@ -173,6 +175,44 @@ static bool dev_stats(struct xvi_ctl *ctl, struct ep_sample *e)
 	return true;
 }
 
+/*
+ * Protected endpoints run their handlers on their client ends, in tables
+ * xdp-vid holds: their counters come from it (EXT_LIST), when it serves
+ * the interface.  Nothing shown for them otherwise.
+ */
+static void client_end_handlers(struct if_sample *s)
+{
+	struct xvi_ext_opts opts = { .sz = sizeof(opts) };
+	struct xvi_ext_stats *st;
+	bool any = false;
+	int n, i, k;
+
+	for (i = 0; i < s->nep; i++)
+		any |= s->ep[i].owner.mode == XVI_EP_MODE_PROTECTED;
+	if (!any || !xvi_broker__listening(s->ifname))
+		return;
+	st = calloc(XVI_BROKER_EXT_LIST_MAX, sizeof(*st));
+	if (!st)
+		return;
+	n = xvi_ext__list(s->ifname, st, XVI_BROKER_EXT_LIST_MAX, &opts);
+	for (k = 0; k < n && k < XVI_BROKER_EXT_LIST_MAX; k++) {
+		for (i = 0; i < s->nep; i++) {
+			struct ep_sample *e = &s->ep[i];
+			struct handler_sample *h;
+
+			if (e->slot != st[k].info.slot || e->owner.mode != XVI_EP_MODE_PROTECTED ||
+			    e->nh >= XVI_EXT_MAX_HANDLERS)
+				continue;
+			h = &e->h[e->nh++];
+			h->index = st[k].info.handler;
+			h->prog_id = st[k].info.prog_id;
+			h->c.runs = st[k].runs;
+			memcpy(h->c.act, st[k].act, sizeof(h->c.act));
+		}
+	}
+	free(st);
+}
+
 static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool gc,
 		       bool want_xsk, struct if_sample *s)
 {
@@ -224,6 +264,8 @@ static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool
 		if (!err)
 			e->have_dev = dev_stats(ctl, e);
 	}
+	if (!err)
+		client_end_handlers(s);
 	if (!err && xvi_iface__query_index(s->prog.ifindex, &s->ifc))
 		memset(&s->ifc, 0, sizeof(s->ifc));
 	xvi_ctl__close(ctl);
@@ -443,6 +485,8 @@ static void status_text(const struct if_sample *s)
 			text_counters("      guard:   ", &e->c, guard_fields);
 		else
 			text_counters("      ext:     ", &e->c, ext_fields);
+		if (e->owner.mode == XVI_EP_MODE_PROTECTED && e->nh)
+			printf("      handlers on the client end (xdp-vid):\n");
 		for (int h = 0; h < e->nh; h++)
 			handler_text("        ", &e->h[h]);
 		if (e->have_xsk)
