@@ -151,6 +151,59 @@ case_other_owner() {
 	bpftool prog show id "$ECHO_ID" >/dev/null 2>&1 || fail "uid A's handler is gone"
 }
 
+# Field $3 of handler $2 of the endpoint on port $1 in the `ext list --json`
+# on stdin ("" when the list has no such handler).
+_list_field() {
+	"$PY" -c 'import json,sys
+for h in json.load(sys.stdin):
+    if h["endpoint"].endswith(":" + sys.argv[1]) and h["handler"] == int(sys.argv[2]):
+        print(h[sys.argv[3]])' "$@"
+}
+
+# The owner lists its handler through xdp-vid and sees its counters move;
+# uid B sees none of uid A's; root sees it in ext list and status.
+case_list_counts() {
+	local out r0 x0 r1 x1 root
+	out=$(_xas ASA ext list "$LAB_IFACE" --json 2>&1) || fail "uid A's list: $out" || return
+	r0=$(_list_field 7400 1 runs <<<"$out")
+	x0=$(_list_field 7400 1 reply <<<"$out")
+	[ -n "$r0" ] && [ "$(_list_field 7400 1 prog_id <<<"$out")" = "$ECHO_ID" ] &&
+		[ "$(_list_field 7400 1 where <<<"$out")" = client_end ] ||
+		fail "uid A's list lacks its handler 1 (prog $ECHO_ID): $out" || return
+	out=$(t_x -T 60 a "$PY" "$T_HELPERS/am_client.py" 198.18.0.2 7400 1 --count 10 \
+		--expect-echo 2>&1) || fail "echo: $out" || return
+	out=$(_xas ASA ext list "$LAB_IFACE" --json 2>&1) || fail "uid A's list: $out" || return
+	r1=$(_list_field 7400 1 runs <<<"$out")
+	x1=$(_list_field 7400 1 reply <<<"$out")
+	[ $((r1 - r0)) -eq 10 ] && [ $((x1 - x0)) -eq 10 ] ||
+		fail "runs +$((r1 - r0)), reply +$((x1 - x0)) for 10 echoed messages" || return
+	# uid B (its own endpoint 7420 open, no handlers) sees nothing of A's.
+	out=$(_xas ASB ext list "$LAB_IFACE" --json 2>&1) || fail "uid B's list: $out" || return
+	[ "$out" = "[]" ] || fail "uid B's list shows others' handlers: $out" || return
+	out=$(_xas ASB ext list "$LAB_IFACE" 2>&1) || fail "uid B's list: $out" || return
+	[[ $out == *"no handlers of protected endpoints of this uid"* ]] ||
+		fail "uid B's text list: $out" || return
+	# root: ext list (with the uid) and status show the client end's counts.
+	root=$(t_x -T 60 b env XVI_RUN_DIR="$RUN" "$XDPVI" ext list "$LAB_IFACE" --json 2>&1) ||
+		fail "root's list: $root" ||
+		return
+	[ "$(_list_field 7400 1 uid <<<"$root")" = "$UIDA" ] &&
+		[ "$(_list_field 7400 1 runs <<<"$root")" -ge "$r1" ] ||
+		fail "root's list lacks uid A's handler or its runs: $root" || return
+	t_x -T 60 b env XVI_RUN_DIR="$RUN" "$XDPVI" status --json >"$T_TMP/st.json" 2>/dev/null ||
+		fail "status failed" || return
+	out=$("$PY" -c 'import json,sys
+for i in json.load(open(sys.argv[1]))["interfaces"]:
+    for e in i.get("endpoints") or []:
+        if e["tag"].endswith(":7400"):
+            for h in e["handlers"]:
+                if h["handler"] == 1:
+                    print(h["runs"], h["reply"])' "$T_TMP/st.json")
+	read -r r0 x0 <<<"$out"
+	[ -n "$r0" ] && [ "$r0" -ge "$r1" ] && [ "$x0" -ge "$x1" ] ||
+		fail "status shows no client-end counters for handler 1: '$out'"
+}
+
 case_verifier_log() {
 	local out rc
 	out=$(_xas ASA ext load "$LAB_IFACE" "$BIN/ext_reject.bpf.o" --endpoint "$EPA" \
@@ -302,6 +355,7 @@ CASES=(
 	no_grant	case_no_grant		"uid B, no ext in its rule: the load is refused, saying why"
 	load_echo	case_load_echo		"uid A loads the echo handler; 20 replies pass the guard"
 	other_owner	case_other_owner	"uid B cannot load or unload on uid A's endpoint"
+	list_counts	case_list_counts	"uid A lists its handler's counts moving; uid B sees none; root sees them"
 	verifier_log	case_verifier_log	"a handler the verifier rejects: refused with its log"
 	helpers		case_helpers		"a handler calling bpf_redirect (in a subprogram) is refused"
 	limits		case_limits		"ext-map-bytes and ext-handlers-per-uid refuse, named"
