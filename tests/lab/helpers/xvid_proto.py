@@ -21,8 +21,8 @@ import socket
 import struct
 import time
 
-REQ, RESP, MAGIC = 184, 312, 0x78766962   # request and reply sizes, "xvib"
-VERSION = 2
+REQ, RESP, MAGIC = 184, 316, 0x78766962   # request and reply sizes, "xvib"
+VERSION = 3
 OP_OPEN, OP_RESOLVE = 1, 3
 RUN_DIR = "."
 TIMEOUT = 5
@@ -68,7 +68,7 @@ def answer(s):
             os.close(struct.unpack("i", d[:4])[0])
     if len(msg) != RESP:
         return None, ""
-    return error_of(msg), msg[56:].split(b"\0")[0].decode()
+    return error_of(msg), msg[60:].split(b"\0")[0].decode()
 
 
 def ask(s, data):
