@@ -125,6 +125,7 @@ XP_API int close(int fd)
 		xp_drop(fd);
 	else
 		xp_epoll_forget(fd);
+	xps_epoll_forget(fd);	/* an epoll fd: stream mode's registrations in it */
 	return REAL(close)(fd);
 }
 

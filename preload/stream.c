@@ -86,6 +86,15 @@ static __u32 window;			/* XVI_RUN_STREAM_WINDOW, 0: the library's */
 static int threads;			/* threads that entered stream mode */
 static __thread bool thread_seen;
 static __thread bool nested;		/* inside xps_poll: plain calls */
+/*
+ * This thread holds mu.  The stream library calls epoll_wait, epoll_ctl
+ * and close through the PLT, so with mu held they come back into this
+ * preload's interceptors: those must not take mu again (a non-recursive
+ * mutex: the thread would wait on itself forever).
+ */
+static __thread bool held;
+
+static void epoll_promote(int fd, struct xps *x);
 
 static struct {
 	unsigned int connect_xvi, connect_tcp_timeout, connect_tcp_refused,
@@ -120,10 +129,12 @@ static void lock(void)
 		__atomic_fetch_add(&threads, 1, __ATOMIC_RELAXED);
 	}
 	pthread_mutex_lock(&mu);
+	held = true;
 }
 
 static void unlock(void)
 {
+	held = false;
 	pthread_mutex_unlock(&mu);
 }
 
@@ -272,6 +283,7 @@ void xps_dup(int old, int fd)
 
 int xps_close(int fd)
 {
+	xps_epoll_forget(fd);
 	drop(fd);
 	return REAL(close)(fd);
 }
@@ -647,6 +659,7 @@ static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
 	x->local.sin_addr = any.sin_addr;
 	x->state = XPS_CONN;
 	cnt.connect_xvi++;
+	epoll_promote(fd, x);
 	unlock();
 	return NULL;
 }
@@ -1177,14 +1190,237 @@ int xps_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout_ms,
 	return hits;
 }
 
+/*
+ * epoll.  A stream has no kernel fd that tells its readiness, so the
+ * preload keeps its registrations (epfd, fd, events, data) itself and
+ * registers, in that epoll set, the fd of the stream's context under a
+ * marker, as the UDP mode registers an endpoint's fd in its socket's
+ * place.  The context's fd is readable when a segment came or a timer is
+ * due, but only the library, when driven, turns that into a stream's
+ * readiness (a listener's SYN is answered, and its connection becomes
+ * acceptable, only then): epoll_wait drives every context whose marker
+ * fired, asks the library for the registered streams' readiness, and
+ * waits in the kernel on the set (kernel fds, listeners' kernel fds, the
+ * markers) only when none is ready.  Streams are reported level-triggered
+ * (EPOLLET is taken as level: at worst an extra wake-up); EPOLLONESHOT is
+ * honoured.  A candidate's registration is kept too: when connect puts it
+ * on a stream, its kernel registration (an unconnected socket, always
+ * EPOLLHUP) is replaced by its context's marker.
+ */
+#define XPS_MARK 0x5876695374726d00ULL	/* "XviStrm" | context index */
+
+struct xps_reg {
+	int epfd;
+	int fd;
+	struct xps *x;
+	struct epoll_event ev;
+	bool armed;		/* EPOLLONESHOT: off once reported, until MOD */
+};
+
+static struct xps_reg *regs;
+static int nregs, capregs;
+
+static struct xps_reg *find_reg(int epfd, int fd)
+{
+	int i;
+
+	for (i = 0; i < nregs; i++)
+		if (regs[i].epfd == epfd && regs[i].fd == fd)
+			return &regs[i];
+	return NULL;
+}
+
+/* Lock held: the marker of @c in epoll set @epfd. */
+static void mark(int epfd, struct xps_ctx *c)
+{
+	struct epoll_event ev = {
+		.events = EPOLLIN,
+		.data.u64 = XPS_MARK | (__u64)(c - ctxs),
+	};
+
+	REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, c->fd, &ev);	/* EEXIST: already there */
+}
+
+/* Lock held: @x (fd @fd) just went on a stream. */
+static void epoll_promote(int fd, struct xps *x)
+{
+	int i;
+
+	for (i = 0; i < nregs; i++) {
+		if (regs[i].x != x)
+			continue;
+		REAL(epoll_ctl)(regs[i].epfd, EPOLL_CTL_DEL, fd, NULL);
+		mark(regs[i].epfd, x->c);
+	}
+}
+
+/* Lock held: registrations of @fd (@epfd < 0: every set), or of set @fd. */
+static void unregister(int epfd, int fd)
+{
+	int i = 0;
+
+	while (i < nregs) {
+		if ((epfd < 0 && (regs[i].fd == fd || regs[i].epfd == fd)) ||
+		    (regs[i].epfd == epfd && regs[i].fd == fd))
+			regs[i] = regs[--nregs];
+		else
+			i++;
+	}
+}
+
+void xps_epoll_forget(int fd)
+{
+	/* With mu held the close is the library's own (its epoll or timer fd). */
+	if (held || !__atomic_load_n(&nregs, __ATOMIC_RELAXED))
+		return;
+	lock();
+	unregister(-1, fd);
+	unlock();
+}
+
 int xps_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 {
 	struct xps *x = xps_get(fd);
+	struct xps_reg *r;
+	int err = 0;
 
-	if (x->state == XPS_NEW || op == EPOLL_CTL_DEL)
+	if (held)
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
-	/* Not built yet: say so rather than report a kernel fd that never fires. */
-	xp_note(XR_OPTION, fd, "epoll on a TCP socket over an xvi stream or an xvi listener "
-		"is not supported yet: refused with EPERM (run without --streams)");
-	return fail(EPERM);
+	lock();
+	r = find_reg(epfd, fd);
+	if (op == EPOLL_CTL_ADD && r)
+		err = EEXIST;
+	else if (op != EPOLL_CTL_ADD && !r)
+		err = ENOENT;
+	else if (op != EPOLL_CTL_DEL && !ev)
+		err = EFAULT;
+	else if (x->state != XPS_CONN && REAL(epoll_ctl)(epfd, op, fd, ev))
+		err = errno;	/* a candidate's or a listener's kernel socket */
+	if (err) {
+		unlock();
+		return fail(err);
+	}
+	if (op == EPOLL_CTL_DEL) {
+		unregister(epfd, fd);
+		unlock();
+		return 0;
+	}
+	if (!r) {
+		if (nregs == capregs) {
+			int cap = capregs ? 2 * capregs : 64;
+			struct xps_reg *n = realloc(regs, cap * sizeof(*n));
+
+			if (!n) {
+				if (x->state != XPS_CONN)
+					REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, fd, NULL);
+				unlock();
+				return fail(ENOMEM);
+			}
+			regs = n;
+			capregs = cap;
+		}
+		r = &regs[nregs];
+		r->epfd = epfd;
+		r->fd = fd;
+		r->x = x;
+		__atomic_store_n(&nregs, nregs + 1, __ATOMIC_RELEASE);
+	}
+	r->ev = *ev;
+	r->armed = true;
+	if (x->state != XPS_NEW)
+		mark(epfd, x->c);
+	unlock();
+	return 0;
+}
+
+bool xps_epoll_has(int epfd)
+{
+	bool has = false;
+	int i;
+
+	/* held: the library's own wait on its context's epoll fd. */
+	if (nested || held || !__atomic_load_n(&nregs, __ATOMIC_RELAXED))
+		return false;
+	lock();
+	for (i = 0; i < nregs && !has; i++)
+		has = regs[i].epfd == epfd;
+	unlock();
+	return has;
+}
+
+/* Lock held: the ready streams of set @epfd into @evs (at most @max). */
+static int stream_events(int epfd, struct epoll_event *evs, int max)
+{
+	struct xvi_stream_pollfd sp;
+	int i, k = 0;
+	__u32 want, got;
+
+	for (i = 0; i < nregs && k < max; i++) {
+		struct xps_reg *r = &regs[i];
+
+		if (r->epfd != epfd || !r->armed || r->x->state == XPS_NEW)
+			continue;
+		want = r->ev.events;
+		sp.s = r->x->s;
+		sp.events = (want & EPOLLIN ? POLLIN : 0) | (want & EPOLLOUT ? POLLOUT : 0);
+		if (xvi_stream__poll(&sp, 1, 0) <= 0)
+			continue;
+		got = (sp.revents & POLLIN ? EPOLLIN : 0) | (sp.revents & POLLOUT ? EPOLLOUT : 0) |
+		      (sp.revents & POLLERR ? EPOLLERR : 0) |
+		      (sp.revents & POLLHUP ? EPOLLHUP | (want & EPOLLRDHUP) : 0);
+		got &= want | EPOLLERR | EPOLLHUP;
+		if (!got)
+			continue;
+		evs[k].events = got;
+		evs[k++].data = r->ev.data;
+		if (want & EPOLLONESHOT)
+			r->armed = false;
+	}
+	return k;
+}
+
+int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
+		   const sigset_t *mask)
+{
+	__u64 end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int k, n, i, j, ms;
+
+	if (max <= 0)
+		return fail(EINVAL);
+	for (;;) {
+		lock();
+		k = stream_events(epfd, evs, max);
+		ms = wait_ms(timeout_ms, end, k);
+		if (ms)
+			release_acks();
+		unlock();
+		n = 0;
+		if (k < max) {
+			nested = true;
+			n = mask ? epoll_pwait(epfd, evs + k, max - k, ms, mask) :
+				   epoll_wait(epfd, evs + k, max - k, ms);
+			nested = false;
+			if (n < 0)
+				return k ? k : n;
+		}
+		/*
+		 * A marker: its context has work.  Driven here, so a context
+		 * none of the set's ready streams belongs to does not stay
+		 * readable and turn every later wait into a spin.
+		 */
+		for (i = k, j = k; i < k + n; i++) {
+			if ((evs[i].data.u64 & ~0xffULL) != XPS_MARK) {
+				evs[j++] = evs[i];
+				continue;
+			}
+			lock();
+			if ((evs[i].data.u64 & 0xff) < (__u64)nctx)
+				xvi_stream_ctx__process(ctxs[evs[i].data.u64 & 0xff].ctx);
+			unlock();
+		}
+		if (j)
+			return j;
+		if (!timeout_ms || (timeout_ms > 0 && (__s64)(end - now_ms()) <= 0))
+			return 0;
+	}
 }

@@ -58,5 +58,11 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 int xps_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout_ms,
 	       const sigset_t *mask);
 int xps_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev);
+/* True if epoll set @epfd holds a stream-mode registration. */
+bool xps_epoll_has(int epfd);
+int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
+		   const sigset_t *mask);
+/* close(@fd): its registrations, or the set's if it is an epoll fd, go. */
+void xps_epoll_forget(int fd);
 
 #endif /* XVI_PRELOAD_STREAM_H */

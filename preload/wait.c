@@ -591,11 +591,15 @@ static int do_epoll(int epfd, struct epoll_event *evs, int max, int timeout,
 
 XP_API int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
 {
+	if (xps_epoll_has(epfd))
+		return xps_epoll_wait(epfd, evs, max, timeout, NULL);
 	return do_epoll(epfd, evs, max, timeout, NULL, false);
 }
 
 XP_API int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
 		       const sigset_t *mask)
 {
+	if (xps_epoll_has(epfd))
+		return xps_epoll_wait(epfd, evs, max, timeout, mask);
 	return do_epoll(epfd, evs, max, timeout, mask, true);
 }
