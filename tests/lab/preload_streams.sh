@@ -32,14 +32,16 @@ _stat() {
 }
 
 # An HTTP server on b:PORT serving $T_TMP/www, under xvi-run --streams
-# when $1 = xvi: python3 -m http.server (threads, poll).  Sets SRV_PID.
+# when $1 = xvi: python3 -m http.server (threads, poll), or with $3 = aio
+# tests/lab/helpers/aio_httpd.py (asyncio: epoll).  Sets SRV_PID.
 _http_up() {
-	local mode=$1 port=$2 pre=()
+	local mode=$1 port=$2 pre=() srv
 	mkdir -p "$T_TMP/www"
 	[ -s "$T_TMP/www/file" ] || head -c "$SIZE" /dev/urandom >"$T_TMP/www/file"
 	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v)
-	t_x -T 120 b "${pre[@]}" "$PY" -m http.server "$port" --bind 198.18.0.2 \
-		--directory "$T_TMP/www" >"$T_TMP/srv-$port.out" 2>"$T_TMP/srv-$port.err" &
+	srv=("$PY" -m http.server "$port" --bind 198.18.0.2 --directory "$T_TMP/www")
+	[ "${3:-}" = aio ] && srv=("$PY" "$T_HELPERS/aio_httpd.py" "$T_TMP/www" 198.18.0.2 "$port")
+	t_x -T 120 b "${pre[@]}" "${srv[@]}" >"$T_TMP/srv-$port.out" 2>"$T_TMP/srv-$port.err" &
 	SRV_PID=$!
 	t_wait_tcp_port b "$port" || { t_stop "$SRV_PID"; fail "HTTP server never listened:" \
 		"$(head -c 300 "$T_TMP/srv-$port.err")"; return 1; }
@@ -65,11 +67,11 @@ _curl() {
 		2>/dev/null) of $SIZE bytes"; return 1; }
 }
 
-# _fetch SERVER CLIENT PORT: the HTTP server on b and curl on a, each
+# _fetch SERVER CLIENT PORT [aio]: the HTTP server on b and curl on a, each
 # under xvi-run --streams when its mode is xvi; sets OA/NA (node a's kernel
 # TCP opens before and after) and OB/NB (node b's).
 _fetch() {
-	_http_up "$1" "$3" || return
+	_http_up "$1" "$3" "${4:-}" || return
 	OA=$(_tcp_opens a)
 	OB=$(_tcp_opens b)
 	_curl "$2" "$3" "$T_TMP/dl-$3" || { t_stop "$SRV_PID"; return 1; }
@@ -81,10 +83,18 @@ _fetch() {
 # curl and the HTTP server both under xvi-run: over an xvi stream.
 case_curl_xvi() { _curl_over_xvi 8080; }
 
-# _curl_over_xvi PORT: both under xvi-run, the download over a stream.
+# The same with an asyncio server (epoll), then a plain curl against it.
+case_epoll() {
+	_curl_over_xvi 8083 aio || return
+	_fetch xvi kernel 8084 aio || return
+	[ "${NB#* }" -gt "${OB#* }" ] || fail "node b: kernel TCP PassiveOpens did not move" \
+		"($OB -> $NB)"
+}
+
+# _curl_over_xvi PORT [aio]: both under xvi-run, the download over a stream.
 _curl_over_xvi() {
 	local rx segs frames
-	_fetch xvi xvi "$1" || return
+	_fetch xvi xvi "$1" "${2:-}" || return
 	sed 's/^/# stats: /' "$T_TMP/curl.stats" >&2
 	[ "$(_stat "$T_TMP/curl.stats" streams connect_xvi)" = 1 ] ||
 		fail "curl's connect did not go over an xvi stream (--stats)" || return
@@ -170,6 +180,7 @@ CASES=(
 	curl_xvi	case_curl_xvi	"curl and python3 http.server both under xvi-run --streams: 4 MiB over an xvi stream, byte-exact"
 	curl_kernel_client	case_curl_kernel_client	"plain curl against the http.server under xvi-run --streams: kernel TCP"
 	curl_fallback	case_curl_fallback	"curl under xvi-run --streams against a plain http.server: falls back to TCP"
+	epoll		case_epoll	"an asyncio (epoll) HTTP server under xvi-run --streams: curl under xvi-run over a stream, plain curl over TCP"
 	iperf3		case_iperf3	"iperf3 TCP under xvi-run --streams at both ends: 32 MiB over xvi streams"
 )
 
