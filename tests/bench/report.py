@@ -491,6 +491,7 @@ def main():
         "multiq": [r.get("text") for r in recs if r.get("test") == "multiq"],
         "progress": [r.get("text") for r in recs if r.get("test") == "progress"],
         "ceiling": [r.get("text") for r in recs if r.get("test") == "ceiling"],
+        "preload_mc": [r.get("text") for r in recs if r.get("test") == "preload_mc"],
         "preload": [r.get("text") for r in preload],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
@@ -856,7 +857,9 @@ def main():
             ("streamzc", "4k. Streams in place (send_alloc, recv_zc) against send/recv",
              "two-node lab with 3-queue veths", False),
             ("ceiling", "4l. The lab's ceiling: bare AF_XDP against xvi",
-             "two-node", False)):
+             "two-node", False),
+            ("preload_mc", "4m. Unmodified memcached -U under xvi-run against kernel sockets",
+             "two-node lab, xvi-run on the server, on both ends or on neither", True)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
             continue
