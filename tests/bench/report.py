@@ -859,7 +859,7 @@ def main():
             ("ceiling", "4l. The lab's ceiling: bare AF_XDP against xvi",
              "two-node", False),
             ("preload_mc", "4m. Unmodified memcached -U under xvi-run against kernel sockets",
-             "two-node lab, xvi-run on the server, on both ends or on neither", True)):
+             "two-node", True)):
         texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
         if not texts and test not in unavailable:
             continue
