@@ -51,10 +51,10 @@ udp_in() { x b cat /proc/net/snmp | awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { print
 strip() { sed -e 's/\x1b\[[0-9;]*m//g' "$1"; }
 PORT=12000
 
-# run VARIANT MODE SIZE: one sockperf run; prints "p50_usec" (ping-pong) or
+# run VARIANT MODE SIZE PORT: one sockperf run; prints "p50_usec" (ping-pong) or
 # "sent_rate recv_rate" (throughput), or "-" when it could not be measured.
 run() {
-	local v=$1 mode=$2 size=$3 port=$((PORT++)) pre=() spid in0 in1 rx
+	local v=$1 mode=$2 size=$3 port=$4 pre=() spid in0 in1 rx
 	local out=$TMP/$v-$mode-$size-$port.out
 	[ "$v" = xvi ] && pre=("$XVIRUN")
 	[ "$v" = xvib ] && pre=("$XVIRUN" --tx-batch 32)
@@ -102,8 +102,11 @@ declare -A R
 for size in $SIZES; do
 	for ((i = 0; i < ROUNDS; i++)); do
 		for v in kernel xvi xvib; do
-			R[$v,pp,$size]+="$(run "$v" ping-pong "$size") "
-			read -r s r <<<"$(run "$v" throughput "$size")"
+			# A port per run, counted here: run's output is read
+			# through $(...), a subshell, where an increment is lost.
+			PORT=$((PORT + 2))
+			R[$v,pp,$size]+="$(run "$v" ping-pong "$size" "$PORT") "
+			read -r s r <<<"$(run "$v" throughput "$size" $((PORT + 1)))"
 			R[$v,tps,$size]+="$s "
 			R[$v,tpr,$size]+="$r "
 		done
