@@ -882,7 +882,7 @@ def main():
     # stream progress (tests/bench/engine/stream_progress.c, in-process)
     progress = [r["text"] for r in recs if r.get("test") == "progress" and r.get("text")]
     if progress or unavailable.get("progress"):
-        w("## 4m. Stream progress: one run's cost against connections held")
+        w("## 4n. Stream progress: one run's cost against connections held")
         w("")
         if progress:
             w("From tests/bench/engine/stream_progress.c (two stream engines over an "
