@@ -76,6 +76,27 @@ static int find_preload(char *out, size_t len)
 	return 0;
 }
 
+/*
+ * --OPT ARG, a whole number from MIN to MAX, handed to the preload in the
+ * environment variable ENV.  Nonzero (after saying why) if it is not one.
+ */
+static int set_uint_env(const char *opt, const char *arg, unsigned long min,
+			unsigned long max, const char *unit, const char *env)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(arg, &end, 10);
+	if (!*arg || *end || errno || *arg == '-' || v < min || v > max) {
+		fprintf(stderr, "xvi-run: --%s %s: want %s, %lu to %lu\n", opt, arg, unit,
+			min, max);
+		return -1;
+	}
+	setenv(env, arg, 1);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -90,7 +111,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char lib[PATH_MAX], *preload, *old, *end;
+	char lib[PATH_MAX], *preload, *old;
 	const char *iface = NULL;
 	bool preflight = false;
 	int c;
@@ -118,35 +139,22 @@ int main(int argc, char **argv)
 			setenv("XVI_RUN_STATS", optarg, 1);
 			break;
 		case 'S':
-			errno = 0;
-			if (strtoul(optarg, &end, 10) > 1000000 || *end || errno || !*optarg) {
-				fprintf(stderr, "xvi-run: --spin-us %s: want microseconds, 0 to "
-					"1000000\n", optarg);
+			if (set_uint_env("spin-us", optarg, 0, 1000000, "microseconds",
+					 "XVI_RUN_SPIN_US"))
 				return 2;
-			}
-			setenv("XVI_RUN_SPIN_US", optarg, 1);
 			break;
 		case 'B':
-			errno = 0;
-			if (strtoul(optarg, &end, 10) > 2048 || *end || errno || !*optarg ||
-			    !strtoul(optarg, NULL, 10)) {
-				fprintf(stderr, "xvi-run: --tx-batch %s: want datagrams per doorbell, "
-					"1 to 2048\n", optarg);
+			if (set_uint_env("tx-batch", optarg, 1, 2048, "datagrams per doorbell",
+					 "XVI_RUN_TX_BATCH"))
 				return 2;
-			}
-			setenv("XVI_RUN_TX_BATCH", optarg, 1);
 			break;
 		case 'T':
 			setenv("XVI_RUN_STREAMS", "1", 1);
 			break;
 		case 'W':
-			errno = 0;
-			if (strtoul(optarg, &end, 10) - 1 >= 60000 || *end || errno || !*optarg) {
-				fprintf(stderr, "xvi-run: --stream-timeout %s: want milliseconds, "
-					"1 to 60000\n", optarg);
+			if (set_uint_env("stream-timeout", optarg, 1, 60000, "milliseconds",
+					 "XVI_RUN_CONNECT_MS"))
 				return 2;
-			}
-			setenv("XVI_RUN_CONNECT_MS", optarg, 1);
 			break;
 		case 'h':
 			usage(stdout);
