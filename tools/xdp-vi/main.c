@@ -109,7 +109,10 @@ static const struct cmd_def ext_cmds[] = {
 	  "with a bpffs).  See docs/EXTENSIONS.md." },
 	{ "ext list", cmd_ext_list, "IFACE", 1, 1, status_opts,
 	  "list the handlers loaded on IFACE",
-	  "List the handlers loaded on IFACE: slot, endpoint, index, program." },
+	  "List the handlers loaded on IFACE: slot, endpoint, index, program and\n"
+	  "counters.  As root: the datapath's handlers, then those xdp-vid holds on\n"
+	  "protected endpoints' client ends, with their owners' uids.  Without\n"
+	  "privileges: the caller's own handlers, asked of xdp-vid." },
 	{ "ext unload", cmd_ext_unload, "IFACE", 1, 1, ext_unload_opts,
 	  "unload an endpoint's handler",
 	  "Unload handler N of the endpoint TAG on IFACE: its messages are delivered\n"
