@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/uio.h>
+#include <arpa/inet.h>
 #include "preload.h"
 #include "ep/endpoint.h"
 #include "stream.h"
@@ -34,8 +35,7 @@ int xp_wait_rx(struct xsock *xs, int flags)
 
 static bool from_peer(const struct xsock *xs, const struct xvi_msg *m)
 {
-	return m->peer.in.sin_addr.s_addr == xs->peer.sin_addr.s_addr &&
-	       m->peer.in.sin_port == xs->peer.sin_port;
+	return xp_sa_eq(&m->peer, &xs->dst);
 }
 
 /*
@@ -88,10 +88,12 @@ static int take(struct xsock *xs, struct xvi_msg *m, int flags)
 
 static void put_src(const struct xvi_msg *m, struct sockaddr *src, socklen_t *slen)
 {
+	socklen_t n = xp_sa_len(m->peer.sa.sa_family);
+
 	if (!src || !slen)
 		return;
-	memcpy(src, &m->peer.in, *slen < sizeof(m->peer.in) ? *slen : sizeof(m->peer.in));
-	*slen = sizeof(m->peer.in);
+	memcpy(src, &m->peer, *slen < n ? *slen : n);
+	*slen = n;
 }
 
 /* Scatter @m into @iov; returns the bytes copied. */
@@ -128,9 +130,10 @@ static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, cons
 }
 
 /*
- * IP_PKTINFO and IP_RECVTOS for @m, in the kernel's order and layout, read
- * from the frame's own IPv4 header (the frame starts with its Ethernet
- * header at m->frame in the endpoint's area).
+ * IP_PKTINFO and IP_RECVTOS for @m (IPV6_PKTINFO and IPV6_TCLASS on an
+ * IPv6 socket), in the kernel's order and layout, read from the frame's
+ * own IP header (the frame starts with its Ethernet header at m->frame in
+ * the endpoint's area).
  */
 static void put_cmsgs(const struct xsock *xs, const struct xvi_msg *m, struct msghdr *msg)
 {
@@ -154,6 +157,18 @@ static void put_cmsgs(const struct xsock *xs, const struct xvi_msg *m, struct ms
 		}
 		if (xs->cmsgs & XS_CM_TOS)
 			put_cmsg(msg, &used, IPPROTO_IP, IP_TOS, ip + 1, 1);
+	} else if ((ip[0] >> 4) == 6) {
+		if (xs->cmsgs & XS_CM_PKTINFO6) {
+			struct in6_pktinfo pi = { .ipi6_ifindex = xs->ep->ifindex };
+
+			memcpy(&pi.ipi6_addr, ip + 24, 16);
+			put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_PKTINFO, &pi, sizeof(pi));
+		}
+		if (xs->cmsgs & XS_CM_TCLASS) {
+			int tc = ((ip[0] & 0x0f) << 4) | (ip[1] >> 4);
+
+			put_cmsg(msg, &used, IPPROTO_IPV6, IPV6_TCLASS, &tc, sizeof(tc));
+		}
 	}
 	msg->msg_controllen = used;
 }
@@ -196,6 +211,27 @@ static int wait_tx(struct xsock *xs, int flags)
 	return 0;
 }
 
+/*
+ * A destination for @xs: 0, or -1 with errno.  An IPv4 one on an IPv6
+ * socket on xvi cannot go: its endpoint is IPv6 only.
+ */
+static int dest_of(const struct xsock *xs, const struct sockaddr *to, socklen_t tolen,
+		   union xvi_sockaddr *d)
+{
+	int r = xp_sa_in(xs, to, tolen, d);
+
+	if (r == 1) {
+		xp_refused(XP_REF_V4, "an IPv6 socket on xvi sends to an IPv4 address: "
+			   "ENETUNREACH, as with IPV6_V6ONLY (its endpoint is IPv6 only)");
+		r = -ENETUNREACH;
+	}
+	if (r < 0) {
+		errno = -r;
+		return -1;
+	}
+	return 0;
+}
+
 static ssize_t xsend(struct xsock *xs, const void *buf, size_t len, int flags,
 		     const struct sockaddr *to, socklen_t tolen)
 {
@@ -204,12 +240,8 @@ static ssize_t xsend(struct xsock *xs, const void *buf, size_t len, int flags,
 	ssize_t r;
 
 	if (to) {
-		if (tolen < sizeof(struct sockaddr_in) || to->sa_family != AF_INET) {
-			errno = tolen < sizeof(struct sockaddr_in) ? EINVAL : EAFNOSUPPORT;
+		if (dest_of(xs, to, tolen, &d))
 			return -1;
-		}
-		memset(&d, 0, sizeof(d));
-		memcpy(&d.in, to, sizeof(d.in));
 		dst = &d;
 	} else if (!xs->connected) {
 		errno = EDESTADDRREQ;
@@ -239,15 +271,19 @@ static ssize_t xsend(struct xsock *xs, const void *buf, size_t len, int flags,
 /* A NEW socket gets its port on its first send, as the kernel autobinds. */
 static struct xsock *ready_to_send(int fd, const struct sockaddr *to, socklen_t tolen)
 {
-	struct sockaddr_in any = { .sin_family = AF_INET };
+	union xvi_sockaddr any = { .sa = { .sa_family = AF_INET } }, dst;
 	struct xsock *xs = xp_get(fd);
 	int r;
 
-	if (!xs || xs->state == XS_XVI)
-		return xs;
-	if (!to || tolen < sizeof(struct sockaddr_in) || to->sa_family != AF_INET)
+	if (!xs || xs->state == XS_XVI || !to)
+		return xs && xs->state == XS_XVI ? xs : NULL;
+	r = xp_sa_in(xs, to, tolen, &dst);
+	if (r == 1)
+		xp_fallback(fd, xs, XR_DUALSTACK, "sends to an IPv4 address");
+	if (r)
 		return NULL;
-	r = xp_promote(fd, xs, &any, (const struct sockaddr_in *)to);
+	any.sa.sa_family = (sa_family_t)xs->family;
+	r = xp_promote(fd, xs, &any, &dst);
 	return r == 0 ? xs : NULL;
 }
 
@@ -265,11 +301,97 @@ static size_t gather(const struct iovec *iov, size_t n, char *buf, size_t cap, s
 	return done;
 }
 
+/*
+ * sendmsg's control messages, which an endpoint honours when they ask for
+ * what it does anyway: the source address (IP_PKTINFO's ipi_spec_dst,
+ * IPV6_PKTINFO's ipi6_addr) unset or the one its datagrams carry, the
+ * interface unset or its own, a TOS or traffic class of 0 (or -1, the
+ * default).  Another source address gets the kernel's answer to one the
+ * host does not hold (ENETUNREACH for IPv4, EINVAL for IPv6: docs/KERNEL.md,
+ * fact 48), anything else EINVAL; each logged: the endpoint cannot send it.
+ */
+static int send_cmsgs(const struct xsock *xs, const struct msghdr *msg)
+{
+	char a[INET6_ADDRSTRLEN] = "", b[64] = "route-chosen";
+	struct cmsghdr *c;
+	const char *what;
+	int v;
+
+	for (c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
+		size_t n = c->cmsg_len - CMSG_LEN(0);
+		const void *d = CMSG_DATA(c);
+
+		if (xs->family == AF_INET && c->cmsg_level == IPPROTO_IP &&
+		    c->cmsg_type == IP_PKTINFO && n >= sizeof(struct in_pktinfo)) {
+			struct in_pktinfo pi;
+
+			memcpy(&pi, d, sizeof(pi));
+			what = "IP_PKTINFO";
+			if (pi.ipi_ifindex && pi.ipi_ifindex != xs->ep->ifindex)
+				goto iface;
+			if (pi.ipi_spec_dst.s_addr == htonl(INADDR_ANY) ||
+			    (xs->src.sa.sa_family == AF_INET &&
+			     xs->src.in.sin_addr.s_addr == pi.ipi_spec_dst.s_addr))
+				continue;
+			inet_ntop(AF_INET, &pi.ipi_spec_dst, a, sizeof(a));
+			goto source;
+		}
+		if (xs->family == AF_INET6 && c->cmsg_level == IPPROTO_IPV6 &&
+		    c->cmsg_type == IPV6_PKTINFO && n >= sizeof(struct in6_pktinfo)) {
+			struct in6_pktinfo pi;
+
+			memcpy(&pi, d, sizeof(pi));
+			what = "IPV6_PKTINFO";
+			if (pi.ipi6_ifindex && (int)pi.ipi6_ifindex != xs->ep->ifindex)
+				goto iface;
+			if (IN6_IS_ADDR_UNSPECIFIED(&pi.ipi6_addr) ||
+			    (xs->src.sa.sa_family == AF_INET6 &&
+			     !memcmp(&xs->src.in6.sin6_addr, &pi.ipi6_addr, 16)))
+				continue;
+			inet_ntop(AF_INET6, &pi.ipi6_addr, a, sizeof(a));
+			goto source;
+		}
+		v = 0;
+		if (n == sizeof(int))
+			memcpy(&v, d, sizeof(v));
+		else if (n == 1)
+			v = *(const __u8 *)d;
+		if ((c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS && !v) ||
+		    (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS &&
+		     (v == 0 || v == -1)))
+			continue;
+		xp_refused(XP_REF_CMSG, "sendmsg control message level %d type %d (%zu bytes) "
+			   "on an xvi socket: EINVAL, an endpoint cannot honour it",
+			   c->cmsg_level, c->cmsg_type, n);
+		return -EINVAL;
+	}
+	return 0;
+iface:
+	xp_refused(XP_REF_CMSG, "sendmsg %s names another interface than the endpoint's %s: "
+		   "EINVAL", what, xs->ifname);
+	return -EINVAL;
+source:
+	if (xs->src.sa.sa_family)
+		xp_sa_str(&xs->src, b);
+	xp_refused(XP_REF_CMSG, "sendmsg %s source %s: the endpoint sends from %s only: %s "
+		   "(bind the socket to the source address instead)", what, a, b,
+		   xs->family == AF_INET ? "ENETUNREACH" : "EINVAL");
+	return xs->family == AF_INET ? -ENETUNREACH : -EINVAL;
+}
+
 static ssize_t xsendmsg(struct xsock *xs, const struct msghdr *msg, int flags)
 {
 	char buf[XP_MAX_DGRAM];
 	size_t total;
+	int r;
 
+	if (msg->msg_control && msg->msg_controllen) {
+		r = send_cmsgs(xs, msg);
+		if (r) {
+			errno = -r;
+			return -1;
+		}
+	}
 	if (msg->msg_iovlen == 1)
 		return xsend(xs, msg->msg_iov[0].iov_base, msg->msg_iov[0].iov_len, flags,
 			     msg->msg_name, msg->msg_namelen);
@@ -370,12 +492,12 @@ static int xsendmmsg(struct xsock *xs, struct mmsghdr *v, unsigned int n, int fl
 						 &total);
 			if (total > b[i].cap || total > xs->max_payload)
 				break;
+			/* xsendmsg below says what is wrong with it. */
+			if (h->msg_control && h->msg_controllen && send_cmsgs(xs, h))
+				break;
 			if (h->msg_name) {
-				if (h->msg_namelen < sizeof(struct sockaddr_in) ||
-				    ((struct sockaddr *)h->msg_name)->sa_family != AF_INET)
+				if (xp_sa_in(xs, h->msg_name, h->msg_namelen, &d[i]))
 					break;
-				memset(&d[i], 0, sizeof(d[i]));
-				memcpy(&d[i].in, h->msg_name, sizeof(d[i].in));
 				b[i].dst = &d[i];
 			} else if (xs->connected) {
 				b[i].dst = &xs->dst;

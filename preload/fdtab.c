@@ -26,7 +26,7 @@ void xp_unlock(void)
 	pthread_mutex_unlock(&tab_lock);
 }
 
-struct xsock *xp_new(int fd, int proto)
+struct xsock *xp_new(int fd, int family, int proto)
 {
 	struct xsock *xs;
 
@@ -37,6 +37,7 @@ struct xsock *xp_new(int fd, int proto)
 		return NULL;
 	xs->state = XS_NEW;
 	xs->proto = proto;
+	xs->family = family;
 	xs->xfd = -1;
 	xs->rcvtimeo_ms = -1;
 	xs->sndtimeo_ms = -1;

@@ -3,8 +3,8 @@
  * libxvi-preload: unmodified UDP socket programs over xvi endpoints.
  *
  * Every socket the program makes stays a real kernel socket, so fd numbers,
- * dup, fork, close and fallback stay the kernel's.  An AF_INET UDP socket is
- * also a candidate (struct xsock in the fd table, fdtab.c); when it gets a
+ * dup, fork, close and fallback stay the kernel's.  An AF_INET or AF_INET6
+ * UDP socket is also a candidate (struct xsock in the fd table, fdtab.c); when it gets a
  * local port (bind, connect, first sendto) open.c opens an xvi endpoint on
  * that address and port and from then on its datagrams go through the
  * endpoint (data.c), its readiness through the endpoint's AF_XDP fd
@@ -23,6 +23,7 @@
 #define XVI_PRELOAD_H
 
 #include <stdbool.h>
+#include <string.h>
 #include <poll.h>
 #include <signal.h>
 #include <net/if.h>
@@ -105,6 +106,8 @@ enum xsock_state {
 #define XS_REUSE_PORT 2
 #define XS_CM_PKTINFO 1	/* IP_PKTINFO */
 #define XS_CM_TOS 2	/* IP_RECVTOS */
+#define XS_CM_PKTINFO6 4	/* IPV6_RECVPKTINFO */
+#define XS_CM_TCLASS 8	/* IPV6_RECVTCLASS */
 
 struct xsock_reg {
 	int epfd;
@@ -117,8 +120,7 @@ struct xsock {
 	int xfd;			/* the endpoint's pollable fd */
 	bool nonblock;
 	bool connected;
-	struct sockaddr_in peer;	/* connected peer */
-	union xvi_sockaddr dst;		/* peer as libxvi takes it */
+	union xvi_sockaddr dst;		/* connected peer, as libxvi takes it */
 	__u32 max_payload;
 	bool has_peek;			/* a datagram taken by MSG_PEEK/FIONREAD */
 	struct xvi_msg peek;
@@ -132,7 +134,15 @@ struct xsock {
 	int refs;			/* fds that name it */
 	bool shared;			/* forked: another process may use the endpoint */
 	int proto;
-	struct sockaddr_in local;	/* bound address and port */
+	int family;			/* AF_INET or AF_INET6 */
+	union xvi_sockaddr local;	/* bound address and port */
+	/*
+	 * The source address every datagram carries (the bound one, or a
+	 * wildcard endpoint's interface's only address of the family), for
+	 * sendmsg's IP_PKTINFO/IPV6_PKTINFO; family 0 when it depends on the
+	 * route.
+	 */
+	union xvi_sockaddr src;
 	char ifname[IF_NAMESIZE];
 	bool is_protected;
 	int nregs;
@@ -162,7 +172,7 @@ static inline struct xsock *xp_get_xvi(int fd)
 	return xs && xs->state == XS_XVI ? xs : NULL;
 }
 
-struct xsock *xp_new(int fd, int proto);
+struct xsock *xp_new(int fd, int family, int proto);
 /* Point @fd at @xs (another reference), or at nothing (@xs NULL). */
 void xp_set(int fd, struct xsock *xs);
 /* Drop @fd's reference; the last one closes the endpoint (unless shared). */
@@ -188,8 +198,8 @@ extern __thread int xp_inside __attribute__((tls_model("initial-exec")));
  * xvi), 1 (left to the kernel, logged and counted: @fd's entry is gone) or
  * a negative errno the caller returns as the kernel would (EADDRINUSE).
  */
-int xp_promote(int fd, struct xsock *xs, const struct sockaddr_in *local,
-	       const struct sockaddr_in *dst);
+int xp_promote(int fd, struct xsock *xs, const union xvi_sockaddr *local,
+	       const union xvi_sockaddr *dst);
 /* Leave candidate @fd to the kernel for @reason (report.c). */
 void xp_fallback(int fd, struct xsock *xs, int reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -197,14 +207,42 @@ void xp_close_ep(struct xsock *xs);
 /* Shared with stream mode (stream.c). */
 int choose_iface(int fd, const struct sockaddr_in *local,
 		 const struct sockaddr_in *dst, char *name);
+int choose_iface_sa(int fd, const union xvi_sockaddr *local,
+		    const union xvi_sockaddr *dst, char *name);
 int route_src(const struct sockaddr_in *dst, struct in_addr *src);
 int free_port(struct in_addr ip);
 enum xp_reason reason_of(int err);
 struct xvi_endpoint *open_ep(const char *ifname, const struct sockaddr_in *local);
 
+/*
+ * @a (@len bytes) as an address of @xs's family: 0 (in @out, flowinfo
+ * cleared, scope kept only for link-local), -EINVAL/-EAFNOSUPPORT as the
+ * kernel, or 1 for an IPv4 destination on an IPv6 socket (AF_INET or
+ * ::ffff:a.b.c.d), which only a dual-stack kernel socket can reach.
+ */
+int xp_sa_in(const struct xsock *xs, const struct sockaddr *a, socklen_t len,
+	     union xvi_sockaddr *out);
+/* "a.b.c.d:port" or "[v6]:port" into @buf (64 bytes). */
+const char *xp_sa_str(const union xvi_sockaddr *a, char *buf);
+bool xp_sa_any(const union xvi_sockaddr *a);
+
+static inline socklen_t xp_sa_len(int family)
+{
+	return family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
+}
+
+/* Same address and port (the family is the socket's on both). */
+static inline bool xp_sa_eq(const union xvi_sockaddr *a, const union xvi_sockaddr *b)
+{
+	if (a->sa.sa_family == AF_INET6)
+		return a->in6.sin6_port == b->in6.sin6_port &&
+		       !memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, 16);
+	return a->in.sin_port == b->in.sin_port && a->in.sin_addr.s_addr == b->in.sin_addr.s_addr;
+}
+
 /* ---- report.c ---- */
 enum xp_reason {
-	XR_IPV6,
+	XR_DUALSTACK,
 	XR_NO_IFACE,
 	XR_NO_DATAPATH,
 	XR_NO_BROKER,
@@ -220,6 +258,9 @@ enum xp_reason {
 void xp_note(enum xp_reason r, int fd, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void xp_info(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A call refused on an xvi socket (not a fallback): logged once per @what, every time at -v. */
+void xp_refused(int what, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+enum { XP_REF_OPTION, XP_REF_CMSG, XP_REF_V4, XP_REF__MAX };
 void xp_accelerated(struct xsock *xs, int fd);
 void xp_report_endpoint(struct xsock *xs);
 /* Append @n bytes of @line to the --stats file, if one was asked for. */
@@ -243,7 +284,7 @@ void xp_epoll_unlink(struct xsock *xs);
  * with SO_REUSEADDR (or both SO_REUSEPORT), as the kernel allows: @xs joins
  * that socket's endpoint.  0 if it did, 1 if there is none to join.
  */
-int xp_share_bind(int fd, struct xsock *xs, const struct sockaddr_in *local);
+int xp_share_bind(int fd, struct xsock *xs, const union xvi_sockaddr *local);
 /* Lock held: @xs leaves its endpoint; true if others keep it open. */
 bool xp_share_leave(struct xsock *xs);
 /* Sort the shared ring into the sockets' queues: true if @xs has one. */

@@ -16,7 +16,7 @@
 #include "preload.h"
 
 static const char *const reason_name[XR__MAX] = {
-	[XR_IPV6]	 = "IPv6 UDP socket (xvi-run takes AF_INET only)",
+	[XR_DUALSTACK]	 = "IPv6 socket that takes IPv4 too (dual-stack)",
 	[XR_NO_IFACE]	 = "no interface chosen",
 	[XR_NO_DATAPATH] = "no xdp-vi datapath on the interface",
 	[XR_NO_BROKER]	 = "unprivileged and no xdp-vid broker",
@@ -85,11 +85,26 @@ void xp_note(enum xp_reason r, int fd, const char *fmt, ...)
 		    xp_conf.verbose ? "" : " (logged once per reason; -v logs every socket)");
 }
 
+void xp_refused(int what, const char *fmt, ...)
+{
+	static unsigned int said[XP_REF__MAX];
+	char detail[384];
+	va_list ap;
+
+	if (__atomic_fetch_add(&said[what], 1, __ATOMIC_RELAXED) && !xp_conf.verbose)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(detail, sizeof(detail), fmt, ap);
+	va_end(ap);
+	say("%s%s", detail, xp_conf.verbose ? "" : " (logged once; -v logs every one)");
+}
+
 void xp_accelerated(struct xsock *xs, int fd)
 {
+	char a[64];
+
 	__atomic_fetch_add(&accelerated, 1, __ATOMIC_RELAXED);
-	xp_info("fd %d on xvi: %s:%u on %s (%s endpoint)", fd,
-		inet_ntoa(xs->local.sin_addr), ntohs(xs->local.sin_port), xs->ifname,
+	xp_info("fd %d on xvi: %s on %s (%s endpoint)", fd, xp_sa_str(&xs->local, a), xs->ifname,
 		xs->is_protected ? "protected, through xdp-vid" : "direct");
 }
 
@@ -113,7 +128,7 @@ void xp_stats_line(const char *line, int n)
 void xp_report_endpoint(struct xsock *xs)
 {
 	XVI_OPTS(xvi_endpoint_stats, st);
-	char line[384];
+	char line[448], a[64];
 	int n, e = errno;
 	__u64 rx, tx;
 
@@ -122,10 +137,10 @@ void xp_report_endpoint(struct xsock *xs)
 	/* Sharing its port: the endpoint's datagrams through all its sockets. */
 	xp_share_reports(xs, &rx, &tx);
 	n = snprintf(line, sizeof(line),
-		     "endpoint pid=%d local=%s:%u iface=%s path=%s rx_frames=%llu "
+		     "endpoint pid=%d local=%s iface=%s path=%s rx_frames=%llu "
 		     "tx_frames=%llu rx_dgrams=%llu tx_dgrams=%llu drop_no_socket=%llu "
-		     "rx_ring_full=%llu rx_fill_empty=%llu rx_invalid=%llu\n", getpid(), inet_ntoa(xs->local.sin_addr),
-		     ntohs(xs->local.sin_port), xs->ifname,
+		     "rx_ring_full=%llu rx_fill_empty=%llu rx_invalid=%llu\n", getpid(),
+		     xp_sa_str(&xs->local, a), xs->ifname,
 		     xs->is_protected ? "protected" : "direct",
 		     (unsigned long long)st.rx_frames, (unsigned long long)st.tx_frames,
 		     (unsigned long long)rx, (unsigned long long)tx,

@@ -28,17 +28,16 @@
 
 static __u32 share_seq;
 
-int xp_share_bind(int fd, struct xsock *xs, const struct sockaddr_in *local)
+int xp_share_bind(int fd, struct xsock *xs, const union xvi_sockaddr *local)
 {
 	struct xsock *o;
 
-	if (!local->sin_port)
+	if (!(local->sa.sa_family == AF_INET6 ? local->in6.sin6_port : local->in.sin_port))
 		return 1;
 	xp_lock();
 	for (o = xp_live; o; o = o->next_live) {
 		if (o == xs || o->state != XS_XVI || !o->ep || o->shared ||
-		    o->local.sin_port != local->sin_port ||
-		    o->local.sin_addr.s_addr != local->sin_addr.s_addr)
+		    o->family != xs->family || !xp_sa_eq(&o->local, local))
 			continue;
 		/* The kernel's rule: both reuse the address, or both the port. */
 		if (!(o->reuse & xs->reuse))
@@ -47,6 +46,7 @@ int xp_share_bind(int fd, struct xsock *xs, const struct sockaddr_in *local)
 		xs->xfd = o->xfd;
 		xs->max_payload = o->max_payload;
 		xs->local = o->local;
+		xs->src = o->src;
 		memcpy(xs->ifname, o->ifname, IF_NAMESIZE);
 		xs->is_protected = o->is_protected;
 		xs->share_seq = ++share_seq;
@@ -99,8 +99,7 @@ bool xp_share_leave(struct xsock *xs)
 
 static bool from(const struct xsock *xs, const struct xvi_msg *m)
 {
-	return m->peer.in.sin_addr.s_addr == xs->peer.sin_addr.s_addr &&
-	       m->peer.in.sin_port == xs->peer.sin_port;
+	return xp_sa_eq(&m->peer, &xs->dst);
 }
 
 /* The socket the kernel would deliver @m to: its peer's, else the newest unconnected. */

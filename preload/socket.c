@@ -15,6 +15,14 @@
 #include "ep/endpoint.h"
 #include "stream.h"
 
+/* linux/in6.h's, which glibc's netinet/in.h lacks. */
+#ifndef IPV6_FLOWINFO
+#define IPV6_FLOWINFO 11
+#endif
+#ifndef IPV6_FLOWINFO_SEND
+#define IPV6_FLOWINFO_SEND 33
+#endif
+
 static int fail(int err)
 {
 	errno = err;
@@ -36,13 +44,9 @@ XP_API int socket(int domain, int type, int protocol)
 	if (fd < 0 || xp_inside || base != SOCK_DGRAM ||
 	    (protocol && protocol != IPPROTO_UDP))
 		return fd;
-	if (domain == AF_INET6) {
-		xp_note(XR_IPV6, fd, "socket(AF_INET6, SOCK_DGRAM)");
+	if (domain != AF_INET && domain != AF_INET6)
 		return fd;
-	}
-	if (domain != AF_INET)
-		return fd;
-	xs = xp_new(fd, protocol);
+	xs = xp_new(fd, domain, protocol);
 	if (!xs) {
 		xp_note(XR_FD_RANGE, fd, "fd %d, table holds %d", fd, XP_FD_MAX);
 		return fd;
@@ -51,18 +55,29 @@ XP_API int socket(int domain, int type, int protocol)
 	return fd;
 }
 
-static int check_in(const struct sockaddr *a, socklen_t len)
+/*
+ * An IPv6 socket bound to :: with IPV6_V6ONLY off (Linux's default) also
+ * takes IPv4 datagrams to its port, as ::ffff:a.b.c.d.  An endpoint is one
+ * family's (the datapath steers by a UDP4 or a UDP6 tag): such a socket
+ * stays on the kernel.
+ */
+static bool dual_stack(int fd, const struct xsock *xs, const union xvi_sockaddr *local)
 {
-	if (!a || len < sizeof(struct sockaddr_in))
-		return -EINVAL;
-	if (a->sa_family != AF_INET)
-		return -EAFNOSUPPORT;
-	return 0;
+	int v6only = 0;
+	socklen_t len = sizeof(v6only);
+
+	if (xs->family != AF_INET6 || !xp_sa_any(local))
+		return false;
+	/* The kernel socket holds the option (and net.ipv6.bindv6only's default). */
+	if (REAL(getsockopt)(fd, IPPROTO_IPV6, IPV6_V6ONLY, &v6only, &len))
+		return true;
+	return !v6only;
 }
 
 XP_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct xsock *xs = xp_get(fd);
+	union xvi_sockaddr local;
 	int r;
 
 	XPS_HOOK(fd, xps_bind(fd, addr, len));
@@ -70,13 +85,23 @@ XP_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 		return REAL(bind)(fd, addr, len);
 	if (xs->state == XS_XVI)
 		return fail(EINVAL);	/* already bound, as the kernel says */
-	r = check_in(addr, len);
-	if (r)
+	r = xp_sa_in(xs, addr, len, &local);
+	if (r < 0)
 		return REAL(bind)(fd, addr, len);
+	if (r == 1) {
+		xp_fallback(fd, xs, XR_DUALSTACK, "bind to an IPv4-mapped address");
+		return REAL(bind)(fd, addr, len);
+	}
+	if (dual_stack(fd, xs, &local)) {
+		xp_fallback(fd, xs, XR_DUALSTACK, "bound to [::]:%u with IPV6_V6ONLY off: set "
+			    "IPV6_V6ONLY (socat: ipv6only=1) or bind a specific address to "
+			    "run over xvi", ntohs(local.in6.sin6_port));
+		return REAL(bind)(fd, addr, len);
+	}
 	/* Another socket of this process on the port, both reusing it. */
-	if (xs->reuse && !xp_share_bind(fd, xs, (const struct sockaddr_in *)addr))
+	if (xs->reuse && !xp_share_bind(fd, xs, &local))
 		return 0;
-	r = xp_promote(fd, xs, (const struct sockaddr_in *)addr, NULL);
+	r = xp_promote(fd, xs, &local, NULL);
 	if (r < 0)
 		return fail(-r);
 	if (r == 1)
@@ -84,17 +109,9 @@ XP_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	return 0;
 }
 
-static void set_peer(struct xsock *xs, const struct sockaddr_in *a)
-{
-	xs->peer = *a;
-	memset(&xs->dst, 0, sizeof(xs->dst));
-	xs->dst.in = *a;
-	xs->connected = true;
-}
-
 XP_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
-	struct sockaddr_in any = { .sin_family = AF_INET };
+	union xvi_sockaddr any = { .sa = { .sa_family = AF_INET } }, dst;
 	struct xsock *xs = xp_get(fd);
 	int r;
 
@@ -105,16 +122,28 @@ XP_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 		xs->connected = false;
 		return xs->state == XS_XVI ? 0 : REAL(connect)(fd, addr, len);
 	}
-	if (check_in(addr, len))
+	r = xp_sa_in(xs, addr, len, &dst);
+	if (r < 0)
 		return REAL(connect)(fd, addr, len);
+	if (r == 1) {
+		if (xs->state == XS_NEW) {
+			xp_fallback(fd, xs, XR_DUALSTACK, "connect to an IPv4 address");
+			return REAL(connect)(fd, addr, len);
+		}
+		xp_refused(XP_REF_V4, "fd %d: connect to an IPv4 address on an IPv6 socket on xvi "
+			   "(its endpoint is IPv6 only): ENETUNREACH, as with IPV6_V6ONLY", fd);
+		return fail(ENETUNREACH);
+	}
 	if (xs->state == XS_NEW) {
-		r = xp_promote(fd, xs, &any, (const struct sockaddr_in *)addr);
+		any.sa.sa_family = (sa_family_t)xs->family;
+		r = xp_promote(fd, xs, &any, &dst);
 		if (r < 0)
 			return fail(-r);
 		if (r == 1)
 			return REAL(connect)(fd, addr, len);
 	}
-	set_peer(xs, (const struct sockaddr_in *)addr);
+	xs->dst = dst;
+	xs->connected = true;
 	return 0;
 }
 
@@ -220,6 +249,50 @@ XP_API int ioctl(int fd, unsigned long req, ...)
 	return REAL(ioctl)(fd, req, arg);
 }
 
+/*
+ * IPv6 options an endpoint cannot honour.  Passed (kept on the kernel
+ * socket): IPV6_V6ONLY (bind reads it), IPV6_RECVPKTINFO and
+ * IPV6_RECVTCLASS (recvmsg returns them), path MTU and address
+ * preferences, which change nothing a one-frame, never-fragmented
+ * datagram from a fixed address does.
+ */
+static bool v6_unhonoured(int name, int v, const void *val, socklen_t len)
+{
+	static const __u8 zero[sizeof(struct in6_pktinfo)];
+
+	switch (name) {
+	case IPV6_ADD_MEMBERSHIP:
+	case MCAST_JOIN_GROUP:
+	case MCAST_JOIN_SOURCE_GROUP:
+		return true;
+	case IPV6_MULTICAST_IF:
+	case IPV6_RECVERR:
+	case IPV6_TRANSPARENT:
+	case IPV6_RECVHOPLIMIT:
+	case IPV6_HOPLIMIT:
+	case IPV6_RECVRTHDR:
+	case IPV6_RECVHOPOPTS:
+	case IPV6_RECVDSTOPTS:
+	case IPV6_2292PKTINFO:
+	case IPV6_2292HOPLIMIT:
+	case IPV6_2292HOPOPTS:
+	case IPV6_2292DSTOPTS:
+	case IPV6_2292RTHDR:
+	case IPV6_FLOWINFO:
+	case IPV6_FLOWINFO_SEND:
+	case IPV6_RECVORIGDSTADDR:
+	case IPV6_RECVPATHMTU:
+		return v;
+	case IPV6_TCLASS:		/* -1: the default, 0 */
+	case IPV6_UNICAST_HOPS:		/* -1: the route's default */
+		return v != -1 && (name != IPV6_TCLASS || v);
+	case IPV6_PKTINFO:		/* sticky source address and interface */
+		return val && len >= sizeof(zero) && memcmp(val, zero, sizeof(zero));
+	default:
+		return false;
+	}
+}
+
 /* Options an endpoint cannot honour: before bind they leave the socket to the kernel. */
 static bool unhonoured(int level, int name, const void *val, socklen_t len)
 {
@@ -236,6 +309,8 @@ static bool unhonoured(int level, int name, const void *val, socklen_t len)
 		       name == IP_MULTICAST_IF || ((name == IP_TOS ||
 		       name == IP_RECVERR || name == IP_TTL ||
 		       name == IP_TRANSPARENT) && v);
+	if (level == IPPROTO_IPV6)
+		return v6_unhonoured(name, v, val, len);
 	/* UDP_CORK, UDP_SEGMENT (GSO), UDP_GRO, UDP_ENCAP: none of them. */
 	return level == IPPROTO_UDP && v;
 }
@@ -280,6 +355,9 @@ XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 			level, name);
 		return fail(ENOPROTOOPT);
 	}
+	/* The kernel's answer once the socket has its port. */
+	if (level == IPPROTO_IPV6 && name == IPV6_V6ONLY && xs->state == XS_XVI)
+		return fail(EINVAL);
 	/* The kernel socket keeps the value (getsockopt reads it back). */
 	r = REAL(setsockopt)(fd, level, name, val, len);
 	if (!r && level == SOL_SOCKET && name == SO_RCVTIMEO)
@@ -290,6 +368,9 @@ XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		flag(&xs->reuse, name == SO_REUSEADDR ? XS_REUSE_ADDR : XS_REUSE_PORT, val, len);
 	if (!r && level == IPPROTO_IP && (name == IP_PKTINFO || name == IP_RECVTOS))
 		flag(&xs->cmsgs, name == IP_PKTINFO ? XS_CM_PKTINFO : XS_CM_TOS, val, len);
+	if (!r && level == IPPROTO_IPV6 && (name == IPV6_RECVPKTINFO || name == IPV6_RECVTCLASS))
+		flag(&xs->cmsgs, name == IPV6_RECVPKTINFO ? XS_CM_PKTINFO6 : XS_CM_TCLASS, val,
+		     len);
 	return r;
 }
 
@@ -307,12 +388,14 @@ XP_API int getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 	return REAL(getsockopt)(fd, level, name, val, len);
 }
 
-static int put_addr(const struct sockaddr_in *a, struct sockaddr *out, socklen_t *len)
+static int put_addr(const union xvi_sockaddr *a, struct sockaddr *out, socklen_t *len)
 {
+	socklen_t n = xp_sa_len(a->sa.sa_family);
+
 	if (!out || !len)
 		return fail(EFAULT);
-	memcpy(out, a, *len < sizeof(*a) ? *len : sizeof(*a));
-	*len = sizeof(*a);
+	memcpy(out, a, *len < n ? *len : n);
+	*len = n;
 	return 0;
 }
 
@@ -335,5 +418,5 @@ XP_API int getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 		return REAL(getpeername)(fd, addr, len);
 	if (!xs->connected)
 		return fail(ENOTCONN);
-	return put_addr(&xs->peer, addr, len);
+	return put_addr(&xs->dst, addr, len);
 }
