@@ -5,8 +5,9 @@
 # the two-node lab, datapath on both nodes.  Every row that runs a program
 # under xvi-run checks that its sockets really ran over xvi: the endpoints'
 # counters (xvi-run --stats) moved, and the kernel's UDP counters in that
-# node's namespace (/proc/net/snmp, Udp InDatagrams and OutDatagrams) did
-# not.  A socket that silently stayed on the kernel fails the row.
+# node's namespace (/proc/net/snmp, Udp InDatagrams and OutDatagrams, and
+# /proc/net/snmp6, Udp6InDatagrams and Udp6OutDatagrams) did not.  A
+# socket that silently stayed on the kernel fails the row.
 
 . "$(dirname "$0")/_tap.sh"
 
@@ -19,9 +20,14 @@ t_setup() {
 	t_attach a && t_attach b
 }
 
-# "InDatagrams OutDatagrams" of the kernel's UDP in NODE's namespace.
+# "InDatagrams OutDatagrams Udp6InDatagrams Udp6OutDatagrams" of the
+# kernel's UDP (IPv4, IPv6) in NODE's namespace.
 _udp_counters() {
-	t_x "$1" cat /proc/net/snmp | awk '$1 == "Udp:" && $2 ~ /^[0-9]+$/ { print $2, $5 }'
+	t_x "$1" sh -c 'cat /proc/net/snmp /proc/net/snmp6' | awk '
+		$1 == "Udp:" && $2 ~ /^[0-9]+$/ { v4 = $2 " " $5 }
+		$1 == "Udp6InDatagrams" { i6 = $2 }
+		$1 == "Udp6OutDatagrams" { o6 = $2 }
+		END { print v4, i6, o6 }'
 }
 
 # The sum of counter NAME over the endpoint lines of xvi-run --stats FILE.
@@ -58,7 +64,8 @@ _ran_over_xvi() {
 	case $what in tx | both) [ "$tx" -gt 0 ] || { fail "node $node: no datagram sent" \
 		"through an endpoint (tx_frames=0): the sockets stayed on the kernel"; return 1; } ;; esac
 	[ "$before" = "$after" ] || { fail "node $node: kernel UDP counters moved" \
-		"(InDatagrams OutDatagrams $before -> $after): traffic went through the kernel"
+		"(InDatagrams OutDatagrams Udp6InDatagrams Udp6OutDatagrams $before -> $after):" \
+		"traffic went through the kernel"
 		return 1; }
 	t_log "node $node: endpoints rx $rx tx $tx, kernel UDP counters unchanged ($after)"
 }
@@ -71,18 +78,24 @@ _stats_over_xvi() {
 	_ran_over_xvi "$1" "$3" "$(_stats_sum "$2" rx_frames)" "$(_stats_sum "$2" tx_frames)" "$4"
 }
 
-# A kernel UDP echo server on node a, PORT; stopped by _stop_echo.
+# A kernel UDP echo server on node a, PORT, sending with TOS 0x20 (read
+# back by IP_RECVTOS); stopped by t_stop "$ECHO_PID".  _echo_up PORT 6: one
+# dual-stack IPv6 socket on ::, traffic class 0x20 too (IPV6_RECVTCLASS).
 _echo_up() {
 	t_x -T 120 a "$PY" -c '
 import socket, sys
-s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x20)  # read back by IP_RECVTOS
-s.bind(("198.18.0.1", int(sys.argv[1])))
+v6 = sys.argv[2] == "6"
+s = socket.socket(socket.AF_INET6 if v6 else socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_IP, socket.IP_TOS, 0x20)
+if v6:
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_TCLASS, 0x20)
+s.bind(("::" if v6 else "198.18.0.1", int(sys.argv[1])))
 s.settimeout(60)
 while True:
     d, a = s.recvfrom(65535)
     s.sendto(d, a)
-' "$1" >/dev/null 2>&1 &
+' "$1" "${2:-4}" >/dev/null 2>&1 &
 	ECHO_PID=$!
 	t_wait_udp_port a "$1" || { t_stop "$ECHO_PID"; fail "echo server on a:$1 never came up"; return 1; }
 }
@@ -405,6 +418,82 @@ sys.exit(0 if 0 < b <= 20e6 * 1.1 and 0 <= p <= 10 else 1)' "${bps:-0}" "${lp:-1
 	_stats_over_xvi a "$cs" "$ba" both && _stats_over_xvi b "$ss" "$bb" both
 }
 
+# socat over IPv6: the same relay with UDP6 addresses (the listener bound to
+# b's address: one bound to :: would be dual-stack and stay on the kernel).
+case_socat6() {
+	local in=$T_TMP/socat6.in out=$T_TMP/socat6.out ss=$T_TMP/socat6-l.stats
+	local cs=$T_TMP/socat6-s.stats ba bb lpid rc
+	head -c 300000 /dev/urandom >"$in"
+	ba=$(_udp_counters a)
+	bb=$(_udp_counters b)
+	t_x -T 60 b "$XVIRUN" --stats "$ss" socat -u -T 3 "UDP6-RECV:9310,bind=[2001:2::2]" \
+		"OPEN:$out,creat,trunc" 2>"$T_TMP/socat6-l.err" &
+	lpid=$!
+	t_wait_endpoint_port b 9310 || { t_stop "$lpid"; fail "socat listener never came up:" \
+		"$(head -c 300 "$T_TMP/socat6-l.err")"; return 1; }
+	t_x -T 60 a "$XVIRUN" --stats "$cs" socat -u -b 1400 "OPEN:$in" \
+		"UDP6-SENDTO:[2001:2::2]:9310" 2>"$T_TMP/socat6-s.err"
+	rc=$?
+	wait "$lpid"
+	cat "$T_TMP/socat6-l.err" "$T_TMP/socat6-s.err" | head -5 | sed 's/^/# /' >&2
+	[ $rc -eq 0 ] || fail "socat sender exit $rc: $(head -c 300 "$T_TMP/socat6-s.err")" || return
+	cmp -s "$in" "$out" || fail "relayed file differs: $(stat -c %s "$out" 2>/dev/null) of" \
+		"$(stat -c %s "$in") bytes" || return
+	grep -q 'local=\[2001:2::2\]:9310' "$ss" ||
+		fail "b's endpoint is not [2001:2::2]:9310: $(head -c 300 "$ss")" || return
+	_stats_over_xvi a "$cs" "$ba" tx && _stats_over_xvi b "$ss" "$bb" rx
+}
+
+# _udp6_sem PORT [xvi]: tests/lab/helpers/udp6_sem.py on b, on kernel
+# sockets or under xvi-run, against a kernel echo server on a.
+_udp6_sem() {
+	local port=$1 run=${2:-kernel} out=$T_TMP/udp6-sem-$1.out stats=$T_TMP/udp6-sem-$1.stats
+	local before rc pre=()
+	[ "$run" = xvi ] && pre=("$XVIRUN" --stats "$stats")
+	_echo_up $((port + 5)) 6 || return 1
+	before=$(_udp_counters b)
+	t_x -T 60 b "${pre[@]}" "$PY" "$T_HELPERS/udp6_sem.py" "$LAB_IFACE" 2001:2::2 \
+		198.18.0.2 "$port" 2001:2::1 198.18.0.1 $((port + 5)) >"$out" 2>&1
+	rc=$?
+	t_stop "$ECHO_PID"
+	sed 's/^/# /' "$out" >&2
+	[ $rc -eq 0 ] || fail "exit $rc: $(grep -m1 -E 'FAIL|stays on|Error' "$out")" || return
+	grep -q "^all ok" "$out" || fail "the checks did not all run" || return
+	[ "$run" = xvi ] || return 0
+	# Four sockets: [2001:2::2], [::] with IPV6_V6ONLY, an autobound one, one IPv4.
+	[ "$(grep -c '^endpoint' "$stats")" -eq 4 ] ||
+		fail "$(grep -c '^endpoint' "$stats") endpoints, want 4: $(head -c 400 "$stats")" ||
+		return
+	_stats_over_xvi b "$stats" "$before" both
+}
+
+case_udp6_sem_kernel() { _udp6_sem 9320; }
+case_udp6_sem() { _udp6_sem 9330 xvi; }
+
+# A dual-stack socket (bound to :: with IPV6_V6ONLY off, Linux's default)
+# would take IPv4 datagrams too: it stays on the kernel, logged and counted,
+# and gets an IPv4 datagram as ::ffff:a.b.c.d.
+case_udp6_dualstack() {
+	local err
+	_echo_up 9345 6 || return 1
+	err=$(t_x -T 30 b "$XVIRUN" "$PY" -c '
+import socket
+s = socket.socket(socket.AF_INET6, socket.SOCK_DGRAM)
+s.settimeout(5)
+s.bind(("::", 9340))
+s.sendto(b"v4", ("::ffff:198.18.0.1", 9345))
+d, a = s.recvfrom(64)
+assert d == b"v4" and a[0] == "::ffff:198.18.0.1", (d, a)
+' 2>&1)
+	local rc=$?
+	t_stop "$ECHO_PID"
+	[ $rc -eq 0 ] || fail "program failed on the dual-stack socket: $err" || return
+	[[ $err == *"stays on the kernel: IPv6 socket that takes IPv4 too (dual-stack)"*"IPV6_V6ONLY"* ]] ||
+		fail "no fallback message naming the reason: '${err:0:300}'" || return
+	[[ $err == *"0 UDP socket(s) on xvi, 1 on the kernel"* ]] ||
+		fail "fallback not counted at exit: '${err:0:300}'"
+}
+
 # Loud fallback: a socket the datapath cannot take says so, with its reason.
 case_fallback() {
 	local err
@@ -457,6 +546,10 @@ CASES=(
 	sp_tp_cli	case_sp_tp_cli	"sockperf throughput 1472 B under xvi-run (a) to a plain server (b)"
 	sp_tp_both	case_sp_tp_both	"sockperf throughput 1472 B, xvi-run on both nodes"
 	socat		case_socat	"socat UDP4 file relay a -> b, both under xvi-run, byte-exact"
+	socat6		case_socat6	"socat UDP6 file relay a -> b, both under xvi-run, byte-exact"
+	udp6_sem_kernel	case_udp6_sem_kernel	"IPv6 socket semantics (udp6_sem.py) on kernel sockets (b)"
+	udp6_sem	case_udp6_sem	"IPv6 socket semantics under xvi-run (b): names, cmsgs, PKTINFO sends, V6ONLY"
+	udp6_dualstack	case_udp6_dualstack	"a dual-stack IPv6 socket stays on the kernel, logged and counted"
 	memcached	case_memcached	"memcached -U under xvi-run (b): set and 100 gets over UDP from a"
 	dnsperf		case_dnsperf	"dnsmasq under xvi-run (b): 300 names from a hosts file, dnsperf (a)"
 	iperf3		case_iperf3	"iperf3 -u, xvi-run on both nodes: data over xvi, control over kernel TCP"
