@@ -27,7 +27,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: xvi-run [--iface IF] [-v] [--check] [--stats FILE] [--spin-us N] [--tx-batch N]\n"
 		"               [--streams [--stream-timeout MS]] CMD [ARGS]\n"
-		"Run CMD with its AF_INET UDP sockets on xvi endpoints (" PRELOAD_NAME ").\n"
+		"Run CMD with its UDP sockets (IPv4, IPv6) on xvi endpoints (" PRELOAD_NAME ").\n"
 		"  -i, --iface IF     put every UDP socket on IF (default: the route's or the\n"
 		"                     bound address's interface)\n"
 		"  -v, --verbose      log every socket: on xvi or on the kernel, and why\n"
