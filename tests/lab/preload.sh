@@ -379,26 +379,27 @@ except Exception:
 # peer's datagrams.  Two streams (-P 2): the second client socket's first
 # datagram reaches the new socket while the first stream's data flows to
 # the connected one.  -1: the server exits after the test and writes its
-# --stats.
-case_iperf3() {
-	local port=5301 ss=$T_TMP/ip3-s.stats cs=$T_TMP/ip3-c.stats out=$T_TMP/ip3-c.json
-	local ba bb spid rc pk lost lp bps
+# --stats.  _iperf3 FAMILY PORT ADDR: over IPv4 or IPv6 (4 or 6), the
+# server bound to b's ADDR.
+_iperf3() {
+	local fam=$1 port=$2 addr=$3 ss=$T_TMP/ip3-s-$2.stats cs=$T_TMP/ip3-c-$2.stats
+	local out=$T_TMP/ip3-c-$2.json ba bb spid rc pk lost lp bps
 	rm -f "$ss" "$cs"
 	ba=$(_udp_counters a)
 	bb=$(_udp_counters b)
-	t_x -T 60 b "$XVIRUN" --stats "$ss" iperf3 -s -1 -B 198.18.0.2 -p "$port" \
-		>"$T_TMP/ip3-s.out" 2>&1 &
+	t_x -T 60 b "$XVIRUN" --stats "$ss" iperf3 -s -1 -B "$addr" -p "$port" \
+		>"$T_TMP/ip3-s-$port.out" 2>&1 &
 	spid=$!
 	t_wait_tcp_port b "$port" || { t_stop "$spid"; fail "iperf3 server never came up:" \
-		"$(head -c 300 "$T_TMP/ip3-s.out")"; return 1; }
-	t_x -T 60 a "$XVIRUN" --stats "$cs" iperf3 -4 -u -c 198.18.0.2 -p "$port" -b 10M \
-		-l 1400 -t 2 -P 2 --json >"$out" 2>"$T_TMP/ip3-c.err"
+		"$(head -c 300 "$T_TMP/ip3-s-$port.out")"; return 1; }
+	t_x -T 60 a "$XVIRUN" --stats "$cs" iperf3 "-$fam" -u -c "$addr" -p "$port" -b 10M \
+		-l 1400 -t 2 -P 2 --json >"$out" 2>"$T_TMP/ip3-c-$port.err"
 	rc=$?
 	wait "$spid"
-	grep -iE 'error|Address|xvi-run' "$T_TMP/ip3-s.out" "$T_TMP/ip3-c.err" | head -5 |
+	grep -iE 'error|Address|xvi-run' "$T_TMP/ip3-s-$port.out" "$T_TMP/ip3-c-$port.err" | head -5 |
 		sed 's/^/# /' >&2
 	[ $rc -eq 0 ] || fail "iperf3 -u client exit $rc: $(head -c 300 "$out")" \
-		"server: $(tail -c 300 "$T_TMP/ip3-s.out")" || return
+		"server: $(tail -c 300 "$T_TMP/ip3-s-$port.out")" || return
 	pk=$(_iperf3_sum "$out" packets)
 	lost=$(_iperf3_sum "$out" lost_packets)
 	lp=$(_iperf3_sum "$out" lost_percent)
@@ -417,6 +418,9 @@ sys.exit(0 if 0 < b <= 20e6 * 1.1 and 0 <= p <= 10 else 1)' "${bps:-0}" "${lp:-1
 		"iperf3 counted $((pk - lost))" || return
 	_stats_over_xvi a "$cs" "$ba" both && _stats_over_xvi b "$ss" "$bb" both
 }
+
+case_iperf3() { _iperf3 4 5301 198.18.0.2; }
+case_iperf3_6() { _iperf3 6 5311 2001:2::2; }
 
 # socat over IPv6: the same relay with UDP6 addresses (the listener bound to
 # b's address: one bound to :: would be dual-stack and stay on the kernel).
@@ -553,6 +557,7 @@ CASES=(
 	memcached	case_memcached	"memcached -U under xvi-run (b): set and 100 gets over UDP from a"
 	dnsperf		case_dnsperf	"dnsmasq under xvi-run (b): 300 names from a hosts file, dnsperf (a)"
 	iperf3		case_iperf3	"iperf3 -u, xvi-run on both nodes: data over xvi, control over kernel TCP"
+	iperf3_6	case_iperf3_6	"iperf3 -6 -u, xvi-run on both nodes: two IPv6 sockets sharing the server's port"
 	fallback	case_fallback	"a socket on lo stays on the kernel, logged with its reason and counted"
 	check		case_check	"xvi-run --check reports the accelerable socket and the one on lo; the preflight"
 )
