@@ -318,8 +318,18 @@ static int send_cmsgs(const struct xsock *xs, const struct msghdr *msg)
 	int v;
 
 	for (c = CMSG_FIRSTHDR(msg); c; c = CMSG_NXTHDR((struct msghdr *)msg, c)) {
-		size_t n = c->cmsg_len - CMSG_LEN(0);
+		const char *end = (const char *)msg->msg_control + msg->msg_controllen;
 		const void *d = CMSG_DATA(c);
+		size_t n;
+
+		/* Malformed: the kernel's answer. */
+		if (c->cmsg_len < CMSG_LEN(0) || c->cmsg_len > (size_t)(end - (const char *)c))
+			return -EINVAL;
+		n = c->cmsg_len - CMSG_LEN(0);
+		/* The kernel skips levels that are not the socket's or its IP family's. */
+		if (c->cmsg_level != SOL_SOCKET &&
+		    c->cmsg_level != (xs->family == AF_INET6 ? IPPROTO_IPV6 : IPPROTO_IP))
+			continue;
 
 		if (xs->family == AF_INET && c->cmsg_level == IPPROTO_IP &&
 		    c->cmsg_type == IP_PKTINFO && n >= sizeof(struct in_pktinfo)) {
