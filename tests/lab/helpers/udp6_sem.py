@@ -88,6 +88,11 @@ d, a = s.recvfrom(64)
 check("sendmsg_pktinfo6_any", d == b"any-src", repr(d))
 refused("sendmsg_pktinfo6_other",
         lambda: s.sendmsg([b"x"], pkt6("2001:2::99"), 0, (P6, EPORT)), errno.EINVAL)
+# An IPv4-level control message on an IPv6 socket: the kernel skips it.
+s.sendmsg([b"v4-level"], [(socket.IPPROTO_IP, socket.IP_TOS, struct.pack("i", 0x40))], 0,
+          (P6, EPORT))
+d, a = s.recvfrom(64)
+check("sendmsg_other_level", d == b"v4-level", repr(d))
 
 # connect: send/recv, getpeername; an IPv4 destination is unreachable (v6 only).
 s.connect((P6, EPORT))
