@@ -169,18 +169,17 @@ t_map_names() {
 
 # Wait (bounded, ~3 s) until none of the given map/prog IDs exists any more:
 # the kernel frees them asynchronously once the last reference is gone.
+# Asked without opening them: `bpftool map show id` on a PROG_ARRAY being
+# freed would leak it (docs/KERNEL.md, fact 48).
 t_ids_gone() {
-	local kind=$1 i id left
+	local kind=$1 i left
 	shift
 	for i in $(seq 30); do
-		left=
-		for id; do
-			bpftool "$kind" show id "$id" >/dev/null 2>&1 && left+=" $id"
-		done
+		left=$("$PY" "$T_HELPERS/bpf_ids.py" alive "$kind" "$@") || return 1
 		[ -z "$left" ] && return 0
 		sleep 0.1
 	done
-	echo "$left"
+	echo "" $left
 	return 1
 }
 
