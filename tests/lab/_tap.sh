@@ -179,7 +179,7 @@ t_ids_gone() {
 		[ -z "$left" ] && return 0
 		sleep 0.1
 	done
-	echo "" $left
+	echo " ${left//$'\n'/ }"
 	return 1
 }
 
