@@ -170,7 +170,7 @@ t_map_names() {
 # Wait (bounded, ~3 s) until none of the given map/prog IDs exists any more:
 # the kernel frees them asynchronously once the last reference is gone.
 # Asked without opening them: `bpftool map show id` on a PROG_ARRAY being
-# freed would leak it (docs/KERNEL.md, fact 48).
+# freed would leak it (docs/KERNEL.md, fact 49).
 t_ids_gone() {
 	local kind=$1 i left
 	shift

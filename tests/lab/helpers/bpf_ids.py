@@ -8,7 +8,7 @@ usage: bpf_ids.py list map|prog|link         every ID, one a line
 
 Opening a map by ID (bpftool map show, BPF_MAP_GET_FD_BY_ID) gives it a
 user reference again; doing that to a PROG_ARRAY whose last one just went
-leaks it for good (docs/KERNEL.md, fact 48).  Whatever polls for objects
+leaks it for good (docs/KERNEL.md, fact 49).  Whatever polls for objects
 to go away, or lists them while others are being freed, asks here.
 """
 
