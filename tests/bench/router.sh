@@ -1,38 +1,58 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 #
-# tests/bench/router.sh: the datapath's IP router against the kernel's
-# forwarding of the same traffic, on one routed three-node lab
-# (a 198.18.1.1 -- m -- 198.18.2.2 b, as tests/lab/router.sh builds it).
+# tests/bench/router.sh: the cost per forwarded frame of the datapath's IP
+# router against the kernel's forwarding of the same frames, on one routed
+# three-node lab (a 198.18.1.1 -- m -- 198.18.2.2 b, tests/bench/routed_lab.sh).
 # A benchmark, not a test: it prints a table and never fails on numbers.
 #
-#   node a: xvi-perf throughput --kernel (sendmmsg), MSG-byte datagrams
-#   node m: routing in XDP (xdp-vi router enable) or in the kernel (disable)
-#   node b: xvi-perf server --kernel, counts what arrives
+#   node a: no sender process.  BPF_PROG_RUN in live-frames mode
+#           (tests/bench/xdp_live_run.py) runs fwd_gen (tests/lab/bpf/) on
+#           a's veth REPEAT times: each repetition leaves as XDP_TX and
+#           arrives at m as a native XDP frame
+#   node m: the datapath on both veths, routing in XDP (xdp-vi router
+#           enable) or passing to its kernel, which forwards (disable)
+#   node b: fwd_sink (tests/lab/bpf/) counts and drops every arrival in XDP
 #
-# The variants alternate (xdp, kernel, xdp, ...) for ROUNDS rounds; the
-# table shows median (min-max) of the rate counted at b and of the whole
-# machine's busy CPUs during the run (/proc/stat: a, m and b share it, and
-# m's forwarding runs in softirq context, owned by no process of m).  The
-# frames m forwarded in XDP (rt_forwarded) and in its kernel (ForwDatagrams)
-# are shown too, so that each row says who did the forwarding.
+# All of it runs inside the one BPF_PROG_RUN call, pinned to one CPU: veth
+# delivers in NAPI on the sending CPU, and the kernel runs the pending NAPI
+# polls (m's, then b's) when each batch of 64 repetitions ends, inside the
+# call's timed section.  The kernel's average per repetition ("chain") is
+# so the cost of the whole chain on one CPU: make the frame, a's transmit,
+# m's receive and forwarding, b's receive and drop.  A floor row measures
+# the chain without forwarding: fwd_sink on m's ingress veth instead of the
+# datapath (make the frame, a's transmit, m's receive, drop).  chain minus
+# floor is m's forwarding with its delivery to b, per frame; 1e9 / chain is
+# the frames per second one CPU sustains through the whole chain.
 #
-# usage: B=build tests/bench/router.sh [-t SEC] [-m BYTES] [-r ROUNDS]
+# Timing runs have BPF run-time statistics off (they cost two clock reads
+# per program run); a second run per variant turns them on to read the
+# average run time of m's XDP program (xvi_demux on the ingress veth),
+# which is part of the chain.  The variants alternate (xdp, kernel, ...)
+# for ROUNDS rounds; the floor is measured ROUNDS times before them.  The
+# table shows medians (min-max).  Each run checks that b counted every
+# frame, and shows who forwarded them: rt_forwarded (XDP) and m's kernel
+# ForwDatagrams.
+#
+# usage: B=build tests/bench/router.sh [-n REPEAT] [-m BYTES] [-r ROUNDS] [-c CPU]
 
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-build}
-case $B in /*) BIN=$B/bin ;; *) BIN=$ROOT/$B/bin ;; esac
-SEC=3 MSG=64 ROUNDS=3
+case $B in /*) BB=$B ;; *) BB=$ROOT/$B ;; esac
+BIN=$BB/bin
+N=2000000 MSG=64 ROUNDS=3 CPU=1
 while [ $# -ge 2 ]; do
-	case $1 in -t) SEC=$2 ;; -m) MSG=$2 ;; -r) ROUNDS=$2 ;; *) break ;; esac
+	case $1 in -n) N=$2 ;; -m) MSG=$2 ;; -r) ROUNDS=$2 ;; -c) CPU=$2 ;; *) break ;; esac
 	shift 2
 done
 [ $# -eq 0 ] || { grep '^# usage:' "$0" | cut -c3- >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "router.sh: needs root (lab)" >&2; exit 1; }
-for b in "$BIN/xdp-vi" "$BIN/xvi-perf" "$BIN/xvi-relay"; do
-	[ -x "$b" ] || { echo "router.sh: $b missing: make B=$B" >&2; exit 1; }
+for f in "$BIN/xdp-vi" "$BIN/xvi-relay" "$BB/tests/fwd_gen.bpf.o" "$BB/tests/fwd_sink.bpf.o"; do
+	[ -r "$f" ] || { echo "router.sh: $f missing: make B=$B" >&2; exit 1; }
 done
+command -v bpftool >/dev/null || { echo "router.sh: needs bpftool" >&2; exit 1; }
+[ "$MSG" -ge 34 ] || { echo "router.sh: -m must be 34 or more (the header copy)" >&2; exit 2; }
 . "$ROOT/netns-lab/lib.sh"
 export XVI_RELAY=$BIN/xvi-relay
 TMP=$(mktemp -d /tmp/xvi-bench-rt.XXXXXX)
@@ -40,21 +60,34 @@ lab_at_exit "rm -rf '$TMP'"
 L=xbr$$
 . "$ROOT/tests/bench/routed_lab.sh"
 routed_lab_up "$L" || exit 1
-x() { local n=$1; shift; lab_exec --name "$L" -T 30 "$n" -- "$@"; }
+x() { local n=$1; shift; lab_exec --name "$L" -T 120 "$n" -- "$@"; }
 die() { echo "router.sh: $*" >&2; exit 1; }
 
-# Partial checksums from a kernel sender are the kernel's to forward
-# (docs/EXTENSIONS.md, rt_pass_csum_partial): the ends send complete ones.
-x a ethtool -K xv0 tx off >/dev/null && x b ethtool -K xv0 tx off >/dev/null ||
-	die "could not turn TX checksum offload off on a and b"
-for n in a b; do x "$n" "$BIN/xdp-vi" attach xv0 >/dev/null || die "attach on $n"; done
-for i in xva xvb; do x m "$BIN/xdp-vi" attach "$i" >/dev/null || die "attach $i on m"; done
-# Neighbours resolved before the first measured frame.
-x a ping -c 1 -W 2 198.18.2.2 >/dev/null || die "no way from a to b"
+FS=$LAB_STATE/$L/router-bpffs
+mkdir -p "$FS" && mount -t bpf bpf "$FS" || die "cannot mount a bpffs on $FS"
+lab_at_exit "umount '$FS' 2>/dev/null"
+bpftool prog load "$BB/tests/fwd_gen.bpf.o" "$FS/fwd_gen" || die "cannot load fwd_gen"
+gen=$(bpftool prog show pinned "$FS/fwd_gen" --json |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') || die "no fwd_gen id"
 
-busy() {	# busy CPU seconds of the machine so far
-	awk -v hz="$(getconf CLK_TCK)" '$1 == "cpu" {
-		printf "%.3f\n", ($2 + $3 + $4 + $7 + $8 + $9) / hz }' /proc/stat
+xdp_prog() {	# NODE IFACE: the id of the XDP program attached there
+	x "$1" ip -d link show dev "$2" | grep -oE 'prog/xdp id [0-9]+' | awk '{ print $3 }'
+}
+sink_on() {	# NODE IFACE: attach fwd_sink there; prints its counter map's id
+	local p
+	x "$1" ip link set dev "$2" xdpdrv obj "$BB/tests/fwd_sink.bpf.o" sec xdp ||
+		die "cannot attach fwd_sink on $1 $2"
+	p=$(xdp_prog "$1" "$2")
+	bpftool prog show id "$p" --json | python3 -c 'import json,sys
+print(json.load(sys.stdin)["map_ids"][0])'
+}
+sunk() {	# MAP-ID: the sink's count so far, summed over CPUs
+	bpftool map dump id "$1" --json | python3 -c 'import json,sys
+d = json.load(sys.stdin)[0]
+v = d.get("values") or d["formatted"]["values"]
+val = lambda x: int.from_bytes(bytes(int(b, 16) for b in x), "little") if isinstance(x, list) \
+    else int(x)
+print(sum(val(c["value"]) for c in v))'
 }
 kfwd() {
 	x m cat /proc/net/snmp | awk '/^Ip: [A-Za-z]/ { for (i = 2; i <= NF; i++)
@@ -64,60 +97,148 @@ rtfwd() {
 	x m "$BIN/xdp-vi" router status xva xvb --json |
 		python3 -c 'import json,sys; print(sum(i["rt_forwarded"] for i in json.load(sys.stdin)))'
 }
+prog_stats() {	# PROG-ID: "run_time_ns run_cnt" so far (0 0 while never enabled)
+	bpftool prog show id "$1" --json | python3 -c 'import json,sys
+d = json.load(sys.stdin); print(d.get("run_time_ns", 0), d.get("run_cnt", 0))'
+}
+stats_pid=
+stats_on() {	# BPF run-time statistics on while a process holds the fd
+	rm -f "$TMP/stats.on"
+	python3 - "$TMP/stats.on" <<'PY' &
+import ctypes, signal, struct, sys
+libc = ctypes.CDLL(None, use_errno=True)
+attr = ctypes.create_string_buffer(struct.pack("=I", 0), 8)	# BPF_STATS_RUN_TIME
+fd = libc.syscall(321, 32, attr, 8)				# bpf(BPF_ENABLE_STATS)
+if fd < 0:
+    sys.exit("BPF_ENABLE_STATS failed: errno %d" % ctypes.get_errno())
+open(sys.argv[1], "w").close()
+signal.pause()
+PY
+	stats_pid=$!
+	for _ in $(seq 100); do [ -e "$TMP/stats.on" ] && return 0; sleep 0.05; done
+	die "could not turn BPF run-time statistics on"
+}
+stats_off() {
+	[ -n "$stats_pid" ] && kill "$stats_pid" 2>/dev/null && wait "$stats_pid" 2>/dev/null
+	stats_pid=
+}
+lab_at_exit 'stats_off'
 
-PORT=11130
-run_one() {	# VARIANT: one measured run, one line "variant rate cpu xdp kernel"
-	local v=$1 b0 b1 k0 k1 r0 r1 got
-	if [ "$v" = xdp ]; then
-		x m "$BIN/xdp-vi" router enable xva xvb >/dev/null || die "router enable"
-	else
-		x m "$BIN/xdp-vi" router disable xva xvb >/dev/null || die "router disable"
-	fi
-	PORT=$((PORT + 1))
-	rm -f "$TMP/srv.pid"
-	x b sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/srv.pid" taskset -c 1 "$BIN/xvi-perf" sr \
-		--kernel -i 198.18.2.2 -p $PORT --json >"$TMP/srv.json" 2>"$TMP/srv.err" &
-	local w=$!
-	for _ in $(seq 50); do
-		[ -n "$(x b ss -H -uln "sport = :$PORT" 2>/dev/null)" ] && break
-		sleep 0.1
-	done
-	k0=$(kfwd) r0=$(rtfwd) b0=$(busy)
-	x a taskset -c 0 "$BIN/xvi-perf" tp --kernel -i 198.18.2.2 -p $PORT -m "$MSG" -t "$SEC" \
-		--json >"$TMP/cli.json" 2>"$TMP/cli.err"
-	b1=$(busy) k1=$(kfwd) r1=$(rtfwd)
-	kill -TERM "$(cat "$TMP/srv.pid")" 2>/dev/null
-	wait "$w"
-	got=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["received"])' \
-		"$TMP/srv.json" 2>/dev/null) || got=$(grep -o '"received":[0-9]*' "$TMP/srv.json" |
-		head -1 | cut -d: -f2)
-	awk -v v="$v" -v g="${got:-0}" -v s="$SEC" -v b="$(echo "$b1 - $b0" | bc)" \
-		-v xf=$((r1 - r0)) -v kf=$((k1 - k0)) \
-		'BEGIN { printf "%s %.0f %.2f %d %d\n", v, g / s, b / s, xf, kf }'
+amac=$(x a cat /sys/class/net/xv0/address) bmac=$(x b cat /sys/class/net/xv0/address)
+mmac=$(x m cat /sys/class/net/xva/address)
+aidx=$(x a cat /sys/class/net/xv0/ifindex)
+# b drops everything, ARP replies too: m knows b's MAC for good.
+x m ip neigh replace 198.18.2.2 lladdr "$bmac" dev xvb nud permanent || die "neighbour on m"
+SINK=$(sink_on b xv0) || exit 1
+
+# The frame a -> b: UDP to the discard port, full checksums, its payload
+# starting with a copy of its own Ethernet and IPv4 headers (fwd_gen).
+python3 - "$TMP/frame.bin" "$amac" "$mmac" "$MSG" <<'PY' || die "frame"
+import socket, struct, sys
+out, src, dst, msg = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+def csum(b):
+    if len(b) % 2:
+        b += b"\0"
+    s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+    while s >> 16:
+        s = (s & 0xffff) + (s >> 16)
+    return ~s & 0xffff
+mac = lambda m: bytes(int(x, 16) for x in m.split(":"))
+sa, da = socket.inet_aton("198.18.1.1"), socket.inet_aton("198.18.2.2")
+ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + msg, 1, 0, 64, 17, 0, sa, da))
+struct.pack_into("!H", ip, 10, csum(bytes(ip)))
+eth = mac(dst) + mac(src) + b"\x08\x00"
+payload = (eth + bytes(ip)).ljust(msg, b"\0")
+udp = bytearray(struct.pack("!HHHH", 40000, 9, 8 + msg, 0))
+c = csum(sa + da + struct.pack("!BBH", 0, 17, 8 + msg) + bytes(udp) + payload) or 0xffff
+struct.pack_into("!H", udp, 6, c)
+open(out, "wb").write(eth + bytes(ip) + bytes(udp) + payload)
+PY
+
+live() {	# run the chain once: prints the kernel's ns per repetition
+	local out
+	out=$(x a taskset -c "$CPU" python3 "$ROOT/tests/bench/xdp_live_run.py" "$gen" \
+		"$TMP/frame.bin" "$aidx" "$N" 2>&1)
+	sed -n 's/^ns_per_frame \([0-9]*\)$/\1/p' <<<"$out" | grep . ||
+		die "live frames on a: $out"
 }
 
+run_one() {	# VARIANT: one timing run and one with statistics, one line
+	# "variant chain_ns sunk xdp_fwd kernel_fwd prog_ns"
+	local v=$1 s0 s1 k0 k1 r0=0 r1=0 ns st0 st1 prog=
+	case $v in
+	xdp) x m "$BIN/xdp-vi" router enable xva xvb >/dev/null || die "router enable" ;;
+	kernel) x m "$BIN/xdp-vi" router disable xva xvb >/dev/null || die "router disable" ;;
+	esac
+	[ "$v" = floor ] || prog=$(xdp_prog m xva)
+	s0=$(sunk "$SINK") k0=$(kfwd)
+	[ "$v" = floor ] || r0=$(rtfwd)
+	ns=$(live) || exit 1
+	s1=$(sunk "$SINK") k1=$(kfwd)
+	[ "$v" = floor ] || r1=$(rtfwd)
+	if [ -n "$prog" ]; then
+		stats_on
+		st0=$(prog_stats "$prog")
+		live >/dev/null || exit 1
+		st1=$(prog_stats "$prog")
+		stats_off
+	else
+		st0="0 0" st1="0 1"
+	fi
+	awk -v v="$v" -v ns="$ns" -v s=$((s1 - s0)) -v xf=$((r1 - r0)) -v kf=$((k1 - k0)) \
+		-v a="$st0" -v b="$st1" 'BEGIN { split(a, p); split(b, q)
+		printf "%s %d %d %d %d %.1f\n", v, ns, s, xf, kf,
+			(q[2] > p[2] ? (q[1] - p[1]) / (q[2] - p[2]) : 0) }'
+}
+
+# The floor: fwd_sink on m's ingress veth, counted there.
+SINK_B=$SINK
+SINK=$(sink_on m xva) || exit 1
+for r in $(seq "$ROUNDS"); do run_one floor | tee -a "$TMP/rows" >&2; done
+x m ip link set dev xva xdpdrv off || die "detach fwd_sink from m"
+SINK=$SINK_B
+for i in xva xvb; do x m "$BIN/xdp-vi" attach "$i" >/dev/null || die "attach $i on m"; done
 for r in $(seq "$ROUNDS"); do
-	for v in xdp kernel; do
-		run_one "$v" | tee -a "$TMP/rows" >&2
-	done
+	for v in xdp kernel; do run_one "$v" | tee -a "$TMP/rows" >&2; done
 done
 x m "$BIN/xdp-vi" router disable xva xvb >/dev/null
 
-python3 - "$TMP/rows" "$MSG" "$SEC" "$ROUNDS" <<'PY'
+python3 - "$TMP/rows" "$MSG" "$N" "$ROUNDS" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+n = int(sys.argv[3])
 def col(v, i):
     return [float(r[i]) for r in rows if r[0] == v]
+def med(v, i):
+    xs = col(v, i)
+    return statistics.median(xs) if xs else float("nan")
 def fmt(xs, f):
     return "%s (%s-%s)" % (f % statistics.median(xs), f % min(xs), f % max(xs)) if xs else "-"
-print("Router a -> m -> b, %s-byte UDP datagrams (xvi-perf --kernel), %s s a run, %s rounds"
-      % (sys.argv[2], sys.argv[3], sys.argv[4]))
-print("| m forwards with | datagrams/s at b | machine busy CPUs | frames by XDP | by m's kernel |")
-print("|---|---|---|---|---|")
-for v, name in (("xdp", "xdp-vi router (XDP)"), ("kernel", "kernel forwarding")):
-    print("| %s | %s | %s | %s | %s |" % (name, fmt(col(v, 1), "%.0f"), fmt(col(v, 2), "%.2f"),
-          fmt(col(v, 3), "%.0f"), fmt(col(v, 4), "%.0f")))
-x, k = col("xdp", 1), col("kernel", 1)
-if x and k and statistics.median(k) > 0:
-    print("\nxdp / kernel rate, medians: %.2fx" % (statistics.median(x) / statistics.median(k)))
+floor = med("floor", 1)
+print("Router a -> m -> b, %s-byte UDP payloads, live frames from a (XDP_TX), XDP drop at b,"
+      % sys.argv[2])
+print("one CPU, %d frames a run, %s rounds; medians (min-max)" % (n, sys.argv[4]))
+print("| m | chain ns/frame | m's forwarding ns/frame | xvi_demux ns/run | Mframes/s, one CPU "
+      "| by XDP / by m's kernel, a run |")
+print("|---|---|---|---|---|---|")
+names = (("floor", "floor: drops at m"), ("xdp", "xdp-vi router (XDP)"),
+         ("kernel", "kernel forwarding"))
+for v, name in names:
+    c = col(v, 1)
+    if not c:
+        continue
+    fwd = fmt([x - floor for x in c], "%.0f") if v != "floor" else "-"
+    prog = fmt(col(v, 5), "%.0f") if v != "floor" else "-"
+    who = "%.0f / %.0f" % (med(v, 3), med(v, 4)) if v != "floor" else "-"
+    print("| %s | %s | %s | %s | %s | %s |" % (name, fmt(c, "%.0f"), fwd, prog,
+          fmt([1e3 / x for x in c], "%.2f"), who))
+x, k = med("xdp", 1), med("kernel", 1)
+if x > 0 and k > 0:
+    print("\nkernel / xdp, medians: chain %.2fx (frames per CPU-second through the chain),"
+          " m's forwarding %.2fx" % (k / x, (k - floor) / (x - floor) if x > floor else 0))
+lost = [r for r in rows if int(r[2]) != n]
+if not lost:
+    print("every run: all %d frames counted at the sink" % n)
+else:
+    print("the sink counted fewer frames than sent in %d runs (e.g. %s of %d)" % (len(lost), lost[0][2], n))
 PY
