@@ -351,6 +351,20 @@ Test(router, martian_source_passed)
 	}
 }
 
+/* A bad IPv4 header checksum is the kernel's to drop (ip_rcv). */
+Test(router, bad_header_csum_passed)
+{
+	struct fx_frame_spec s = { .l3 = FX_IP4, .dst = RT_DST4, .dport = 9, .payload = 64 };
+	struct fx_frame f;
+	struct run r;
+
+	cr_assert_eq(fx_frame_build(&s, &f), 0);
+	((struct iphdr *)(f.buf + f.l3_off))->check ^= htons(0x0100);
+	run(&f, &r);
+	assert_passed(&f, &r, r.g.rt_pass_other, "bad IPv4 header checksum");
+	fx_frame_free(&f);
+}
+
 Test(router, no_neigh_passed)
 {
 	struct fx_frame_spec s = { .l3 = FX_IP4, .dst = "198.19.0.3", .dport = 9, .payload = 64 };
