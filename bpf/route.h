@@ -73,9 +73,14 @@ static __always_inline int xvi_route_ok(struct xvi_global_counters *g,
 
 	switch (rc) {
 	case BPF_FIB_LKUP_RET_SUCCESS:
-		/* A redirect to an interface not in the map would fail after
-		 * the TTL was already spent: check first. */
-		if (!bpf_map_lookup_elem(&xvi_route_devs, &oif)) {
+		/*
+		 * The redirect is chosen before the frame changes, so that an
+		 * egress outside the map leaves it untouched for the kernel:
+		 * bpf_redirect_map() only records the target (the device,
+		 * held until the program returns), and the one lookup serves
+		 * as the check.
+		 */
+		if (bpf_redirect_map(&xvi_route_devs, oif, 0) != XDP_REDIRECT) {
 			g->rt_pass_no_egress++;
 			return 0;
 		}
@@ -98,18 +103,13 @@ static __always_inline int xvi_route_ok(struct xvi_global_counters *g,
 	}
 }
 
-/* Rewrite the Ethernet addresses from the lookup and redirect. */
+/* Rewrite the Ethernet addresses from the lookup; xvi_route_ok() chose
+ * the egress. */
 static __always_inline int xvi_route_out(struct ethhdr *eth, struct xvi_global_counters *g,
 					 const struct bpf_fib_lookup *fib)
 {
 	__builtin_memcpy(eth->h_dest, fib->dmac, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, fib->smac, ETH_ALEN);
-	if (bpf_redirect_map(&xvi_route_devs, fib->ifindex, XDP_DROP) != XDP_REDIRECT) {
-		/* The device went between the check and now: the frame's TTL
-		 * is spent and its MACs rewritten, so it cannot go back. */
-		g->rt_pass_other++;
-		return XDP_DROP;
-	}
 	g->rt_forwarded++;
 	return XDP_REDIRECT;
 }
@@ -124,7 +124,7 @@ static __always_inline int xvi_route4(struct xdp_md *ctx, struct xvi_global_coun
 {
 	struct ethhdr *eth = (void *)(long)ctx->data;
 	struct bpf_fib_lookup fib = {};
-	__u32 sum = 0, check, ph[3];
+	__u32 sum, check;
 	__u8 src0;
 	long rc;
 
@@ -152,18 +152,16 @@ static __always_inline int xvi_route4(struct xdp_md *ctx, struct xvi_global_coun
 		return XDP_PASS;
 	}
 	/* The kernel drops a bad header checksum at ip_rcv: let it. */
-	if (xvi_csum_mem(iph, sizeof(*iph), &sum) || xvi_csum_fold(sum) != 0xffff) {
+	if (xvi_csum_fold(xvi_csum_words(iph, sizeof(*iph) / 2, 0)) != 0xffff) {
 		g->rt_pass_other++;
 		return XDP_PASS;
 	}
 	if (local_link) {
-		ph[0] = iph->saddr;
-		ph[1] = iph->daddr;
-		ph[2] = bpf_htonl(((__u32)iph->protocol << 16) |
-				  ((bpf_ntohs(iph->tot_len) - sizeof(*iph)) & 0xffff));
-		sum = 0;
-		if (!xvi_csum_mem(ph, sizeof(ph), &sum) &&
-		    xvi_route_partial(ctx, iph + 1, iph->protocol, sum)) {
+		/* The pseudo-header: both addresses, protocol, L4 length. */
+		sum = xvi_csum_words(&iph->saddr, 4, 0);
+		sum += bpf_htons((__u16)iph->protocol);
+		sum += bpf_htons((__u16)(bpf_ntohs(iph->tot_len) - sizeof(*iph)));
+		if (xvi_route_partial(ctx, iph + 1, iph->protocol, sum)) {
 			g->rt_pass_csum_partial++;
 			return XDP_PASS;
 		}
@@ -193,7 +191,7 @@ static __always_inline int xvi_route6(struct xdp_md *ctx, struct xvi_global_coun
 {
 	struct ethhdr *eth = (void *)(long)ctx->data;
 	struct bpf_fib_lookup fib = {};
-	__u32 sum = 0, ph[2];
+	__u32 sum;
 	long rc;
 
 	if ((void *)(eth + 1) > (void *)(long)ctx->data_end)
@@ -219,11 +217,13 @@ static __always_inline int xvi_route6(struct xdp_md *ctx, struct xvi_global_coun
 		return XDP_PASS;
 	}
 	if (local_link) {
-		ph[0] = bpf_htonl(bpf_ntohs(ip6h->payload_len));
-		ph[1] = bpf_htonl(ip6h->nexthdr);
-		if (!xvi_csum_mem(&ip6h->saddr, 2 * sizeof(ip6h->saddr), &sum) &&
-		    !xvi_csum_mem(ph, sizeof(ph), &sum) &&
-		    xvi_route_partial(ctx, ip6h + 1, ip6h->nexthdr, sum)) {
+		/* The pseudo-header (RFC 8200 8.1): both addresses, the
+		 * upper-layer length (32 bits, here under 64 KiB) and the
+		 * next header (32 bits, zero-padded). */
+		sum = xvi_csum_words(&ip6h->saddr, 16, 0);
+		sum += ip6h->payload_len;
+		sum += bpf_htons((__u16)ip6h->nexthdr);
+		if (xvi_route_partial(ctx, ip6h + 1, ip6h->nexthdr, sum)) {
 			g->rt_pass_csum_partial++;
 			return XDP_PASS;
 		}
