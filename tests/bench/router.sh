@@ -17,7 +17,7 @@
 # All of it runs inside the one BPF_PROG_RUN call, pinned to one CPU: veth
 # delivers in NAPI on the sending CPU, and the kernel runs the pending NAPI
 # polls (m's, then b's) when each batch of 64 repetitions ends, inside the
-# call's timed section (docs/KERNEL.md, fact 49).  The kernel's average per repetition ("chain") is
+# call's timed section (docs/KERNEL.md, fact 51).  The kernel's average per repetition ("chain") is
 # so the cost of the whole chain on one CPU: make the frame, a's transmit,
 # m's receive and forwarding, b's receive and drop.  A floor row measures
 # the chain without forwarding: fwd_sink on m's ingress veth instead of the
