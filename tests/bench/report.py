@@ -492,6 +492,7 @@ def main():
         "progress": [r.get("text") for r in recs if r.get("test") == "progress"],
         "ceiling": [r.get("text") for r in recs if r.get("test") == "ceiling"],
         "preload_mc": [r.get("text") for r in recs if r.get("test") == "preload_mc"],
+        "preload_tcp": [r.get("text") for r in recs if r.get("test") == "preload_tcp"],
         "preload": [r.get("text") for r in preload],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
@@ -839,6 +840,26 @@ def main():
 
     # sections with their own scripts and labs: their output verbatim
     # (fenced unless the script writes markdown tables itself)
+    def script_section(test, title, lab, fenced):
+        texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
+        if not texts and test not in unavailable:
+            return
+        w("## " + title)
+        w("")
+        if texts:
+            w("From tests/bench/%s.sh (its own %s lab, run by make bench; "
+              "its output verbatim):" % (test, lab))
+            w("")
+            if fenced:
+                w("```")
+            w("\n\n".join(texts))
+            if fenced:
+                w("```")
+            w("")
+        if unavailable.get(test):
+            w("Script problem: %s" % unavailable[test])
+            w("")
+
     for test, title, lab, fenced in (
             ("router", "4b. The IP router against kernel forwarding", "three-node", True),
             ("kvcache", "4c. The key-value cache against memcached alone", "two-node", True),
@@ -860,24 +881,7 @@ def main():
              "two-node", False),
             ("preload_mc", "4m. Unmodified memcached -U under xvi-run against kernel sockets",
              "two-node", True)):
-        texts = [r["text"] for r in recs if r.get("test") == test and r.get("text")]
-        if not texts and test not in unavailable:
-            continue
-        w("## " + title)
-        w("")
-        if texts:
-            w("From tests/bench/%s.sh (its own %s lab, run by make bench; "
-              "its output verbatim):" % (test, lab))
-            w("")
-            if fenced:
-                w("```")
-            w("\n\n".join(texts))
-            if fenced:
-                w("```")
-            w("")
-        if unavailable.get(test):
-            w("Script problem: %s" % unavailable[test])
-            w("")
+        script_section(test, title, lab, fenced)
 
     # stream progress (tests/bench/engine/stream_progress.c, in-process)
     progress = [r["text"] for r in recs if r.get("test") == "progress" and r.get("text")]
@@ -901,6 +905,9 @@ def main():
         if unavailable.get("progress"):
             w("Script problem: %s" % unavailable["progress"])
             w("")
+
+    script_section("preload_tcp", "4o. Unmodified TCP programs under xvi-run --streams "
+                   "against kernel TCP", "two-node", False)
 
     # optimisations
     w("## Optimisations, each on and off")
