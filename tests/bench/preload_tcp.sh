@@ -222,4 +222,4 @@ echo
 echo "$ROUNDS rounds x $SEC s a run, variants alternating, median (min-max); client on CPU 0," \
 	"server on CPU 1.  Runs that fell back to kernel TCP (not counted):" \
 	"$(cat "$TMP/fell" 2>/dev/null | wc -l)."
-sed 's/^/    /' "$TMP/fell" 2>/dev/null
+if [ -s "$TMP/fell" ]; then sed 's/^/    /' "$TMP/fell"; fi
