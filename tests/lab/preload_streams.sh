@@ -16,7 +16,8 @@ XVIRUN=$T_BIN/xvi-run
 SIZE=$((4 * 1024 * 1024 + 333))
 
 t_setup() {
-	t_need "$XDPVI" "$XVIRUN" "$T_B/lib/libxvi-preload.so" "$(command -v curl)" "$(command -v iperf3)" || return 1
+	t_need "$XDPVI" "$XVIRUN" "$T_B/lib/libxvi-preload.so" "$(command -v curl)" "$(command -v iperf3)" \
+		"$(command -v sockperf)" || return 1
 	t_lab_up ps || return 1
 	t_attach a && t_attach b
 }
@@ -175,6 +176,47 @@ print(j["sum_sent"]["bytes"], j["sum_received"]["bytes"],
 	t_log "iperf3 sent, received bytes, bits/s: $sent; kernel TCP opens unchanged"
 }
 
+# sockperf TCP ping-pong under xvi-run --streams at both ends: the server
+# waits in epoll on non-blocking sockets (a feed file, -F epoll), the
+# client in a blocking recv.  The messages went through the stream (both
+# --stats byte counts), the connection over xvi, kernel TCP untouched.
+case_sockperf() {
+	local oa ob na nb spid rc n tx rx cs=$T_TMP/sp-c.stats port=5302
+	rm -f "$cs"
+	echo "T:198.18.0.2:$port" >"$T_TMP/sp.feed"
+	t_x -T 60 b "$XVIRUN" --streams -v sockperf server -f "$T_TMP/sp.feed" -F epoll \
+		--nonblocked >"$T_TMP/sp-s.out" 2>"$T_TMP/sp-s.err" &
+	spid=$!
+	t_wait_endpoint_port b "$port" || { t_stop "$spid"; fail "sockperf server never" \
+		"listened on xvi: $(head -c 300 "$T_TMP/sp-s.err")"; return 1; }
+	oa=$(_tcp_opens a)
+	ob=$(_tcp_opens b)
+	t_x -T 30 a "$XVIRUN" --streams -v --stats "$cs" sockperf ping-pong --tcp -i 198.18.0.2 \
+		-p "$port" -t 1 -m 16 >"$T_TMP/sp-c.out" 2>&1
+	rc=$?
+	na=$(_tcp_opens a)
+	nb=$(_tcp_opens b)
+	t_stop "$spid"
+	sed 's/^/# client: /' "$T_TMP/sp-c.out" >&2
+	sed 's/^/# server: /' "$T_TMP/sp-s.err" >&2
+	[ $rc -eq 0 ] || fail "sockperf client exit $rc: $(tail -c 300 "$T_TMP/sp-c.out")" || return
+	n=$(sed -n 's/.*SentMessages=[0-9]*; ReceivedMessages=\([0-9]*\).*/\1/p' "$T_TMP/sp-c.out" |
+		head -1)
+	[ "${n:-0}" -gt 0 ] && grep -q 'percentile 50.000' "$T_TMP/sp-c.out" ||
+		fail "no ping-pong result: $(tail -c 300 "$T_TMP/sp-c.out")" || return
+	[ "$(_stat "$cs" streams connect_xvi)" = 1 ] && [ "$(_stat "$cs" streams connect_tcp)" = 0 ] ||
+		fail "the client's connect did not go over xvi: $(head -1 "$cs")" || return
+	grep -q "over an xvi stream on fd" "$T_TMP/sp-s.err" ||
+		fail "the server did not accept over xvi" || return
+	tx=$(_stat "$cs" streams tx_bytes)
+	rx=$(_stat "$cs" streams rx_bytes)
+	[ "${tx:-0}" -ge $((n * 16)) ] && [ "${rx:-0}" -ge $((n * 16)) ] ||
+		fail "$n messages of 16 B, but the stream carried tx $tx rx $rx bytes" || return
+	[ "${oa% *}" = "${na% *}" ] && [ "${ob#* }" = "${nb#* }" ] ||
+		fail "kernel TCP opens moved: a $oa -> $na, b $ob -> $nb" || return
+	t_log "$n round trips; stream tx_bytes=$tx rx_bytes=$rx; kernel TCP opens unchanged"
+}
+
 # shellcheck disable=SC2034 # read by t_main
 CASES=(
 	curl_xvi	case_curl_xvi	"curl and python3 http.server both under xvi-run --streams: 4 MiB over an xvi stream, byte-exact"
@@ -182,6 +224,7 @@ CASES=(
 	curl_fallback	case_curl_fallback	"curl under xvi-run --streams against a plain http.server: falls back to TCP"
 	epoll		case_epoll	"an asyncio (epoll) HTTP server under xvi-run --streams: curl under xvi-run over a stream, plain curl over TCP"
 	iperf3		case_iperf3	"iperf3 TCP under xvi-run --streams at both ends: 32 MiB over xvi streams"
+	sockperf	case_sockperf	"sockperf TCP ping-pong under xvi-run --streams at both ends (server in epoll): over an xvi stream"
 )
 
 t_main "$@"
