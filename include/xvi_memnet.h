@@ -178,12 +178,36 @@ XVI_API int xvi_memnet_ctx__close(struct xvi_memnet_ctx *mn, int sd);
 /* Close with RST at once. */
 XVI_API int xvi_memnet_ctx__abort(struct xvi_memnet_ctx *mn, int sd);
 
-/* Send all @len bytes at @off of region @mem (registered on the stream
- * context), receive into them until full or end of stream. */
+/*
+ * Send all @len bytes at @off of region @mem (registered on the stream
+ * context); receive into them until full or end of stream.  Both wait
+ * (whatever the socket's flags) and return the bytes moved, or -errno as
+ * send/recv.
+ *
+ * Copies on the host: send_direct copies only the tunnel's 20-byte frame
+ * headers; payloads of at least the stream context's copy_threshold go
+ * into the tunnel stream by reference (xvi_stream__send_ref), built into
+ * frames straight from the region, so it returns once the TCP Server's
+ * end of the tunnel acknowledged them (the region is reusable).  Smaller
+ * ones are copied.  recv_direct copies what the socket's ring already
+ * held, and every later byte once, from the tunnel's input straight into
+ * the region.  xvi_memnet_ctx__stats counts both.
+ */
 XVI_API ssize_t xvi_memnet_ctx__send_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off,
 			size_t len);
 XVI_API ssize_t xvi_memnet_ctx__recv_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off,
 			size_t len);
+
+struct xvi_memnet_ctx_stats {
+	size_t sz;
+	__u64 tx_ref_bytes;	/* sent from regions by reference (no copy) */
+	__u64 rx_direct_bytes;	/* received straight into a region or job
+				 * buffer, skipping the socket's ring */
+	size_t :0;
+};
+
+XVI_API int xvi_memnet_ctx__stats(const struct xvi_memnet_ctx *mn,
+				  struct xvi_memnet_ctx_stats *st);
 
 /*
  * The same as jobs (xvi_memnet_job__wait / __done above): a descriptor at

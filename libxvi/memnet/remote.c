@@ -16,6 +16,7 @@
 #include "memnet/tunnel.h"
 #include "stream/engine.h"
 #include "common/log.h"
+#include "common/opts.h"
 #include "common/util.h"
 
 /* Data frames wait while the tunnel's output holds this much. */
@@ -24,10 +25,24 @@
 #define MORE_MAX	(64 * 1024)
 #define IN_CAP		(16 * (XVI_TUN_HDR_LEN + XVI_TUN_MAX_PAYLOAD))
 #define WAIT_SLICE_MS	100
+/* Payloads queued by reference (send_direct), not yet given to the stream. */
+#define ZQ_CAP		64
 
 struct acc {
 	int sd;
 	struct xvi_tun_addr peer;
+};
+
+/*
+ * A DATA payload that goes by reference: it follows byte @at of the
+ * tunnel's output (counted from the tunnel's start), where its frame
+ * header ends.
+ */
+struct zref {
+	__u64 at;
+	int mem;
+	size_t off;
+	__u32 len;
 };
 
 struct rsock {
@@ -45,6 +60,8 @@ struct rsock {
 	struct xvi_memnet_job *txq, *rxq;	/* async jobs, in order */
 	struct rsock *jnext;	/* on the context's list of sockets with jobs */
 	bool on_jl;
+	char *dst;		/* recv_direct's region: data lands there */
+	size_t dst_len, dst_got;
 };
 
 struct xvi_memnet_ctx {
@@ -56,6 +73,11 @@ struct xvi_memnet_ctx {
 	size_t in_off, in_len;
 	char *out;
 	size_t out_off, out_len, out_cap;
+	__u64 out_pos;		/* tunnel bytes sent before out[out_off] */
+	struct zref zq[ZQ_CAP];	/* by-reference payloads, in output order */
+	__u32 zq_head, zq_len;
+	__u64 ref_sent, ref_acked;	/* cookies: refs given to the stream, acked */
+	struct xvi_memnet_ctx_stats st;
 	struct rsock **socks;	/* by handle */
 	struct rsock *jl;	/* sockets with jobs */
 	__u32 nsocks;
@@ -67,12 +89,14 @@ struct xvi_memnet_ctx {
 
 /* ---- the tunnel ------------------------------------------------------------ */
 
-static int emit(struct xvi_memnet_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 val,
-		const void *payload, __u32 len)
+/* A frame whose header says @len payload bytes, @copy of them from @payload. */
+static int emit_part(struct xvi_memnet_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 val,
+		     const void *payload, __u32 len, __u32 copy)
 {
 	struct xvi_tun_hdr h = { .type = type, .sock = sock, .req = req, .val = val, .len = len };
 	size_t need;
 
+	len = copy;
 	if (mn->out_off && mn->out_off + mn->out_len + XVI_TUN_HDR_LEN + len > mn->out_cap) {
 		memmove(mn->out, mn->out + mn->out_off, mn->out_len);
 		mn->out_off = 0;
@@ -95,6 +119,12 @@ static int emit(struct xvi_memnet_ctx *mn, __u8 type, __u32 sock, __u32 req, __s
 		memcpy(mn->out + mn->out_off + mn->out_len + XVI_TUN_HDR_LEN, payload, len);
 	mn->out_len += XVI_TUN_HDR_LEN + len;
 	return 0;
+}
+
+static int emit(struct xvi_memnet_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 val,
+		const void *payload, __u32 len)
+{
+	return emit_part(mn, type, sock, req, val, payload, len, len);
 }
 
 static struct rsock *sock_of(struct xvi_memnet_ctx *mn, int sd)
@@ -177,21 +207,62 @@ static void tunnel_failed(struct xvi_memnet_ctx *mn, int err)
 	jobs_run(mn);
 }
 
+static void credit_back(struct xvi_memnet_ctx *mn, int sd, struct rsock *rs);
+
+/*
+ * Where a socket's next bytes may land at once, with nothing older in its
+ * ring: recv_direct's region, or the buffer of its first receive job.
+ * Their one copy on the host, out of the tunnel's input (the stream put
+ * them there out of the frame).
+ */
+static __u32 place_direct(struct xvi_memnet_ctx *mn, struct rsock *rs, const char *p, __u32 len)
+{
+	struct xvi_memnet_job *j = rs->rxq;
+	size_t n;
+
+	if (rs->rx_len)
+		return 0;
+	if (rs->dst) {
+		n = rs->dst_len - rs->dst_got;
+		if (n > len)
+			n = len;
+		memcpy(rs->dst + rs->dst_got, p, n);
+		rs->dst_got += n;
+	} else if (j) {
+		n = j->len - j->moved;
+		if (n > len)
+			n = len;
+		memcpy(j->buf + j->moved, p, n);
+		j->moved += n;
+	} else {
+		return 0;
+	}
+	rs->rx_done += (__u32)n;
+	mn->st.rx_direct_bytes += n;
+	credit_back(mn, rs->sd, rs);
+	return (__u32)n;
+}
+
 static void on_data(struct xvi_memnet_ctx *mn, struct rsock *rs, const char *p, __u32 len)
 {
-	__u32 tail, first;
+	__u32 tail, first, n;
 
+	if (rs->rx_len + rs->rx_done + len > mn->window) {
+		pr_warn("memnet: the TCP Server sent beyond a socket's credit\n");
+		tunnel_failed(mn, EPROTO);
+		return;
+	}
+	n = place_direct(mn, rs, p, len);
+	p += n;
+	len -= n;
+	if (!len)
+		return;
 	if (!rs->rx) {
 		rs->rx = malloc(mn->window);
 		if (!rs->rx) {
 			tunnel_failed(mn, ENOMEM);
 			return;
 		}
-	}
-	if (rs->rx_len + rs->rx_done + len > mn->window) {
-		pr_warn("memnet: the TCP Server sent beyond a socket's credit\n");
-		tunnel_failed(mn, EPROTO);
-		return;
 	}
 	tail = (rs->rx_head + rs->rx_len) % mn->window;
 	first = len < mn->window - tail ? len : mn->window - tail;
@@ -264,6 +335,18 @@ static void on_frame(struct xvi_memnet_ctx *mn, const struct xvi_tun_hdr *h, con
 	}
 }
 
+/* The stream acknowledged by-reference payloads: their regions are free. */
+static void reap_refs(struct xvi_memnet_ctx *mn)
+{
+	__u64 ck[32];
+	int n;
+
+	while ((n = xvi_stream__reap(mn->tun, ck, 32)) > 0)
+		for (int i = 0; i < n; i++)
+			if (ck[i] > mn->ref_acked)
+				mn->ref_acked = ck[i];
+}
+
 /*
  * Run the stream engine, send what is queued (unless @flush is false), take
  * what arrived.  Every xvi_stream__send() goes out as its own segment (the
@@ -281,8 +364,32 @@ static void pump_io(struct xvi_memnet_ctx *mn, bool flush)
 		ssize_t r;
 
 		jobs_run(mn);
-		while (flush && mn->out_len) {
-			r = xvi_stream__send(mn->tun, mn->out + mn->out_off, mn->out_len, 0);
+		if (mn->ref_acked != mn->ref_sent)
+			reap_refs(mn);
+		while (flush && (mn->out_len || mn->zq_len)) {
+			size_t n = mn->out_len;
+
+			if (mn->zq_len) {
+				struct zref *z = &mn->zq[mn->zq_head];
+
+				n = (size_t)(z->at - mn->out_pos);
+				if (!n) {
+					/* Its header went just before: by reference. */
+					r = xvi_stream__send_ref(mn->tun, z->mem, z->off, z->len,
+								 mn->ref_sent + 1);
+					if (r == -EAGAIN)
+						break;
+					if (r < 0) {
+						tunnel_failed(mn, (int)-r);
+						return;
+					}
+					mn->ref_sent++;
+					mn->zq_head = (mn->zq_head + 1) % ZQ_CAP;
+					mn->zq_len--;
+					continue;
+				}
+			}
+			r = xvi_stream__send(mn->tun, mn->out + mn->out_off, n, 0);
 			/* A full stream says -EAGAIN; 0 would be no progress too. */
 			if (r == -EAGAIN || !r)
 				break;
@@ -292,6 +399,7 @@ static void pump_io(struct xvi_memnet_ctx *mn, bool flush)
 			}
 			mn->out_off += (size_t)r;
 			mn->out_len -= (size_t)r;
+			mn->out_pos += (__u64)r;
 		}
 		if (!mn->out_len)
 			mn->out_off = 0;
@@ -395,6 +503,7 @@ struct xvi_memnet_ctx *xvi_memnet_ctx__new(struct xvi_stream_ctx *sctx, const un
 	}
 	mn->sctx = sctx;
 	mn->window = XVI_TUN_WINDOW;
+	mn->st.sz = sizeof(mn->st);
 	mn->tun = xvi_stream__socket(sctx, &so);
 	if (!mn->tun) {
 		err = errno;
@@ -448,7 +557,7 @@ void xvi_memnet_ctx__free(struct xvi_memnet_ctx *mn)
 	if (!mn)
 		return;
 	/* Flush what is queued (bounded by the tunnel's health). */
-	for (int i = 0; i < 50 && mn->out_len && !mn->dead; i++)
+	for (int i = 0; i < 50 && (mn->out_len || mn->zq_len) && !mn->dead; i++)
 		nap(mn, WAIT_SLICE_MS);
 	for (struct rsock *rs = mn->jl; rs; rs = rs->jnext) {
 		for (struct xvi_memnet_job *j = rs->txq; j; j = j->next)
@@ -901,42 +1010,121 @@ static int region(struct xvi_memnet_ctx *mn, int mem, size_t off, size_t len, ch
 	return 0;
 }
 
-/* Move all @len bytes between region memory and the socket (a receive
- * also ends at end of stream), waiting for credit and data. */
-static ssize_t direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off, size_t len,
-		      bool send)
+/*
+ * Send all @len bytes of region memory.  Payloads of at least the stream
+ * context's copy threshold go by reference: their frame header is copied
+ * into the tunnel's output, the payload itself is queued on the tunnel
+ * stream from the region (xvi_stream__send_ref) and read again only to
+ * build its segments.  Smaller ones are copied, as the stream's own
+ * conditional buffering does.  Returns once the tunnel acknowledged every
+ * byte sent by reference: the region is the caller's again.
+ */
+ssize_t xvi_memnet_ctx__send_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off,
+				    size_t len)
 {
-	char *p;
-	int err = region(mn, mem, off, len, &p);
+	struct rsock *rs;
 	size_t done = 0;
+	__u64 last = 0;
+	int err = 0;
+	char *p;
 
-	if (err)
+	GET(mn, sd, rs);
+	if ((err = region(mn, mem, off, len, &p)))
 		return xvi_err(err);
-	while (done < len) {
-		ssize_t r = send ? xvi_memnet_ctx__send(mn, sd, p + done, len - done, 0) :
-				   xvi_memnet_ctx__recv(mn, sd, p + done, len - done, 0);
+	pump_keep(mn);
+	for (;;) {
+		if (rs->err || rs->wr_shut || !rs->connected) {
+			err = rs->err ? rs->err : rs->wr_shut ? EPIPE : ENOTCONN;
+			break;
+		}
+		while (done < len && can_send_plain(mn, rs) && mn->zq_len < ZQ_CAP) {
+			size_t n = len - done;
 
-		if (r == -EAGAIN) {
-			nap(mn, -1);
+			if (n > rs->tx_credit)
+				n = rs->tx_credit;
+			if (n > XVI_TUN_MAX_PAYLOAD)
+				n = XVI_TUN_MAX_PAYLOAD;
+			if (n < mn->sctx->copy_thr) {
+				if (emit(mn, XVI_TUN_DATA, (__u32)sd, 0, 0, p + done, (__u32)n))
+					break;
+			} else {
+				struct zref *z = &mn->zq[(mn->zq_head + mn->zq_len) % ZQ_CAP];
+
+				if (emit_part(mn, XVI_TUN_DATA, (__u32)sd, 0, 0, NULL, (__u32)n, 0))
+					break;
+				*z = (struct zref){ .at = mn->out_pos + mn->out_len, .mem = mem,
+						    .off = off + done, .len = (__u32)n };
+				mn->zq_len++;
+				last = mn->ref_sent + mn->zq_len;
+				mn->st.tx_ref_bytes += n;
+			}
+			rs->tx_credit -= (__u32)n;
+			done += n;
+		}
+		pump(mn);
+		if (done == len || mn->dead)
+			break;
+		nap(mn, -1);
+	}
+	/* Bytes queued by reference are still read from the region. */
+	while (mn->ref_acked < last && !mn->dead)
+		nap(mn, -1);
+	if (mn->ref_acked < last)
+		return xvi_err(-mn->dead);
+	return done ? (ssize_t)done : xvi_err(-err);
+}
+
+/*
+ * Receive into region memory until @len bytes or the end of stream.
+ * Bytes already in the socket's ring are copied from it; the rest lands
+ * straight in the region as its frames are taken from the tunnel
+ * (place_direct): one copy on the host after the stream's own.
+ */
+ssize_t xvi_memnet_ctx__recv_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off,
+				    size_t len)
+{
+	struct rsock *rs;
+	size_t got;
+	int err = 0;
+	char *p;
+
+	GET(mn, sd, rs);
+	if ((err = region(mn, mem, off, len, &p)))
+		return xvi_err(err);
+	if (rs->listener)
+		return xvi_err(-EINVAL);
+	if (rs->rxq)	/* the bytes belong to the receive jobs */
+		return xvi_err(-EBUSY);
+	pump_keep(mn);
+	rs->dst = p;
+	rs->dst_len = len;
+	rs->dst_got = rs->rx_len ? rx_take(mn, rs, p, len) : 0;
+	while (rs->dst_got < len) {
+		if (rs->rx_len) {	/* cannot be: nothing lands behind the region */
+			rs->dst_got += rx_take(mn, rs, p + rs->dst_got, len - rs->dst_got);
 			continue;
 		}
-		if (r < 0)
-			return done ? (ssize_t)done : r;
-		if (!r)
+		if (rs->rd_eof)
 			break;
-		done += (size_t)r;
+		if (rs->err || !rs->connected) {
+			err = rs->err ? rs->err : ENOTCONN;
+			break;
+		}
+		nap(mn, -1);
 	}
-	return (ssize_t)done;
+	got = rs->dst_got;
+	rs->dst = NULL;
+	rs->dst_len = rs->dst_got = 0;
+	pump_keep(mn);
+	return got || !err ? (ssize_t)got : xvi_err(-err);
 }
 
-ssize_t xvi_memnet_ctx__send_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off, size_t len)
+int xvi_memnet_ctx__stats(const struct xvi_memnet_ctx *mn, struct xvi_memnet_ctx_stats *st)
 {
-	return direct(mn, sd, mem, off, len, true);
-}
-
-ssize_t xvi_memnet_ctx__recv_direct(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off, size_t len)
-{
-	return direct(mn, sd, mem, off, len, false);
+	if (!mn || !OUT_VALID(st))
+		return xvi_err(-EINVAL);
+	OUT_COPY(st, mn->st);
+	return 0;
 }
 
 static short revents_of(const struct xvi_memnet_ctx *mn, const struct rsock *rs, short events)
