@@ -13,7 +13,9 @@
  * ended.  --abort: close with RST after stdin's end instead of FIN.
  * --recv-only: leave stdin alone and the write side open.  --async: cat
  * with MemNet jobs (async_send / async_recv) on registered buffers instead
- * of send/recv.  Errors are printed with the errno's name and exit 1.
+ * of send/recv.  --direct: cat with send_direct / recv_direct on a
+ * registered buffer, then print how many bytes went by reference and
+ * landed in place.  Errors are printed with the errno's name and exit 1.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -32,7 +34,7 @@ struct cfg {
 	struct xst_cfg xst;
 	union xvi_sockaddr server, dst;
 	__u16 lport;
-	bool listen, echo, abort, recv_only, async;
+	bool listen, echo, abort, recv_only, async, direct;
 	struct xvi_stream_ctx *sctx;
 	int conns;
 	int verbose;
@@ -149,6 +151,33 @@ out:
 	return rc;
 }
 
+/* A registered region of two blocks for acat and dcat: its id, or -1. */
+static int region_new(const struct cfg *cfg, char **mem)
+{
+	int reg;
+
+	*mem = malloc(2 * BUF);
+	if (!*mem)
+		return -fail("malloc", ENOMEM);
+	reg = xvi_stream_ctx__register_mem(cfg->sctx, *mem, 2 * BUF);
+	if (reg < 0) {
+		free(*mem);
+		return -fail("register_mem", -reg);
+	}
+	fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
+	return reg;
+}
+
+/* A receive's result @r (bytes at @p, or -errno) to stdout; 0 or 1 (failed). */
+static int put_out(const char *what, const char *p, ssize_t r)
+{
+	if (r < 0)
+		return fail(what, (int)-r);
+	if (fwrite(p, 1, (size_t)r, stdout) != (size_t)r)
+		return fail("write stdout", errno);
+	return 0;
+}
+
 /*
  * Cat with jobs: one receive job of BUF bytes is always posted (it
  * completes full, short at the peer's FIN or before an error, 0 at the
@@ -157,20 +186,15 @@ out:
  */
 static int acat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
 {
-	char *mem = malloc(2 * BUF);
 	struct xvi_memnet_job *rj = NULL, *sj = NULL;
 	bool in_eof = cfg->recv_only, peer_eof = false, shut = cfg->recv_only, aborted = false;
-	int reg, rc = 0;
+	int rc = 0;
 	ssize_t r;
+	char *mem;
+	int reg = region_new(cfg, &mem);
 
-	if (!mem)
-		return fail("malloc", ENOMEM);
-	reg = xvi_stream_ctx__register_mem(cfg->sctx, mem, 2 * BUF);
-	if (reg < 0) {
-		free(mem);
-		return fail("register_mem", -reg);
-	}
-	fcntl(STDIN_FILENO, F_SETFL, fcntl(STDIN_FILENO, F_GETFL) | O_NONBLOCK);
+	if (reg < 0)
+		return 1;
 	while (!xt_stop && (!peer_eof || !shut || sj)) {
 		struct pollfd f[2] = { { .fd = xvi_memnet_ctx__fd(mn), .events = POLLIN },
 				       { .fd = STDIN_FILENO, .events = POLLIN } };
@@ -217,14 +241,8 @@ static int acat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
 		}
 		if (rj && xvi_memnet_job__done(rj, &r) == 1) {
 			rj = NULL;
-			if (r < 0) {
-				rc = fail("recv", (int)-r);
+			if ((rc = put_out("recv", mem + BUF, r)))
 				break;
-			}
-			if (fwrite(mem + BUF, 1, (size_t)r, stdout) != (size_t)r) {
-				rc = fail("write stdout", errno);
-				break;
-			}
 			/* Short is not the end: an error may follow the bytes
 			 * before it, as with recv(2); 0 is the end. */
 			peer_eof = !r;
@@ -249,6 +267,82 @@ static int acat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
 		xvi_memnet_job__done(rj, &r);
 	if (sj)
 		xvi_memnet_job__done(sj, &r);
+	xvi_stream_ctx__deregister_mem(cfg->sctx, reg);
+	free(mem);
+	return rc;
+}
+
+/*
+ * Cat with the direct primitives on one registered region: a block read
+ * from stdin goes out with send_direct (which returns once the TCP Server
+ * holds it), and a readable socket is read with recv_direct into the
+ * region's other half (full, or short at the peer's FIN).
+ */
+static int dcat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
+{
+	struct xvi_memnet_ctx_stats st = { .sz = sizeof(st) };
+	bool in_eof = cfg->recv_only, peer_eof = false, shut = cfg->recv_only;
+	int rc = 0;
+	ssize_t r, w;
+	char *mem;
+	int reg = region_new(cfg, &mem);
+
+	if (reg < 0)
+		return 1;
+	while (!xt_stop && (!peer_eof || !shut)) {
+		struct xvi_memnet_pollfd p = { .sd = sd, .events = POLLIN };
+		struct pollfd f[2] = { { .fd = xvi_memnet_ctx__fd(mn), .events = POLLIN },
+				       { .fd = STDIN_FILENO, .events = POLLIN } };
+		bool progress = false;
+
+		if (!in_eof) {
+			r = read(STDIN_FILENO, mem, BUF);
+			if (r > 0) {
+				w = xvi_memnet_ctx__send_direct(mn, sd, reg, 0, (size_t)r);
+				if (w != r) {
+					rc = fail("send_direct", w < 0 ? (int)-w : EIO);
+					break;
+				}
+			} else if (!r) {
+				in_eof = true;
+			} else if (errno != EAGAIN) {
+				rc = fail("read stdin", errno);
+				break;
+			}
+			progress = r >= 0;
+		}
+		if (in_eof && !shut) {
+			int e = end_write(mn, sd, cfg);
+
+			if (e == 1)
+				goto out;
+			if (e) {
+				rc = 1;
+				break;
+			}
+			shut = true;
+		}
+		/* With nothing to send, wait in recv_direct: what arrives lands
+		 * in the region; a poll would take it into the ring first. */
+		if (!peer_eof && (in_eof || xvi_memnet_ctx__poll(mn, &p, 1, 0) > 0)) {
+			r = xvi_memnet_ctx__recv_direct(mn, sd, reg, BUF, BUF);
+			if ((rc = put_out("recv_direct", mem + BUF, r)))
+				break;
+			peer_eof = !r;
+			progress = true;
+		}
+		if (!progress)
+			poll(f, in_eof ? 1 : 2, 100);
+	}
+	fflush(stdout);
+	if (rc)
+		xvi_memnet_ctx__abort(mn, sd);
+	else
+		xvi_memnet_ctx__close(mn, sd);
+out:
+	xvi_memnet_ctx__stats(mn, &st);
+	fprintf(stderr, "xvi-mncat: direct: %llu bytes sent by reference, %llu received in place\n",
+		(unsigned long long)st.tx_ref_bytes, (unsigned long long)st.rx_direct_bytes);
 	xvi_stream_ctx__deregister_mem(cfg->sctx, reg);
 	free(mem);
 	return rc;
@@ -337,6 +431,7 @@ static int parse(int argc, char **argv, struct cfg *cfg)
 		{ "abort", no_argument, NULL, 'a' },
 		{ "recv-only", no_argument, NULL, 'R' },
 		{ "async", no_argument, NULL, 'A' },
+		{ "direct", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
@@ -345,7 +440,7 @@ static int parse(int argc, char **argv, struct cfg *cfg)
 	__u16 port;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "i:s:l:en:aRAh", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "i:s:l:en:aRADh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'i':
 			cfg->xst.xt.iface = optarg;
@@ -391,12 +486,19 @@ static int parse(int argc, char **argv, struct cfg *cfg)
 		case 'A':
 			cfg->async = true;
 			break;
+		case 'D':
+			cfg->direct = true;
+			break;
 		case 'h':
-			printf("usage: xvi-mncat -i IFACE -s SERVER:SPORT (IP PORT | -l PORT [--echo] [--conns N]) [--abort] [--recv-only] [--async]\n");
+			printf("usage: xvi-mncat -i IFACE -s SERVER:SPORT (IP PORT | -l PORT [--echo] [--conns N]) [--abort] [--recv-only] [--async | --direct]\n");
 			return 1;
 		default:
 			return 2;
 		}
+	}
+	if (cfg->async && cfg->direct) {
+		fprintf(stderr, "xvi-mncat: --async and --direct are two ways to cat: give one\n");
+		return 2;
 	}
 	if (!cfg->xst.xt.iface || !cfg->server.sa.sa_family) {
 		fprintf(stderr, "xvi-mncat: --iface and --server are required: the datapath's interface (xdp-vi attach IFACE) and xvi-tcpserver's IP:PORT\n");
@@ -466,14 +568,16 @@ int main(int argc, char **argv)
 				goto out_mn;
 			}
 			xvi_memnet_ctx__close(mn, sd);
-			rc = cfg.async ? acat(mn, c, &cfg) : cat(mn, c, &cfg);
+			rc = cfg.async ? acat(mn, c, &cfg) : cfg.direct ? dcat(mn, c, &cfg) :
+			     cat(mn, c, &cfg);
 		}
 	} else {
 		if ((err = xvi_memnet_ctx__connect(mn, sd, &cfg.dst.sa, xt_addrlen(&cfg.dst)))) {
 			rc = fail("connect", -err);
 			goto out_mn;
 		}
-		rc = cfg.async ? acat(mn, sd, &cfg) : cat(mn, sd, &cfg);
+		rc = cfg.async ? acat(mn, sd, &cfg) : cfg.direct ? dcat(mn, sd, &cfg) :
+		     cat(mn, sd, &cfg);
 	}
 out_mn:
 	xvi_memnet_ctx__free(mn);
