@@ -346,6 +346,56 @@ case_async_rst() { _rst_from_client --async; }
 case_async_abort() { _rst_from_host --async; }
 case_async_web() { _web --async; }
 
+# The direct primitives on remote sockets: xvi-mncat --direct moves both
+# ways with send_direct / recv_direct on a registered region, byte-exact,
+# and says how many bytes went into the tunnel by reference (no copy on b)
+# and landed straight in the region.  Most of what b sends must go by
+# reference; of what it receives while it also sends, much waits in the
+# socket's ring (it arrives during send_direct), so only some must land in
+# place there.  Fewer: the direct paths fell back to copying.
+# _direct both_ways|connect_out
+_direct() {
+	local sent got
+	"_$1" --direct || return 1
+	case $1 in
+	both_ways) sent=3000001 got=$((8 << 20)) ;;
+	*) sent=$((4 << 20)) got=999999 ;;
+	esac
+	_direct_counts "$([ "$1" = both_ways ] && echo "$T_TMP/l.err" || echo "$T_TMP/c.err")" \
+		$sent $got 1
+}
+
+# _direct_counts ERRFILE SENT GOT MIN-IN-PLACE-BYTES
+_direct_counts() {
+	local ref inplace
+	read -r ref inplace < <(sed -n 's/.*direct: \([0-9]*\) bytes sent by reference, \([0-9]*\) received in place/\1 \2/p' "$1")
+	[ -n "$ref" ] || { fail "xvi-mncat --direct printed no counts: $(tail -2 "$1")"; return 1; }
+	t_log "b sent $2 bytes, $ref by reference; received $3, $inplace in place"
+	[ $((ref * 10)) -ge $(($2 * 9)) ] ||
+		{ fail "only $ref of $2 bytes went by reference: send_direct copied"; return 1; }
+	[ "$inplace" -ge "$4" ] ||
+		fail "only $inplace of $3 bytes landed in place (want >= $4): recv_direct went through the ring"
+}
+case_direct_both_ways() { _direct both_ways; }
+case_direct_connect_out() { _direct connect_out; }
+
+# Receiving only, b waits in recv_direct: at least three quarters of 4 MiB
+# land straight in the region (the rest arrived while b wrote out a block).
+case_direct_recv() {
+	local port=$((PORT++)) rc rl
+	_mkfile 4
+	t_x -T 60 a "$PY" "$PEER" listen $port --send "$T_TMP/in4" --out "$T_TMP/got_a" \
+		>"$T_TMP/peer.out" 2>&1 &
+	local ppid=$!
+	t_wait_tcp_port a $port || { t_stop $ppid; fail "kernel listener on a never came up"; return 1; }
+	_mncat --direct --recv-only $A4 $port >"$T_TMP/got_b" 2>"$T_TMP/c.err" && rc=0 || rc=$?
+	wait $ppid && rl=0 || rl=$?
+	[ $rc = 0 ] || { fail "xvi-mncat: $(tail -2 "$T_TMP/c.err")"; return 1; }
+	[ $rl = 0 ] || { fail "kernel listener: $(cat "$T_TMP/peer.out")"; return 1; }
+	_same "a -> b (4 MiB)" "$T_TMP/got_b" "$T_TMP/in4" || return 1
+	_direct_counts "$T_TMP/c.err" 0 $((4 << 20)) $((3 << 20))
+}
+
 CASES=(
 	both_ways	case_both_ways	"data both ways byte-exact, each side half-closes"
 	connect_out	case_connect_out	"b connects out through m: both ways, half-close"
@@ -363,5 +413,8 @@ CASES=(
 	async_rst	case_async_rst	"a's RST completes b's receive job with ECONNRESET"
 	async_abort	case_async_abort	"b's abort with a receive job pending: ECONNRESET on a"
 	async_web	case_async_web	"curl fetches from xvi-httpd --async byte-exact"
+	direct_both_ways	case_direct_both_ways	"send_direct/recv_direct both ways byte-exact, by reference and in place"
+	direct_connect_out	case_direct_connect_out	"b connects out; direct both ways byte-exact, by reference and in place"
+	direct_recv	case_direct_recv	"recv_direct only: 4 MiB byte-exact, mostly in place"
 )
 t_main "$@"
