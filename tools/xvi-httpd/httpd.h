@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * xvi-httpd: a small static-file HTTP/1.0 and 1.1 server (keep-alive,
- * pipelining) written once over an I/O interface with three backends:
+ * pipelining) written once over an I/O interface with four backends:
  * kernel TCP sockets, MemNet remote sockets on a TCP Server, and the same
- * sending file bodies as async_send jobs from registered memory.
+ * sending file bodies from registered memory with send_direct or as
+ * async_send jobs.
  */
 #ifndef XVI_HTTPD_H
 #define XVI_HTTPD_H
@@ -36,7 +37,13 @@ struct hio {
 };
 
 struct hio *hio_kernel(void);
+enum hio_mode {
+	HIO_PLAIN,	/* send/recv */
+	HIO_DIRECT,	/* file bodies by send_direct */
+	HIO_ASYNC,	/* file bodies by async_send jobs */
+};
+
 /* Over a TCP Server: the tunnel's interface and the server's IP:PORT. */
-struct hio *hio_memnet(const char *iface, const char *server, bool async);
+struct hio *hio_memnet(const char *iface, const char *server, enum hio_mode mode);
 
 #endif /* XVI_HTTPD_H */

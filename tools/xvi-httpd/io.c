@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* xvi-httpd's backends: kernel sockets, MemNet remote sockets (plain or async). */
+/* xvi-httpd's backends: kernel sockets, MemNet remote sockets (plain, direct or async). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -107,7 +107,7 @@ struct mio {
 	struct xvi_memnet_ctx *mn;
 	struct xvi_memnet_pollfd *p;
 	int np;
-	bool async;
+	enum hio_mode mode;
 	int mem;			/* the files' region, -1: none */
 	const char *base;
 	size_t len;
@@ -157,6 +157,9 @@ static ssize_t m_send(struct hio *io, int c, const void *buf, size_t len, bool m
 
 	if (m->mem < 0 || p < m->base || p + len > m->base + m->len)
 		return xvi_memnet_ctx__send(m->mn, c, buf, len, MSG_MORE);
+	/* File bytes, direct: from the region, waiting until m holds them. */
+	if (m->mode == HIO_DIRECT)
+		return xvi_memnet_ctx__send_direct(m->mn, c, m->mem, (size_t)(p - m->base), len);
 	/* File bytes: a job, and the loop goes on at once. */
 	if (m->njobs == m->capjobs) {
 		int cap = m->capjobs ? m->capjobs * 2 : 64;
@@ -197,7 +200,7 @@ static int m_reg(struct hio *io, void *addr, size_t len)
 	struct mio *m = MIO(io);
 	int mem;
 
-	if (!m->async || !len)
+	if (m->mode == HIO_PLAIN || !len)
 		return 0;
 	mem = xvi_stream_ctx__register_mem(m->o.ctx, addr, len);
 	if (mem < 0)
@@ -260,7 +263,7 @@ static const struct hio_ops memnet_ops = {
 	m_listen, m_accept, m_recv, m_send, m_close, m_poll, m_free, m_reg,
 };
 
-struct hio *hio_memnet(const char *iface, const char *server, bool async)
+struct hio *hio_memnet(const char *iface, const char *server, enum hio_mode mode)
 {
 	struct xst_cfg cfg = { .xt = { .prog = "xvi-httpd", .iface = iface,
 				       .wait = XVI_WAIT_BLOCK }, .nodelay = true };
@@ -272,7 +275,7 @@ struct hio *hio_memnet(const char *iface, const char *server, bool async)
 
 	if (!m)
 		return NULL;
-	m->async = async;
+	m->mode = mode;
 	m->mem = -1;
 	snprintf(ip, sizeof(ip), "%s", server);
 	colon = strrchr(ip, ':');

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * xvi-httpd [--kernel | -i IFACE -s SERVER:PORT [--async]] [-r DIR] PORT
+ * xvi-httpd [--kernel | -i IFACE -s SERVER:PORT [--direct | --async]] [-r DIR] PORT
  *
  * Serves the regular files of DIR (read into memory at start) over HTTP/1.0
  * and 1.1: GET and HEAD, keep-alive (1.1's default, 1.0's on request),
  * pipelined requests answered in order.  One thread, one poll loop; the
  * sockets are the kernel's (--kernel) or a TCP Server's (MemNet remote
- * sockets: this host does no TCP).  With --async, file bodies go out as
- * MemNet async_send jobs from the files' registered memory.
+ * sockets: this host does no TCP).  With --direct, file bodies go out by
+ * MemNet send_direct from the files' registered memory (the call waits
+ * until the TCP Server holds them); with --async as async_send jobs from
+ * it (the loop goes on at once).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -297,16 +299,17 @@ int main(int argc, char **argv)
 		{ "server", required_argument, NULL, 's' },
 		{ "root", required_argument, NULL, 'r' },
 		{ "async", no_argument, NULL, 'a' },
+		{ "direct", no_argument, NULL, 'd' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 }
 	};
 	const char *iface = NULL, *server = NULL, *root = ".";
-	bool kernel = false, async = false;
+	bool kernel = false, async = false, direct = false;
 	struct hio *io;
 	int c, l, rc;
 	__u16 port;
 
-	while ((c = getopt_long(argc, argv, "ki:s:r:ah", lo, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "ki:s:r:adh", lo, NULL)) != -1) {
 		switch (c) {
 		case 'k':
 			kernel = true;
@@ -323,8 +326,11 @@ int main(int argc, char **argv)
 		case 'a':
 			async = true;
 			break;
+		case 'd':
+			direct = true;
+			break;
 		case 'h':
-			printf("usage: xvi-httpd (--kernel | -i IFACE -s SERVER:PORT [--async]) [-r DIR] PORT\n");
+			printf("usage: xvi-httpd (--kernel | -i IFACE -s SERVER:PORT [--direct | --async]) [-r DIR] PORT\n");
 			return 0;
 		default:
 			return 2;
@@ -334,8 +340,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xvi-httpd: give the PORT to serve on (1..65535)\n");
 		return 2;
 	}
-	if (kernel && async) {
-		fprintf(stderr, "xvi-httpd: --async is a MemNet backend: give -i IFACE -s SERVER:PORT, not --kernel\n");
+	if (kernel && (async || direct)) {
+		fprintf(stderr, "xvi-httpd: --%s is a MemNet backend: give -i IFACE -s SERVER:PORT, not --kernel\n",
+			async ? "async" : "direct");
+		return 2;
+	}
+	if (async && direct) {
+		fprintf(stderr, "xvi-httpd: --async and --direct are two MemNet backends: give one\n");
 		return 2;
 	}
 	if (!kernel && (!iface || !server)) {
@@ -345,7 +356,8 @@ int main(int argc, char **argv)
 	if (load_dir(root))
 		return 1;
 	xt_install_signals();
-	io = kernel ? hio_kernel() : hio_memnet(iface, server, async);
+	io = kernel ? hio_kernel() :
+	     hio_memnet(iface, server, async ? HIO_ASYNC : direct ? HIO_DIRECT : HIO_PLAIN);
 	if (!io)
 		return 1;
 	if (io->ops->reg && (rc = io->ops->reg(io, arena, arena_len))) {
@@ -360,7 +372,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	fprintf(stderr, "xvi-httpd: %d files of %s on port %u (%s)\n", nfiles, root, port,
-		kernel ? "kernel TCP" : async ? "MemNet TCP Server, async" : "MemNet TCP Server");
+		kernel ? "kernel TCP" : async ? "MemNet TCP Server, async" :
+		direct ? "MemNet TCP Server, direct" : "MemNet TCP Server");
 	rc = run(io, l);
 	fprintf(stderr, "xvi-httpd: %llu responses\n", served);
 	io->ops->free(io);
