@@ -295,8 +295,8 @@ _web() {
 		{ t_stop $hpid; fail "curl: $(grep -v '^[<>*{}]' "$T_TMP/curl.err" | tail -2)"; return 1; }
 	code=$(t_x -T 30 a curl -s -o /dev/null -w '%{http_code}' "http://$M4A:$port/nosuch")
 	# Printed before it served anything.
-	[ $# = 0 ] || grep -q async "$T_TMP/h.err" ||
-		{ t_stop $hpid; fail "xvi-httpd $* did not say it runs async: $(cat "$T_TMP/h.err")"
+	[ $# = 0 ] || grep -q -- "${1#--}" "$T_TMP/h.err" ||
+		{ t_stop $hpid; fail "xvi-httpd $* did not say it runs ${1#--}: $(cat "$T_TMP/h.err")"
 		return 1; }
 	_same "big.bin over HTTP/1.1" "$T_TMP/c1" "$T_TMP/www/big.bin" &&
 	_same "small.bin, same connection" "$T_TMP/c2" "$T_TMP/www/small.bin" &&
@@ -376,6 +376,7 @@ _direct_counts() {
 	[ "$inplace" -ge "$4" ] ||
 		fail "only $inplace of $3 bytes landed in place (want >= $4): recv_direct went through the ring"
 }
+case_direct_web() { _web --direct; }
 case_direct_both_ways() { _direct both_ways; }
 case_direct_connect_out() { _direct connect_out; }
 
@@ -416,5 +417,6 @@ CASES=(
 	direct_both_ways	case_direct_both_ways	"send_direct/recv_direct both ways byte-exact, by reference and in place"
 	direct_connect_out	case_direct_connect_out	"b connects out; direct both ways byte-exact, by reference and in place"
 	direct_recv	case_direct_recv	"recv_direct only: 4 MiB byte-exact, mostly in place"
+	direct_web	case_direct_web	"curl fetches from xvi-httpd --direct byte-exact; wrk 10 s"
 )
 t_main "$@"
