@@ -10,7 +10,8 @@
 #
 #   node a: wrk (closed loop, 20 connections, keep-alive) and httperf
 #           (open loop, HTTP/1.1, 6 requests per connection in bursts of 3,
-#           at RATE new connections/s) fetching a 1 KiB file
+#           at RATE new connections/s) fetching one file of SIZE bytes
+#           (default 1024)
 #   node b: xvi-httpd --kernel, or xvi-httpd over the TCP Server
 #   node m: kernel forwarding, or xvi-tcpserver
 #
@@ -19,25 +20,27 @@
 #   regtcp      xvi-httpd --kernel on b, m routes
 #   haproxy     the same, reached through haproxy (TCP mode, one thread) on m
 #   memnet      xvi-httpd over the TCP Server on m, plain send/recv
+#   direct      the same with --direct: file bodies by send_direct
 #   async       the same with --async: responses by async_send jobs
 #   base        memnet with the binaries of another build, TS_BASE_B=DIR
 #               (its own xvi-tcpserver on service 9001): a change on and
 #               off in one run
 #   basereg     regtcp with that build's xvi-httpd
+#   basedirect  direct with that build's binaries (service 9001)
 # The table shows medians (min-max) of wrk's requests/s and latency
 # p50/p99, httperf's reply rate and reply time, and the CPU seconds per
 # second of the host's server process and of m's server process
 # (xvi-tcpserver or haproxy) during the wrk run.
 #
-# usage: B=build tests/bench/tcpserver.sh [-t SEC] [-r ROUNDS] [-R RATE]
+# usage: B=build tests/bench/tcpserver.sh [-t SEC] [-r ROUNDS] [-R RATE] [-s SIZE]
 
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-build}
 case $B in /*) BIN=$B/bin ;; *) BIN=$ROOT/$B/bin ;; esac
-SEC=5 ROUNDS=3 RATE=2000
+SEC=5 ROUNDS=3 RATE=2000 SIZE=1024
 while [ $# -ge 2 ]; do
-	case $1 in -t) SEC=$2 ;; -r) ROUNDS=$2 ;; -R) RATE=$2 ;; *) break ;; esac
+	case $1 in -t) SEC=$2 ;; -r) ROUNDS=$2 ;; -R) RATE=$2 ;; -s) SIZE=$2 ;; *) break ;; esac
 	shift 2
 done
 [ $# -eq 0 ] || { grep '^# usage:' "$0" | cut -c3- >&2; exit 2; }
@@ -49,12 +52,12 @@ command -v wrk >/dev/null && command -v httperf >/dev/null ||
 	{ echo "tcpserver.sh: wrk and httperf missing: scripts/install-deps.sh" >&2; exit 1; }
 BASE=${TS_BASE_B:-}
 case $BASE in ''|/*) ;; *) BASE=$ROOT/$BASE ;; esac
-DEFV="regtcp memnet async"
+DEFV="regtcp memnet direct async"
 command -v haproxy >/dev/null && DEFV="$DEFV haproxy" ||
 	echo "tcpserver.sh: haproxy missing (scripts/install-deps.sh): no haproxy row" >&2
 [ -z "$BASE" ] || DEFV="$DEFV base basereg"
 VARIANTS=${TS_VARIANTS:-$DEFV}
-case " $VARIANTS " in *" base "*|*" basereg "*)
+case " $VARIANTS " in *" base "*|*" basereg "*|*" basedirect "*)
 	[ -x "$BASE/bin/xvi-httpd" ] && [ -x "$BASE/bin/xvi-tcpserver" ] ||
 		{ echo "tcpserver.sh: variant base: set TS_BASE_B to a build with xvi-httpd and xvi-tcpserver" >&2; exit 1; } ;;
 esac
@@ -78,7 +81,7 @@ x b "$BIN/xdp-vi" attach xv0 >/dev/null || die "attach on b"
 x m "$BIN/xdp-vi" attach xvb >/dev/null || die "attach xvb on m"
 x a ping -c 1 -W 2 198.18.2.2 >/dev/null || die "no way from a to b"
 mkdir -p "$TMP/www"
-head -c 1024 /dev/urandom >"$TMP/www/f1k"
+head -c "$SIZE" /dev/urandom >"$TMP/www/f1k"
 
 # m's server (xvi-tcpserver or haproxy) serves one round: bounded by
 # 150 s, longer than a round takes (a 60 s bound would stop it mid-round).
@@ -107,11 +110,15 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 		hb=$BASE/bin hx=(--kernel) ;;
 	memnet)
 		hx=(-i xv0 -s 198.18.2.254:9000) ;;
+	direct)
+		hx=(-i xv0 -s 198.18.2.254:9000 --direct) ;;
 	async)
 		hx=(-i xv0 -s 198.18.2.254:9000 --async) ;;
 	base)
 		hb=$BASE/bin svc=9001 hx=(-i xv0 -s 198.18.2.254:9001) ;;
-	*)	die "unknown variant $v (regtcp haproxy memnet async base basereg)" ;;
+	basedirect)
+		hb=$BASE/bin svc=9001 hx=(-i xv0 -s 198.18.2.254:9001 --direct) ;;
+	*)	die "unknown variant $v (regtcp haproxy memnet direct async base basereg basedirect)" ;;
 	esac
 	local w hpx=
 	if [ "${hx[0]}" != --kernel ]; then
@@ -140,7 +147,7 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 	wait_listen $node $PORT || die "$v: no listener: $(cat "$TMP/h.err" "$TMP/hx.err" 2>/dev/null)"
 	hp=$(pid_of "^$hb/xvi-httpd .*$PORT\$")
 	case $v in
-	memnet|async|base) spid=$(pid_of "^$hb/xvi-tcpserver .* $svc\$")
+	memnet|direct|async|base|basedirect) spid=$(pid_of "^$hb/xvi-tcpserver .* $svc\$")
 		[ -n "$spid" ] || die "$v: xvi-tcpserver did not start: $(tail -2 "$TMP/srv.err")" ;;
 	haproxy) spid=$(pid_of "^haproxy -db -f $TMP/haproxy.cfg") ;;
 	*) spid= ;;
@@ -193,14 +200,14 @@ for r in $(seq "$ROUNDS"); do
 done
 
 sed 's/^/# xvi-tcpserver: /' "$TMP/srv.err" >&2
-python3 - "$TMP/rows" "$SEC" "$ROUNDS" "$RATE" <<'PY'
+python3 - "$TMP/rows" "$SEC" "$ROUNDS" "$RATE" "$SIZE" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 def col(v, i):
     return [float(r[i]) for r in rows if r[0] == v and float(r[i]) >= 0]
 def fmt(xs, f):
     return "%s (%s-%s)" % (f % statistics.median(xs), f % min(xs), f % max(xs)) if xs else "-"
-print("Web server on b, 1 KiB file, fetched from a; %s s a run, %s rounds" % (sys.argv[2], sys.argv[3]))
+print("Web server on b, a file of %s bytes, fetched from a; %s s a run, %s rounds" % (sys.argv[5], sys.argv[2], sys.argv[3]))
 print("wrk -t1 -c20 (keep-alive, closed loop); httperf HTTP/1.1, 6 calls a connection in bursts of 3, %s connections/s offered" % sys.argv[4])
 print("| system | wrk requests/s | p50 ms | p99 ms | httperf replies/s | reply time ms | host server CPU/s | m's server CPU/s |")
 print("|---|---|---|---|---|---|---|---|")
@@ -209,6 +216,8 @@ for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"),
                 ("haproxy", "haproxy on m (TCP mode, 1 thread) in front of RegTCP"),
                 ("base", "MemNet, TS_BASE_B's build"),
                 ("memnet", "MemNet (TCP Server on m)"),
+                ("basedirect", "MemNet_Direct, TS_BASE_B's build"),
+                ("direct", "MemNet_Direct (send_direct)"),
                 ("async", "MemNet_Async (async_send jobs)")):
     if not col(v, 1) and not col(v, 4):
         continue
@@ -216,7 +225,7 @@ for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"),
           fmt(col(v, 2), "%.3f"), fmt(col(v, 3), "%.3f"), fmt(col(v, 4), "%.0f"),
           fmt(col(v, 5), "%.2f"), fmt(col(v, 6), "%.2f"), fmt(col(v, 7), "%.2f")))
 r = col("regtcp", 1)
-for v in ("basereg", "haproxy", "base", "memnet", "async"):
+for v in ("basereg", "haproxy", "base", "memnet", "basedirect", "direct", "async"):
     m = col(v, 1)
     if r and m:
         print("%s / regtcp wrk requests/s, medians: %.2fx" % (v, statistics.median(m) / statistics.median(r)))
