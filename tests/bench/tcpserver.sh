@@ -32,6 +32,10 @@
 # second of the host's server process and of m's server process
 # (xvi-tcpserver or haproxy) during the wrk run.
 #
+# TS_PERF=DIR: perf record (call graphs) of the host's server and of m's
+# server during each wrk run, into DIR/VARIANT-PORT-{host,m}.data (a port per round); the
+# CPU figures of such a run include perf's own cost.
+#
 # usage: B=build tests/bench/tcpserver.sh [-t SEC] [-r ROUNDS] [-R RATE] [-s SIZE]
 
 set -u -o pipefail
@@ -153,7 +157,17 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 	*) spid= ;;
 	esac
 	h0=$(cpu_of "$hp") s0=$(cpu_of "$spid")
+	local pp=() who pid
+	for who in host m; do
+		pid=$hp
+		[ $who = host ] || pid=$spid
+		[ -n "${TS_PERF:-}" ] && [ -n "$pid" ] || continue
+		perf record -q -F 1999 -g -p "$pid" -o "$TS_PERF/$v-$PORT-$who.data" \
+			-- sleep "$SEC" >/dev/null 2>&1 &
+		pp+=($!)
+	done
 	x a wrk --latency -t 1 -c 20 -d "${SEC}s" "http://$dst:$PORT/f1k" >"$TMP/wrk.out" 2>&1
+	[ ${#pp[@]} = 0 ] || wait "${pp[@]}"
 	h1=$(cpu_of "$hp") s1=$(cpu_of "$spid")
 	x a httperf --hog --server $dst --port $PORT --uri /f1k --rate "$RATE" \
 		--num-conns $((RATE * SEC)) --num-calls 6 --burst-length 3 --timeout 5 \
