@@ -90,10 +90,11 @@ struct xvi_memnet_ctx {
 /* ---- the tunnel ------------------------------------------------------------ */
 
 /* A frame whose header says @len payload bytes, @copy of them from @payload. */
-static int emit_part(struct xvi_memnet_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 val,
-		     const void *payload, __u32 len, __u32 copy)
+static int emit_part(struct xvi_memnet_ctx *mn, __u8 type, __u8 flags, __u32 sock, __u32 req,
+		     __s32 val, const void *payload, __u32 len, __u32 copy)
 {
-	struct xvi_tun_hdr h = { .type = type, .sock = sock, .req = req, .val = val, .len = len };
+	struct xvi_tun_hdr h = { .type = type, .flags = flags, .sock = sock, .req = req,
+				 .val = val, .len = len };
 	size_t need;
 
 	len = copy;
@@ -124,7 +125,7 @@ static int emit_part(struct xvi_memnet_ctx *mn, __u8 type, __u32 sock, __u32 req
 static int emit(struct xvi_memnet_ctx *mn, __u8 type, __u32 sock, __u32 req, __s32 val,
 		const void *payload, __u32 len)
 {
-	return emit_part(mn, type, sock, req, val, payload, len, len);
+	return emit_part(mn, type, 0, sock, req, val, payload, len, len);
 }
 
 static struct rsock *sock_of(struct xvi_memnet_ctx *mn, int sd)
@@ -1049,8 +1050,15 @@ ssize_t xvi_memnet_ctx__send_direct(struct xvi_memnet_ctx *mn, int sd, int mem, 
 					break;
 			} else {
 				struct zref *z = &mn->zq[(mn->zq_head + mn->zq_len) % ZQ_CAP];
+				/*
+				 * This call waits for the tunnel's ACK of its
+				 * last payload: PUSH has the server answer
+				 * at once (CREDIT), and the ACK rides along
+				 * instead of being held for a reply.
+				 */
+				__u8 fl = done + n == len ? XVI_TUN_F_PUSH : 0;
 
-				if (emit_part(mn, XVI_TUN_DATA, (__u32)sd, 0, 0, NULL, (__u32)n, 0))
+				if (emit_part(mn, XVI_TUN_DATA, fl, (__u32)sd, 0, 0, NULL, (__u32)n, 0))
 					break;
 				*z = (struct zref){ .at = mn->out_pos + mn->out_len, .mem = mem,
 						    .off = off + done, .len = (__u32)n };

@@ -44,9 +44,16 @@ enum xvi_tun_type {
 	XVI_TUN_ERROR = 13,	/* val = errno: the socket failed */
 };
 
+/* DATA flags */
+enum {
+	/* The sender waits for these bytes: the server credits the socket
+	 * back as soon as its kernel took them, not at half a window. */
+	XVI_TUN_F_PUSH = 1 << 0,
+};
+
 struct xvi_tun_hdr {
 	__u8 type;
-	__u8 flags;		/* 0 */
+	__u8 flags;		/* DATA: XVI_TUN_F_*; else 0 */
 	__u16 rsvd;		/* 0 */
 	__u32 sock;		/* socket handle, 0: none */
 	__u32 req;		/* request id, 0: none */
@@ -66,6 +73,7 @@ static inline void xvi_tun_hdr_put(void *p, const struct xvi_tun_hdr *h)
 {
 	struct xvi_tun_hdr w = {
 		.type = h->type,
+		.flags = h->flags,
 		.sock = htole32(h->sock),
 		.req = htole32(h->req),
 		.val = (__s32)htole32((__u32)h->val),

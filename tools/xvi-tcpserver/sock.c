@@ -164,10 +164,14 @@ static void write_some(struct tsock *ts)
 	 * Credit goes back once half the window was written: the host then
 	 * still holds half a window, so it never waits for this, and a
 	 * request-response exchange costs no CREDIT frame per response.
+	 * A host that waits for its bytes (PUSH) gets it when they are all
+	 * written: the frame also carries the tunnel's ACK it waits for.
 	 */
-	if (ts->uncredited && !ts->dead && ts->uncredited >= t->srv->cfg->window / 2) {
+	if (ts->uncredited && !ts->dead &&
+	    (ts->uncredited >= t->srv->cfg->window / 2 || (ts->push && !ts->tx.len))) {
 		tun_emit(t, XVI_TUN_CREDIT, ts->h, 0, (__s32)ts->uncredited, NULL, 0);
 		ts->uncredited = 0;
+		ts->push = false;
 	}
 	if (ts->tx.len)
 		return;
@@ -400,6 +404,8 @@ void sock_frame(struct tun *t, const struct xvi_tun_hdr *h, const char *payload)
 		}
 		memcpy(ts->tx.p + ts->tx.off + ts->tx.len, payload, h->len);
 		ts->tx.len += h->len;
+		if (h->flags & XVI_TUN_F_PUSH)
+			ts->push = true;
 		write_some(ts);
 		break;
 	case XVI_TUN_CREDIT:

@@ -43,6 +43,7 @@ struct tsock {
 	bool dead;			/* failed: nothing more moves */
 	bool shut_wr_pending;		/* SHUT_WR once tx drained */
 	bool closing;			/* the host closed it: close once tx drained */
+	bool push;			/* credit back once tx drained (DATA PUSH) */
 	__u32 connect_req;
 	__u32 credit;			/* bytes (listener: accepts) the host takes */
 	__u32 uncredited;		/* written to the kernel, not yet credited */
