@@ -702,7 +702,9 @@ ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf,
 	GET(mn, sd, rs);
 	if ((flags & ~MSG_MORE) || (!buf && len))
 		return xvi_err(-EINVAL);
-	pump_keep(mn);
+	/* The engine runs when this call needs it: for credit, to flush. */
+	if (!can_send_plain(mn, rs))
+		pump_keep(mn);
 	for (;;) {
 		if (rs->err)
 			return done ? (ssize_t)done : xvi_err(-rs->err);
@@ -725,7 +727,6 @@ ssize_t xvi_memnet_ctx__send(struct xvi_memnet_ctx *mn, int sd, const void *buf,
 		}
 		if ((flags & MSG_MORE) && done == len && mn->out_len < MORE_MAX) {
 			mn->held = true;
-			pump_keep(mn);
 		} else {
 			pump(mn);
 		}
@@ -919,7 +920,9 @@ ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_
 		return xvi_err(-EINVAL);
 	if (rs->rxq)	/* the bytes belong to the receive jobs */
 		return xvi_err(-EBUSY);
-	pump_keep(mn);
+	/* Bytes already here need no engine run; their CREDIT needs a flush. */
+	if (!rs->rx_len)
+		pump_keep(mn);
 	while (!rs->rx_len) {
 		if (rs->rd_eof)
 			return 0;
@@ -932,7 +935,8 @@ ssize_t xvi_memnet_ctx__recv(struct xvi_memnet_ctx *mn, int sd, void *buf, size_
 		nap(mn, -1);
 	}
 	n = rx_take(mn, rs, buf, len);
-	pump_keep(mn);
+	if (mn->out_len && !mn->held)
+		pump(mn);
 	return (ssize_t)n;
 }
 
