@@ -32,19 +32,27 @@
 # second of the host's server process and of m's server process
 # (xvi-tcpserver or haproxy) during the wrk run.
 #
+# -S "RATE..." adds the paper's sweep over offered load: after wrk, httperf
+# at each RATE new connections/s, HTTP/1.0 (one request a connection) and
+# HTTP/1.1 (6 requests a connection in bursts of 3), SEC s a point, and a
+# second table of replies/s against offered requests/s.  Without --hog,
+# on a that reuses TIME_WAIT ports (tcp_tw_reuse) so that points do not
+# run out of them.
+#
 # TS_PERF=DIR: perf record (call graphs) of the host's server and of m's
 # server during each wrk run, into DIR/VARIANT-PORT-{host,m}.data (a port per round); the
 # CPU figures of such a run include perf's own cost.
 #
-# usage: B=build tests/bench/tcpserver.sh [-t SEC] [-r ROUNDS] [-R RATE] [-s SIZE]
+# usage: B=build tests/bench/tcpserver.sh [-t SEC] [-r ROUNDS] [-R RATE] [-s SIZE] [-S "RATE..."]
 
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-build}
 case $B in /*) BIN=$B/bin ;; *) BIN=$ROOT/$B/bin ;; esac
-SEC=5 ROUNDS=3 RATE=2000 SIZE=1024
+SEC=5 ROUNDS=3 RATE=2000 SIZE=1024 SWEEP=
 while [ $# -ge 2 ]; do
-	case $1 in -t) SEC=$2 ;; -r) ROUNDS=$2 ;; -R) RATE=$2 ;; -s) SIZE=$2 ;; *) break ;; esac
+	case $1 in -t) SEC=$2 ;; -r) ROUNDS=$2 ;; -R) RATE=$2 ;; -s) SIZE=$2 ;; -S) SWEEP=$2 ;;
+	*) break ;; esac
 	shift 2
 done
 [ $# -eq 0 ] || { grep '^# usage:' "$0" | cut -c3- >&2; exit 2; }
@@ -84,6 +92,8 @@ x m sysctl -qw net.ipv4.ip_forward=1 || die "could not build the routed lab"
 x b "$BIN/xdp-vi" attach xv0 >/dev/null || die "attach on b"
 x m "$BIN/xdp-vi" attach xvb >/dev/null || die "attach xvb on m"
 x a ping -c 1 -W 2 198.18.2.2 >/dev/null || die "no way from a to b"
+[ -z "$SWEEP" ] || x a sysctl -qw net.ipv4.tcp_tw_reuse=1 net.ipv4.ip_local_port_range="1024 65535" ||
+	die "sysctl on a"
 mkdir -p "$TMP/www"
 head -c "$SIZE" /dev/urandom >"$TMP/www/f1k"
 
@@ -172,6 +182,19 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 	x a httperf --hog --server $dst --port $PORT --uri /f1k --rate "$RATE" \
 		--num-conns $((RATE * SEC)) --num-calls 6 --burst-length 3 --timeout 5 \
 		>"$TMP/hp.out" 2>&1
+	local rate proto calls hb3
+	for rate in $SWEEP; do
+		for proto in 1.0 1.1; do
+			calls=1 hb3=()
+			[ $proto = 1.0 ] || calls=6 hb3=(--burst-length 3)
+			x a httperf --server $dst --port $PORT --uri /f1k --http-version $proto \
+				--rate "$rate" --num-conns $((rate * SEC)) --num-calls $calls "${hb3[@]}" \
+				--timeout 5 >"$TMP/sw.out" 2>&1
+			echo "$v $proto $((rate * calls)) $(sed -n 's/.*replies \([0-9]*\) test-duration \([0-9.]*\) s.*/\1 \2/p' \
+				"$TMP/sw.out" | awk '{ printf "%.0f", $1 / $2 }')" >>"$TMP/sweep"
+			tail -1 "$TMP/sweep" | sed 's/^/# sweep: /' >&2
+		done
+	done
 	[ -z "$spid" ] || kill -0 "$spid" 2>/dev/null ||
 		die "$v: m's server exited during the round: $(tail -2 "$TMP/srv.err" "$TMP/hx.err" 2>/dev/null)"
 	# httperf killed by its bound prints no summary: show what it did print.
@@ -243,4 +266,25 @@ for v in ("basereg", "haproxy", "base", "memnet", "basedirect", "direct", "async
     m = col(v, 1)
     if r and m:
         print("%s / regtcp wrk requests/s, medians: %.2fx" % (v, statistics.median(m) / statistics.median(r)))
+PY
+[ -s "$TMP/sweep" ] || exit 0
+python3 - "$TMP/sweep" "$SEC" <<'PY'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 4]
+names = {"regtcp": "RegTCP", "basereg": "RegTCP (base)", "haproxy": "haproxy", "base": "MemNet (base)",
+         "memnet": "MemNet", "basedirect": "MemNet_Direct (base)", "direct": "MemNet_Direct",
+         "async": "MemNet_Async"}
+points = sorted({(r[1], int(r[2])) for r in rows})
+print()
+print("httperf replies/s against offered requests/s (%s s a point, medians of the rounds)" % sys.argv[2])
+print("| system | " + " | ".join("HTTP/%s %d" % p for p in points) + " |")
+print("|---|" + "---|" * len(points))
+for v in names:
+    if not any(r[0] == v for r in rows):
+        continue
+    cells = []
+    for p, o in points:
+        xs = [float(r[3]) for r in rows if r[0] == v and r[1] == p and int(r[2]) == o]
+        cells.append("%.0f" % statistics.median(xs) if xs else "-")
+    print("| %s | %s |" % (names[v], " | ".join(cells)))
 PY
