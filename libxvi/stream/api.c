@@ -571,21 +571,33 @@ ssize_t xvi_stream__send(struct xvi_stream *s, const void *buf, size_t len, int 
 
 	if (!s || (!buf && len) || flags)
 		return xvi_err(-EINVAL);
-	progress(s->ctx);
-	if (blocking(s) && len >= s->ctx->copy_thr &&
-	    (region = xvi_sctx__region_of(s->ctx, buf, len)) >= 0) {
+	region = blocking(s) && len >= s->ctx->copy_thr ?
+		 xvi_sctx__region_of(s->ctx, buf, len) : -1;
+	if (region >= 0) {
+		progress(s->ctx);
 		r = send_by_ref(s, region, buf, len);
 		return r < 0 ? xvi_err((int)r) : r;
 	}
+	/*
+	 * Corked (timers.c, sctx_flush): new data from a run of send calls
+	 * leaves in kernel-sized batches, not one doorbell per call.  Never
+	 * while waiting: the doorbell rings before any sleep.
+	 */
+	s->ctx->cork = true;
+	progress(s->ctx);
 	for (;;) {
 		r = xvi_ss__send(s, (const __u8 *)buf + done, len - done);
 		if (r > 0)
 			done += r;
 		if (done == len || (r < 0 && r != -EAGAIN) || !blocking(s))
 			break;
-		if (r == -EAGAIN || r == 0)
+		if (r == -EAGAIN || r == 0) {
+			s->ctx->cork = false;
 			xvi_stream_ctx__wait(s->ctx, -1);
+			s->ctx->cork = true;
+		}
 	}
+	s->ctx->cork = false;
 	if (done)
 		return done;
 	return r < 0 ? xvi_err((int)r) : 0;

@@ -258,6 +258,17 @@ struct xvi_stream_ctx {
 	__u32 nconns;
 	__u64 armed;			/* deadline given to the link */
 	__u64 now;			/* cached for one run */
+	/*
+	 * Doorbell batching (timers.c, sctx_flush): while @cork is set (the
+	 * API layer's send calls), a run leaves plain new data segments in
+	 * the link's queue for the next one instead of ringing the doorbell
+	 * for each: @tx_unflushed of them queued since @tx_first_us; any
+	 * other segment (@tx_urgent) flushes.
+	 */
+	bool cork;
+	bool tx_urgent;
+	__u32 tx_unflushed;
+	__u64 tx_first_us;
 	struct xvi_sregion regions[XVI_SCTX_MAX_REGIONS];
 	struct xvi_stream_ctx_stats stats;
 	struct xvi_memnet_job *mn_pending;	/* MemNet jobs not yet completed */

@@ -38,6 +38,12 @@
 #define REO_MIN_US	50	/* reordering window floor: timer granularity */
 #define TLP_MIN_US	200	/* probe timeout floor */
 #define REO_MULT_MAX	16
+/*
+ * Doorbell batching while the API corks (timers.c): at most a kernel
+ * copy-mode transmit batch (32 descriptors a kick), held at most CORK_US.
+ */
+#define CORK_SEGS	32
+#define CORK_US		50
 
 /* ---- connections (conn.c) ------------------------------------------------ */
 
@@ -95,12 +101,28 @@ int stream_rst_error(const struct xvi_stream *s);
 void stream_update_state(struct xvi_stream *s);
 void stream_established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd);
 
+/* ---- timers and the run (timers.c) --------------------------------------- */
+
+void sctx_flush(struct xvi_stream_ctx *ctx);
+
 /* ---- small helpers of every file ----------------------------------------- */
 
 /* The link's clock, cached in ctx->now for the rest of the call. */
 static inline __u64 sctx_now(struct xvi_stream_ctx *ctx)
 {
 	return ctx->now = ctx->link.now_us(ctx->link.priv);
+}
+
+/*
+ * A datagram went into the link's queue.  @urgent: it must leave on this
+ * run's doorbell even while the API corks (everything but new data that
+ * asks nothing of the peer: ACKs, probes, PRB, FIN, SYN, RST and repairs).
+ */
+static inline void sctx_tx_queued(struct xvi_stream_ctx *ctx, bool urgent)
+{
+	if (!ctx->tx_unflushed++)
+		ctx->tx_first_us = ctx->now;
+	ctx->tx_urgent |= urgent;
 }
 
 /* Put on the output list: the next run sends what the connection has. */

@@ -308,7 +308,7 @@ int xvi_ss__abort(struct xvi_stream *s)
 		stream_send_rst(s);
 	}
 	stream_free(s);
-	ctx->link.tx_flush(ctx->link.priv);
+	sctx_flush(ctx);
 	return 0;
 }
 

@@ -84,6 +84,8 @@ bool stream_xmit(struct xvi_stream *s, __u8 flags, __u32 seq, __u32 len)
 			xvi_shdr__seal(buf, hl + len);
 		ctx->link.tx_put(ctx->link.priv, buf, hl + len, &s->id.peer);
 	}
+	sctx_tx_queued(ctx, !len || (h.flags & (XVI_SF_SYN | XVI_SF_FIN | XVI_SF_PRB)) ||
+			    seq != s->snd.nxt);
 	ctx->stats.tx_segs++;
 	s->stats.segs_sent++;
 	s->ack.now = false;
@@ -116,6 +118,7 @@ void sctx_send_rst(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 	if (need_crc(ctx))
 		xvi_shdr__seal(buf, hl);
 	ctx->link.tx_put(ctx->link.priv, buf, hl, peer);
+	sctx_tx_queued(ctx, true);
 	ctx->stats.tx_rst++;
 	ctx->stats.tx_segs++;
 }

@@ -162,6 +162,29 @@ static void run_due(struct xvi_stream_ctx *ctx)
 	}
 }
 
+/*
+ * Ring the link's doorbell for what the run queued.  A copy-mode AF_XDP
+ * kick costs a system call and a pass of the peer's receive path (its
+ * NAPI poll, the socket wake-up) whatever it carries, so a bulk sender
+ * that kicked once per send call paid it per segment.  While the API
+ * corks (its send calls), plain new data waits for more: the doorbell
+ * rings once a kernel transmit batch is queued, when anything urgent is
+ * (sctx_tx_queued), or once the oldest waited CORK_US; the link's timer
+ * covers an application that stops calling, and every other call
+ * flushes.
+ */
+void sctx_flush(struct xvi_stream_ctx *ctx)
+{
+	if (!ctx->tx_unflushed)
+		return;
+	if (ctx->cork && !ctx->tx_urgent && ctx->tx_unflushed < CORK_SEGS &&
+	    ctx->now - ctx->tx_first_us < CORK_US)
+		return;
+	ctx->link.tx_flush(ctx->link.priv);
+	ctx->tx_unflushed = 0;
+	ctx->tx_urgent = false;
+}
+
 void xvi_sctx__run(struct xvi_stream_ctx *ctx)
 {
 	struct xvi_stream *s;
@@ -176,10 +199,12 @@ void xvi_sctx__run(struct xvi_stream_ctx *ctx)
 		if (s->on_output)	/* link out of buffers: retry next run */
 			break;
 	}
-	ctx->link.tx_flush(ctx->link.priv);
+	sctx_flush(ctx);
 	d = xvi_sctx__next(ctx);
 	if (ctx->output)
 		d = dmin(d, ctx->now + 50);
+	if (ctx->tx_unflushed)
+		d = dmin(d, ctx->tx_first_us + CORK_US);
 	if (d != ctx->armed) {
 		ctx->armed = d;
 		ctx->link.timer_arm(ctx->link.priv, d);

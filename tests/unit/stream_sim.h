@@ -29,6 +29,14 @@ struct node {
 	__u64 timer;
 	__u8 txbuf[MAXPKT];
 	bool dead;		/* sends and receives nothing, runs no timers */
+	/*
+	 * gate: datagrams wait in held until the engine flushes the link,
+	 * as on an endpoint, where nothing leaves before the doorbell.
+	 */
+	bool gate;
+	struct pkt *held;
+	int nheld, held_cap;
+	__u64 flushes;		/* flushes that sent something */
 };
 
 struct pkt {
@@ -100,9 +108,9 @@ static inline void enqueue(struct sim *s, int to, const void *buf, __u32 len, __
 	}
 }
 
-static inline void l_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer)
+static inline void link_out(struct node *n, const void *buf, __u32 len,
+			    const union xvi_sockaddr *peer)
 {
-	struct node *n = priv;
 	struct sim *s = n->sim;
 	int to = 1 - n->id;
 	int copies = 1;
@@ -131,6 +139,27 @@ static inline void l_put(void *priv, void *buf, __u32 len, const union xvi_socka
 	}
 }
 
+static inline void l_put(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer)
+{
+	struct node *n = priv;
+	struct pkt *p;
+
+	if (!n->gate) {
+		link_out(n, buf, len, peer);
+		return;
+	}
+	if (n->nheld == n->held_cap) {
+		n->held_cap = n->held_cap ? n->held_cap * 2 : 64;
+		n->held = realloc(n->held, n->held_cap * sizeof(*n->held));
+		cr_assert(n->held);
+	}
+	p = &n->held[n->nheld++];
+	p->len = len;
+	p->to = 1 - n->id;
+	memcpy(p->data, buf, len);
+	cr_assert(xvi_sockaddr_eq(peer, &n->sim->n[p->to].addr), "datagram to an unknown peer");
+}
+
 static inline void l_put_sum(void *priv, void *buf, __u32 len, const union xvi_sockaddr *peer,
 			     __u64 sum)
 {
@@ -142,7 +171,16 @@ static inline void l_put_sum(void *priv, void *buf, __u32 len, const union xvi_s
 	l_put(priv, buf, len, peer);
 }
 
-static inline void l_flush(void *priv) {}
+static inline void l_flush(void *priv)
+{
+	struct node *n = priv;
+
+	if (n->nheld)
+		n->flushes++;
+	for (int i = 0; i < n->nheld; i++)
+		link_out(n, n->held[i].data, n->held[i].len, &n->sim->n[n->held[i].to].addr);
+	n->nheld = 0;
+}
 
 static inline __u64 l_now(void *priv)
 {
@@ -199,8 +237,10 @@ static inline void sim_set_iss(struct sim *s, __u32 iss)
 
 static inline void sim_fini(struct sim *s)
 {
-	for (int i = 0; i < 2; i++)
+	for (int i = 0; i < 2; i++) {
 		xvi_sctx__free(s->n[i].ctx);
+		free(s->n[i].held);
+	}
 	free(s->q);
 }
 
