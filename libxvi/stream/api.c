@@ -178,6 +178,7 @@ static void gather_piece(struct xvi_stream_ctx *ctx, const struct xvi_msg *m)
 static int pump(struct xvi_stream_ctx *ctx)
 {
 	struct xvi_sapi *a = ctx->api;
+	__u64 now;
 	int n, i;
 
 	n = xvi_endpoint__recv_batch(a->ep, a->msgs, RX_BATCH);
@@ -194,7 +195,8 @@ static int pump(struct xvi_stream_ctx *ctx)
 	}
 	if (n)
 		xvi_endpoint__release(a->ep, a->msgs, n);
-	if (a->tfd_at && a->tfd_at <= xvi_now_us()) {
+	now = xvi_now_us();	/* one clock read for the timerfd and the run */
+	if (a->tfd_at && a->tfd_at <= now) {
 		__u64 exp;
 
 		/* Drain it, or the fd stays readable. */
@@ -203,7 +205,7 @@ static int pump(struct xvi_stream_ctx *ctx)
 		a->tfd_at = 0;
 		ctx->armed = 0;
 	}
-	xvi_sctx__run(ctx);
+	xvi_sctx__run_at(ctx, now);
 	return n;
 }
 

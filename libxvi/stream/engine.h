@@ -285,6 +285,8 @@ void xvi_sctx__input(struct xvi_stream_ctx *ctx, const union xvi_sockaddr *peer,
 		     const void *buf, __u32 len, bool verified);
 /* Run due timers, send pending output, flush the link, re-arm the timer. */
 void xvi_sctx__run(struct xvi_stream_ctx *ctx);
+/* The same at @now, the link's time the caller has just read. */
+void xvi_sctx__run_at(struct xvi_stream_ctx *ctx, __u64 now);
 /* Earliest due time over all connections, 0 if none. */
 __u64 xvi_sctx__next(struct xvi_stream_ctx *ctx);
 /* The application is about to sleep: held ACKs leave now (no reply soon). */

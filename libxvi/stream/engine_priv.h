@@ -104,6 +104,7 @@ void stream_established(struct xvi_stream *s, __u16 peer_mss, __u32 wnd);
 /* ---- timers and the run (timers.c) --------------------------------------- */
 
 void sctx_flush(struct xvi_stream_ctx *ctx);
+void sctx_run(struct xvi_stream_ctx *ctx);
 
 /* ---- small helpers of every file ----------------------------------------- */
 

@@ -101,7 +101,7 @@ static void send_queued(struct xvi_stream *s)
 {
 	sctx_now(s->ctx);
 	stream_output(s);
-	xvi_sctx__run(s->ctx);
+	sctx_run(s->ctx);
 }
 
 ssize_t xvi_ss__send(struct xvi_stream *s, const void *buf, size_t len)
@@ -179,7 +179,7 @@ ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t le
 	r->refs++;
 	sctx_now(s->ctx);
 	stream_output(s);
-	xvi_sctx__run(s->ctx);
+	sctx_run(s->ctx);
 	return len;
 }
 
@@ -287,7 +287,7 @@ int xvi_ss__shutdown(struct xvi_stream *s, int how)
 			stream_set_state(s, XVI_SS_LAST_ACK);
 		sctx_now(s->ctx);
 		stream_queue_output(s);
-		xvi_sctx__run(s->ctx);
+		sctx_run(s->ctx);
 	}
 	return 0;
 }
@@ -354,7 +354,7 @@ void xvi_ss__kick(struct xvi_stream *s)
 {
 	sctx_now(s->ctx);
 	stream_queue_output(s);
-	xvi_sctx__run(s->ctx);
+	sctx_run(s->ctx);
 }
 
 short xvi_ss__events(const struct xvi_stream *s)
