@@ -476,6 +476,7 @@ XP_API int listen(int fd, int backlog)
 	x->s = s;
 	x->state = XPS_LISTEN;
 	cnt.listen_xvi++;
+	epoll_promote(fd, x);
 	unlock();
 	xp_info("fd %d listens on %s:%u: kernel TCP and xvi streams (endpoint %s:%u on %s)",
 		fd, inet_ntoa(local.sin_addr), ntohs(local.sin_port),
@@ -1285,7 +1286,13 @@ static void mark(int epfd, struct xps_ctx *c)
 	REAL(epoll_ctl)(epfd, EPOLL_CTL_ADD, c->fd, &ev);	/* EEXIST: already there */
 }
 
-/* Lock held: @x (fd @fd) just went on a stream. */
+/*
+ * Lock held: @x (fd @fd) just went on a stream or became a listener.  A
+ * listener keeps its kernel registration (kernel clients still come
+ * there) and gets its context's marker beside it: asyncore-style servers
+ * (pyftpdlib) register a listening socket when they create it, before
+ * listen(), and without the marker nothing woke them for an xvi SYN.
+ */
 static void epoll_promote(int fd, struct xps *x)
 {
 	int i;
@@ -1293,7 +1300,8 @@ static void epoll_promote(int fd, struct xps *x)
 	for (i = 0; i < nregs; i++) {
 		if (regs[i].x != x)
 			continue;
-		REAL(epoll_ctl)(regs[i].epfd, EPOLL_CTL_DEL, fd, NULL);
+		if (x->state == XPS_CONN)
+			REAL(epoll_ctl)(regs[i].epfd, EPOLL_CTL_DEL, fd, NULL);
 		mark(regs[i].epfd, x->c);
 	}
 }
