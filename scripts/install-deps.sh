@@ -27,6 +27,9 @@ PKGS=(
 	dnsmasq-base dnsperf
 	# a router that drops packets (the loss-recovery bench, tests/bench/lossy.sh)
 	nftables
+	# FTP over xvi-run --streams (tests/lab/preload_ftp.sh, tests/bench/ftp.sh):
+	# a single-process FTP server and a client
+	python3-pyftpdlib lftp
 )
 
 missing=()
