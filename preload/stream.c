@@ -210,6 +210,44 @@ static int wait_ms(int timeout_ms, __u64 end, int ready)
 	return ms;
 }
 
+/*
+ * A stream the program closed with data or its FIN still on the way (an
+ * orphan) finishes in the background, but the engine runs only inside the
+ * program's calls.  While some may be left, the program's waits (poll,
+ * select, epoll) take every context's fd in, even a wait on kernel fds
+ * only, and drive the contexts that have work.  lftp closes an upload's
+ * data connection and then waits on the control connection only: the
+ * tail of the file stayed queued in the closed stream until the process
+ * exited, its linger ran out and the stream was aborted (the server took
+ * the RST for the end of the file and kept a truncated copy).
+ */
+static int closing;
+
+/* Lock held: is any orphan left?  If not, waits stop looking. */
+static void closing_check(void)
+{
+	int i;
+
+	for (i = 0; i < nctx; i++)
+		if (xvi_sctx__closing(ctxs[i].ctx))
+			return;
+	__atomic_store_n(&closing, 0, __ATOMIC_RELAXED);
+}
+
+/* Lock not held: drive the contexts whose pollfds @p (one per context) fired. */
+static void drive_fired(const struct pollfd *p, int n)
+{
+	int j;
+
+	lock();
+	for (j = 0; j < n && j < nctx; j++)
+		if (p[j].revents)
+			xvi_stream_ctx__process(ctxs[j].ctx);
+	if (__atomic_load_n(&closing, __ATOMIC_RELAXED))
+		closing_check();
+	unlock();
+}
+
 /* ---- fd table ---- */
 
 static void put(int fd, struct xps *x)
@@ -223,6 +261,8 @@ static void release(struct xps *x)
 {
 	if (x->s)
 		xvi_stream__close(x->s);
+	if (x->state == XPS_CONN)
+		__atomic_store_n(&closing, 1, __ATOMIC_RELAXED);
 	free(x);
 }
 
@@ -1033,6 +1073,8 @@ bool xps_any_poll(struct pollfd *fds, nfds_t n)
 
 	if (nested || !xps_enabled)
 		return false;
+	if (__atomic_load_n(&closing, __ATOMIC_RELAXED) && n <= XPS_MAX_POLL)
+		return true;	/* orphans to drive while it waits */
 	for (i = 0; i < n; i++)
 		if (is_stream(fds[i].fd))
 			return true;
@@ -1045,6 +1087,8 @@ bool xps_any_select(int nfds, const fd_set *rd, const fd_set *wr, const fd_set *
 
 	if (nested || !xps_enabled)
 		return false;
+	if (__atomic_load_n(&closing, __ATOMIC_RELAXED))
+		return true;
 	for (fd = 0; fd < nfds && fd < FD_SETSIZE; fd++)
 		if (((rd && FD_ISSET(fd, rd)) || (wr && FD_ISSET(fd, wr)) ||
 		     (ex && FD_ISSET(fd, ex))) && is_stream(fd))
@@ -1102,7 +1146,7 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 	int map[XPS_MAX_POLL];
 	__u64 end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
 	nfds_t i, nk;
-	int ready, r, j, ms;
+	int ready, r, j, ms, nc;
 	bool spun = false;
 
 	if (n > XPS_MAX_POLL)
@@ -1145,10 +1189,11 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			k[nk].events = fds[i].events;
 			k[nk++].revents = 0;
 		}
-		for (j = 0; j < nctx; j++) {
-			k[nk].fd = ctxs[j].fd;
-			k[nk].events = POLLIN;
-			k[nk++].revents = 0;
+		nc = nctx;
+		for (j = 0; j < nc; j++) {
+			k[nk + j].fd = ctxs[j].fd;
+			k[nk + j].events = POLLIN;
+			k[nk + j].revents = 0;
 		}
 		unlock();
 		ms = wait_ms(timeout_ms, end, ready);
@@ -1166,13 +1211,19 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		if (mask) {
 			struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
 
-			r = ppoll(k, nk, ms < 0 ? NULL : &ts, mask);
+			r = ppoll(k, nk + nc, ms < 0 ? NULL : &ts, mask);
 		} else {
-			r = poll(k, nk, ms);
+			r = poll(k, nk + nc, ms);
 		}
 		nested = false;
 		if (r < 0)
 			return r;
+		/*
+		 * A context whose fd fired has work: a stream's poll above runs
+		 * only its own context, so another one's fd (an orphan's, a timer
+		 * due) stayed readable and every later round returned at once.
+		 */
+		drive_fired(k + nk, nc);
 		for (i = 0; i < n; i++) {
 			if (map[i] < 0)
 				continue;
@@ -1391,7 +1442,11 @@ bool xps_epoll_has(int epfd)
 	int i;
 
 	/* held: the library's own wait on its context's epoll fd. */
-	if (nested || held || !__atomic_load_n(&nregs, __ATOMIC_RELAXED))
+	if (nested || held)
+		return false;
+	if (__atomic_load_n(&closing, __ATOMIC_RELAXED))
+		return true;	/* orphans to drive while it waits */
+	if (!__atomic_load_n(&nregs, __ATOMIC_RELAXED))
 		return false;
 	lock();
 	for (i = 0; i < nregs && !has; i++)
@@ -1431,6 +1486,33 @@ static int stream_events(int epfd, struct epoll_event *evs, int max)
 	return k;
 }
 
+/*
+ * Orphans left (see closing): the contexts' fds are not in the program's
+ * epoll set, so wait up to @ms on the set's fd and theirs, drive the
+ * contexts that fired, and leave the set's events to a non-waiting
+ * epoll_wait.  -1 with errno (EINTR).
+ */
+static int wait_closing(int epfd, int ms, const sigset_t *mask)
+{
+	struct pollfd p[1 + XPS_MAX_CTX];
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+	int j, nc = __atomic_load_n(&nctx, __ATOMIC_ACQUIRE), r;
+
+	p[0].fd = epfd;
+	p[0].events = POLLIN;
+	for (j = 0; j < nc; j++) {
+		p[1 + j].fd = ctxs[j].fd;
+		p[1 + j].events = POLLIN;
+	}
+	for (j = 0; j <= nc; j++)
+		p[j].revents = 0;
+	r = REAL(ppoll)(p, 1 + nc, ms < 0 ? NULL : &ts, mask);
+	if (r < 0)
+		return -1;
+	drive_fired(p + 1, nc);
+	return 0;
+}
+
 int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		   const sigset_t *mask)
 {
@@ -1460,6 +1542,11 @@ int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			release_acks();
 		unlock();
 		n = 0;
+		if (k < max && ms && __atomic_load_n(&closing, __ATOMIC_RELAXED)) {
+			if (wait_closing(epfd, ms, mask))
+				return k ? k : -1;
+			ms = 0;
+		}
 		if (k < max) {
 			nested = true;
 			n = mask ? epoll_pwait(epfd, evs + k, max - k, ms, mask) :
