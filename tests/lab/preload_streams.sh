@@ -11,6 +11,8 @@
 # way round: the kernel's counters moved.
 
 . "$(dirname "$0")/_tap.sh"
+# shellcheck source=tests/lab/_streams.sh
+. "$(dirname "$0")/_streams.sh"
 
 XVIRUN=$T_BIN/xvi-run
 SIZE=$((4 * 1024 * 1024 + 333))
@@ -20,16 +22,6 @@ t_setup() {
 		"$(command -v sockperf)" || return 1
 	t_lab_up ps || return 1
 	t_attach a && t_attach b
-}
-
-# "ActiveOpens PassiveOpens" of the kernel's TCP in NODE's namespace.
-_tcp_opens() {
-	t_x "$1" cat /proc/net/snmp | awk '$1 == "Tcp:" && $6 ~ /^[0-9]+$/ { print $6, $7 }'
-}
-
-# Counter NAME of the first line starting with KIND in --stats FILE.
-_stat() {
-	sed -n "s/^$2 .* $3=\([0-9]*\).*/\1/p" "$1" 2>/dev/null | head -1
 }
 
 # An HTTP server on b:PORT serving $T_TMP/www, under xvi-run --streams
@@ -44,13 +36,7 @@ _http_up() {
 	[ "${3:-}" = aio ] && srv=("$PY" "$T_HELPERS/aio_httpd.py" "$T_TMP/www" 198.18.0.2 "$port")
 	t_x -T 120 b "${pre[@]}" "${srv[@]}" >"$T_TMP/srv-$port.out" 2>"$T_TMP/srv-$port.err" &
 	SRV_PID=$!
-	t_wait_tcp_port b "$port" || { t_stop "$SRV_PID"; fail "HTTP server never listened:" \
-		"$(head -c 300 "$T_TMP/srv-$port.err")"; return 1; }
-	if [ "$mode" = xvi ]; then
-		t_wait_endpoint_port b "$port" || { t_stop "$SRV_PID"; fail "no xvi stream" \
-			"listener on b:$port: $(head -c 300 "$T_TMP/srv-$port.err")"; return 1; }
-	fi
-	return 0
+	_srv_ready "$mode" "$port" "$SRV_PID" "HTTP server"
 }
 
 # _curl MODE PORT OUT: curl on a (under xvi-run --streams for MODE xvi),

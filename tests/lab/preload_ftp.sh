@@ -1,0 +1,194 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# preload_ftp.sh: FTP over xvi streams with unmodified Debian programs on
+# the two-node lab, datapath on both nodes: pyftpdlib's server (one
+# process: streams under xvi-run are one process's) on b and lftp on a.
+# Each session lists the server's directory (checked against the real
+# one), gets a 64 MiB file and puts it back (both byte-exact, sha256).
+# A session with both ends under xvi-run --streams checks that every
+# connection, control and data, went over an xvi stream on both sides
+# (--stats: connect_xvi, accept_xvi, bytes through the streams) and that
+# neither node's kernel TCP opened a connection (/proc/net/snmp, Tcp
+# ActiveOpens and PassiveOpens).  The fallback row runs the server plain:
+# the client's connections go to kernel TCP and the files still arrive.
+
+. "$(dirname "$0")/_tap.sh"
+# shellcheck source=tests/lab/_streams.sh
+. "$(dirname "$0")/_streams.sh"
+
+XVIRUN=$T_BIN/xvi-run
+# pyftpdlib is Debian's python3-pyftpdlib: Debian's interpreter.
+FTPD_PY=${FTPD_PY:-/usr/bin/python3}
+BIG=$((64 * 1024 * 1024))
+
+t_setup() {
+	t_need "$XDPVI" "$XVIRUN" "$T_B/lib/libxvi-preload.so" "$(command -v lftp)" \
+		"$FTPD_PY" || return 1
+	"$FTPD_PY" -c 'import pyftpdlib' 2>/dev/null ||
+		{ fail "no pyftpdlib for $FTPD_PY: install python3-pyftpdlib" \
+			"(scripts/install-deps.sh)"; return 1; }
+	mkdir -p "$T_TMP/cli"
+	head -c "$BIG" /dev/urandom >"$T_TMP/cli/big" || return 1
+	BIG_SUM=$(sha256sum <"$T_TMP/cli/big" | cut -d' ' -f1)
+	t_lab_up pf || return 1
+	t_attach a && t_attach b
+}
+
+# _ftpd_up MODE PORT: a fresh server directory $T_TMP/srv-PORT (the big
+# file, two small ones, a subdirectory) served by pyftpdlib on b:PORT,
+# anonymous, writable, under xvi-run --streams for MODE xvi.  Its passive
+# listeners take ephemeral ports (bind to port 0).  Sets SRV_PID.
+_ftpd_up() {
+	local mode=$1 port=$2 dir=$T_TMP/srv-$2 pre=()
+	rm -rf "$dir"
+	mkdir -p "$dir/sub"
+	cp "$T_TMP/cli/big" "$dir/big"
+	echo small >"$dir/a.txt"
+	head -c 4097 /dev/urandom >"$dir/b.bin"
+	rm -f "$T_TMP/srv-$port.stats"
+	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v --stats "$T_TMP/srv-$port.stats")
+	# The pid file: SIGINT to the server itself (pyftpdlib exits cleanly on
+	# it, so the preload writes its --stats at exit).
+	# shellcheck disable=SC2016 # expanded by the inner bash
+	t_x -T 200 b bash -c 'echo $$ >"$1"; shift; exec "$@"' _ "$T_TMP/srv-$port.pid" \
+		"${pre[@]}" "$FTPD_PY" -m pyftpdlib -i 198.18.0.2 -p "$port" -d "$dir" -w \
+		>"$T_TMP/srv-$port.out" 2>"$T_TMP/srv-$port.err" &
+	SRV_PID=$!
+	_srv_ready "$mode" "$port" "$SRV_PID" "FTP server"
+}
+
+# Stop the server on PORT: SIGINT, so it exits through its own cleanup.
+_ftpd_down() {
+	local pid
+	pid=$(cat "$T_TMP/srv-$1.pid" 2>/dev/null)
+	[ -n "$pid" ] && kill -INT "$pid" 2>/dev/null
+	for _ in $(seq 50); do
+		kill -0 "$SRV_PID" 2>/dev/null || break
+		sleep 0.1
+	done
+	t_stop "$SRV_PID"
+	sed 's/^/# server: /' "$T_TMP/srv-$1.err" "$T_TMP/srv-$1.stats" 2>/dev/null | tail -40 >&2
+}
+
+# _lftp MODE PORT PASSIVE: one lftp session on a (under xvi-run --streams
+# for MODE xvi): list the directory, get the big file, put it back as
+# "up".  Checks the listing and both copies.
+_lftp() {
+	local mode=$1 port=$2 pasv=$3 pre=() rc dir=$T_TMP/srv-$2
+	rm -f "$T_TMP/cli/got" "$T_TMP/cli/list" "$T_TMP/cli.stats"
+	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v --stats "$T_TMP/cli.stats")
+	t_x -T 150 a "${pre[@]}" lftp -c "set cmd:fail-exit yes; set net:max-retries 1;
+		set net:timeout 60; set ftp:ssl-allow no; set ftp:passive-mode $pasv;
+		set xfer:clobber yes; open ftp://198.18.0.2:$port;
+		ls >$T_TMP/cli/list; get big -o $T_TMP/cli/got; put $T_TMP/cli/big -o up" \
+		>"$T_TMP/lftp.out" 2>"$T_TMP/lftp.err"
+	rc=$?
+	sed 's/^/# lftp: /' "$T_TMP/lftp.err" >&2
+	[ $rc -eq 0 ] || { fail "lftp exit $rc: $(tail -c 300 "$T_TMP/lftp.err")"; return 1; }
+	_check_list "$dir" "$T_TMP/cli/list" || return 1
+	[ "$(sha256sum <"$T_TMP/cli/got" | cut -d' ' -f1)" = "$BIG_SUM" ] ||
+		fail "get: the copy differs ($(stat -c %s "$T_TMP/cli/got") of $BIG bytes)" ||
+		return 1
+	[ "$(sha256sum <"$dir/up" | cut -d' ' -f1)" = "$BIG_SUM" ] ||
+		fail "put: the copy differs ($(stat -c %s "$dir/up") of $BIG bytes)" || return 1
+}
+
+# The LIST output FILE names DIR's entries (before the put), with their
+# types and sizes.
+_check_list() {
+	local want got
+	want=$(find "$1" -mindepth 1 -maxdepth 1 ! -name up -printf '%y %s %f\n' | sort)
+	got=$(awk 'NF >= 9 { t = substr($1, 1, 1) == "d" ? "d" : "f"; print t, $5, $9 }' \
+		"$2" | sort)
+	[ -n "$want" ] && [ "$want" = "$got" ] ||
+		fail "listing differs from the directory: got [${got//$'\n'/; }]," \
+			"want [${want//$'\n'/; }]"
+}
+
+# _session PASSIVE PORT: server and client both under xvi-run --streams;
+# sets STATS_S/STATS_C (their --stats) and fails unless every connection
+# went over xvi and neither node's kernel TCP opened one.
+_session() {
+	local pasv=$1 port=$2 oa ob na nb
+	_ftpd_up xvi "$port" || return 1
+	oa=$(_tcp_opens a)
+	ob=$(_tcp_opens b)
+	_lftp xvi "$port" "$pasv" || { _ftpd_down "$port"; return 1; }
+	na=$(_tcp_opens a)
+	nb=$(_tcp_opens b)
+	_ftpd_down "$port"
+	sed 's/^/# client stats: /' "$T_TMP/cli.stats" >&2
+	STATS_C=$T_TMP/cli.stats
+	STATS_S=$T_TMP/srv-$port.stats
+	[ -s "$STATS_S" ] || fail "the server wrote no --stats at exit" || return 1
+	[ "$oa" = "$na" ] && [ "$ob" = "$nb" ] ||
+		fail "kernel TCP opens (active passive) moved: a $oa -> $na, b $ob -> $nb" ||
+		return 1
+	[ "$(_stat "$STATS_C" streams connect_tcp)" = 0 ] &&
+		[ "$(_stat "$STATS_S" streams connect_tcp)" = 0 ] &&
+		[ "$(_stat "$STATS_C" streams accept_tcp)" = 0 ] &&
+		[ "$(_stat "$STATS_S" streams accept_tcp)" = 0 ] ||
+		fail "a connection went to kernel TCP: client $(head -1 "$STATS_C"), server" \
+			"$(head -1 "$STATS_S")" || return 1
+	# Both files through the streams, each way.
+	[ "$(_stat "$STATS_C" streams rx_bytes)" -gt "$BIG" ] &&
+		[ "$(_stat "$STATS_C" streams tx_bytes)" -gt "$BIG" ] &&
+		[ "$(_stat "$STATS_S" streams rx_bytes)" -gt "$BIG" ] &&
+		[ "$(_stat "$STATS_S" streams tx_bytes)" -gt "$BIG" ] ||
+		fail "the files did not go through the streams: client $(head -1 "$STATS_C")," \
+			"server $(head -1 "$STATS_S")" || return 1
+}
+
+# Passive mode: lftp makes every connection (control, and a data connection
+# to the server's ephemeral passive listener per ls, get, put).
+case_passive() {
+	_session on 2121 || return
+	[ "$(_stat "$STATS_C" streams connect_xvi)" = 4 ] &&
+		[ "$(_stat "$STATS_S" streams accept_xvi)" = 4 ] ||
+		fail "not 4 connections over xvi: client $(head -1 "$STATS_C"), server" \
+			"$(head -1 "$STATS_S")" || return
+	t_log "$(head -1 "$STATS_C" | cut -d' ' -f3-)"
+}
+
+# Active mode: lftp listens for each data connection (PORT/EPRT) and the
+# server connects to it.
+case_active() {
+	_session off 2122 || return
+	[ "$(_stat "$STATS_C" streams connect_xvi)" = 1 ] &&
+		[ "$(_stat "$STATS_C" streams accept_xvi)" = 3 ] &&
+		[ "$(_stat "$STATS_S" streams accept_xvi)" = 1 ] &&
+		[ "$(_stat "$STATS_S" streams connect_xvi)" = 3 ] ||
+		fail "connections not over xvi as expected (control from the client, 3 data" \
+			"from the server): client $(head -1 "$STATS_C"), server" \
+			"$(head -1 "$STATS_S")" || return
+	t_log "$(head -1 "$STATS_C" | cut -d' ' -f3-)"
+}
+
+# A plain server: lftp under xvi-run falls back to kernel TCP for each
+# connection (no stream answers) and the session still works byte-exact.
+case_fallback() {
+	local oa na
+	_ftpd_up kernel 2123 || return
+	oa=$(_tcp_opens a)
+	_lftp xvi 2123 on || { _ftpd_down 2123; return 1; }
+	na=$(_tcp_opens a)
+	_ftpd_down 2123
+	sed 's/^/# client stats: /' "$T_TMP/cli.stats" >&2
+	grep -q "over kernel TCP: xvi stream timeout" "$T_TMP/lftp.err" ||
+		fail "no fallback line in lftp's log" || return
+	[ "$(_stat "$T_TMP/cli.stats" streams connect_xvi)" = 0 ] &&
+		[ "$(_stat "$T_TMP/cli.stats" streams connect_tcp)" = 4 ] ||
+		fail "fallback not counted: $(head -1 "$T_TMP/cli.stats")" || return
+	[ "${na% *}" -ge $((${oa% *} + 4)) ] ||
+		fail "node a: kernel TCP ActiveOpens did not move by 4 ($oa -> $na)"
+}
+
+# shellcheck disable=SC2034 # read by t_main
+CASES=(
+	passive		case_passive	"pyftpdlib and lftp under xvi-run --streams, passive mode: listing, 64 MiB get and put over xvi streams, byte-exact"
+	active		case_active	"the same in active mode: the server connects each data connection"
+	fallback	case_fallback	"lftp under xvi-run --streams against a plain pyftpdlib: kernel TCP, byte-exact"
+)
+
+t_main "$@"
