@@ -96,6 +96,7 @@ static __thread bool nested;		/* inside xps_poll: plain calls */
 static __thread bool held;
 
 static void epoll_promote(int fd, struct xps *x);
+static void epoll_drop(struct xps *x);
 
 static struct {
 	unsigned int connect_xvi, connect_tcp_timeout, connect_tcp_refused,
@@ -263,6 +264,7 @@ static void release(struct xps *x)
 		xvi_stream__close(x->s);
 	if (x->state == XPS_CONN)
 		__atomic_store_n(&closing, 1, __ATOMIC_RELAXED);
+	epoll_drop(x);
 	free(x);
 }
 
@@ -1365,6 +1367,26 @@ static void unregister(int epfd, int fd)
 	while (i < nregs) {
 		if ((epfd < 0 && (regs[i].fd == fd || regs[i].epfd == fd)) ||
 		    (regs[i].epfd == epfd && regs[i].fd == fd))
+			regs[i] = regs[--nregs];
+		else
+			i++;
+	}
+}
+
+/*
+ * Lock held: @x goes (its last fd closed, or the socket went to kernel TCP
+ * for good).  Its registrations go with it: the fd stays in the kernel's
+ * set as a plain socket, and an entry left here pointed at freed memory.
+ * pyftpdlib registers its active-mode data socket before connect(); when
+ * that connect fell back to kernel TCP, the next epoll_wait read the
+ * freed entry and the server crashed.
+ */
+static void epoll_drop(struct xps *x)
+{
+	int i = 0;
+
+	while (i < nregs) {
+		if (regs[i].x == x)
 			regs[i] = regs[--nregs];
 		else
 			i++;
