@@ -26,3 +26,16 @@ _srv_ready() {
 	[ "$mode" != xvi ] || t_wait_endpoint_port b "$port" || { t_stop "$pid"
 		fail "no xvi stream listener on b:$port: $(head -c 300 "$log")"; return 1; }
 }
+
+# _opens_around CMD...: run CMD; sets OA/NA (node a's kernel TCP opens
+# before and after it) and OB/NB (node b's).  CMD's status.
+_opens_around() {
+	local rc
+	OA=$(_tcp_opens a)
+	OB=$(_tcp_opens b)
+	"$@"
+	rc=$?
+	NA=$(_tcp_opens a)
+	NB=$(_tcp_opens b)
+	return $rc
+}

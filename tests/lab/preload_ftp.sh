@@ -106,24 +106,28 @@ _check_list() {
 			"want [${want//$'\n'/; }]"
 }
 
+# _run SERVER CLIENT PORT PASSIVE: the server and an lftp session, each
+# under xvi-run --streams when its mode is xvi; sets OA/NA (node a's
+# kernel TCP opens before and after the session) and OB/NB (node b's).
+_run() {
+	_ftpd_up "$1" "$3" || return 1
+	_opens_around _lftp "$2" "$3" "$4" || { _ftpd_down "$3"; return 1; }
+	_ftpd_down "$3"
+	sed 's/^/# client stats: /' "$T_TMP/cli.stats" 2>/dev/null >&2
+	return 0
+}
+
 # _session PASSIVE PORT: server and client both under xvi-run --streams;
 # sets STATS_S/STATS_C (their --stats) and fails unless every connection
 # went over xvi and neither node's kernel TCP opened one.
 _session() {
-	local pasv=$1 port=$2 oa ob na nb
-	_ftpd_up xvi "$port" || return 1
-	oa=$(_tcp_opens a)
-	ob=$(_tcp_opens b)
-	_lftp xvi "$port" "$pasv" || { _ftpd_down "$port"; return 1; }
-	na=$(_tcp_opens a)
-	nb=$(_tcp_opens b)
-	_ftpd_down "$port"
-	sed 's/^/# client stats: /' "$T_TMP/cli.stats" >&2
+	local port=$2
+	_run xvi xvi "$port" "$1" || return 1
 	STATS_C=$T_TMP/cli.stats
 	STATS_S=$T_TMP/srv-$port.stats
 	[ -s "$STATS_S" ] || fail "the server wrote no --stats at exit" || return 1
-	[ "$oa" = "$na" ] && [ "$ob" = "$nb" ] ||
-		fail "kernel TCP opens (active passive) moved: a $oa -> $na, b $ob -> $nb" ||
+	[ "$OA" = "$NA" ] && [ "$OB" = "$NB" ] ||
+		fail "kernel TCP opens (active passive) moved: a $OA -> $NA, b $OB -> $NB" ||
 		return 1
 	[ "$(_stat "$STATS_C" streams connect_tcp)" = 0 ] &&
 		[ "$(_stat "$STATS_S" streams connect_tcp)" = 0 ] &&
@@ -168,20 +172,28 @@ case_active() {
 # A plain server: lftp under xvi-run falls back to kernel TCP for each
 # connection (no stream answers) and the session still works byte-exact.
 case_fallback() {
-	local oa na
-	_ftpd_up kernel 2123 || return
-	oa=$(_tcp_opens a)
-	_lftp xvi 2123 on || { _ftpd_down 2123; return 1; }
-	na=$(_tcp_opens a)
-	_ftpd_down 2123
-	sed 's/^/# client stats: /' "$T_TMP/cli.stats" >&2
+	_run kernel xvi 2123 on || return
 	grep -q "over kernel TCP: xvi stream timeout" "$T_TMP/lftp.err" ||
 		fail "no fallback line in lftp's log" || return
 	[ "$(_stat "$T_TMP/cli.stats" streams connect_xvi)" = 0 ] &&
 		[ "$(_stat "$T_TMP/cli.stats" streams connect_tcp)" = 4 ] ||
 		fail "fallback not counted: $(head -1 "$T_TMP/cli.stats")" || return
-	[ "${na% *}" -ge $((${oa% *} + 4)) ] ||
-		fail "node a: kernel TCP ActiveOpens did not move by 4 ($oa -> $na)"
+	[ "${NA% *}" -ge $((${OA% *} + 4)) ] ||
+		fail "node a: kernel TCP ActiveOpens did not move by 4 ($OA -> $NA)"
+}
+
+# A plain lftp in active mode against the server under xvi-run: the
+# control connection comes to the listener's kernel side, and the server's
+# connects to lftp's data listeners find no stream there and fall back.
+case_kernel_client() {
+	_run xvi kernel 2124 off || return
+	[ "$(_stat "$T_TMP/srv-2124.stats" streams accept_tcp)" = 1 ] &&
+		[ "$(_stat "$T_TMP/srv-2124.stats" streams connect_tcp)" = 3 ] &&
+		[ "$(_stat "$T_TMP/srv-2124.stats" streams connect_xvi)" = 0 ] ||
+		fail "server: not 1 kernel accept and 3 kernel connects:" \
+			"$(head -1 "$T_TMP/srv-2124.stats" 2>/dev/null)" || return
+	[ "${NB% *}" -ge $((${OB% *} + 3)) ] && [ "${NB#* }" -gt "${OB#* }" ] ||
+		fail "node b: kernel TCP opens did not move ($OB -> $NB)"
 }
 
 # shellcheck disable=SC2034 # read by t_main
@@ -189,6 +201,7 @@ CASES=(
 	passive		case_passive	"pyftpdlib and lftp under xvi-run --streams, passive mode: listing, 64 MiB get and put over xvi streams, byte-exact"
 	active		case_active	"the same in active mode: the server connects each data connection"
 	fallback	case_fallback	"lftp under xvi-run --streams against a plain pyftpdlib: kernel TCP, byte-exact"
+	kernel_client	case_kernel_client	"a plain lftp in active mode against pyftpdlib under xvi-run --streams: kernel TCP both ways, byte-exact"
 )
 
 t_main "$@"
