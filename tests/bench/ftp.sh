@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+#
+# tests/bench/ftp.sh: SOVIA's Table 5 on this lab: FTP gets of a 13.8 MB
+# and a 65.3 MB file from tmpfs to tmpfs, unmodified programs (Debian's
+# pyftpdlib server on b, lftp on a, passive mode) over xvi streams
+# (xvi-run --streams at both ends) against kernel TCP, on one two-node lab
+# (datapath attached on both nodes throughout).  A benchmark, not a test:
+# it prints a table and never fails on numbers.
+#
+#   variants: kernel (both plain), xvi (both under xvi-run --streams, the
+#   library's window 32) and xvi128 (the same, XVI_RUN_STREAM_WINDOW=128)
+#
+# The variants alternate (kernel, xvi, xvi128, kernel, ...) for ROUNDS
+# rounds, a fresh server and one lftp session per run.  A get is timed
+# inside the session (lftp's `!date` before and after it: PASV, the data
+# connection, the transfer and the 226 reply) and checked byte-exact.  An
+# xvi run whose connections did not all go over xvi streams (the client's
+# --stats) is left out ("-"), never measured as if it were accelerated.
+# The table: median (min-max) Mbit/s per file and variant, and the ratio
+# of the medians to kernel TCP's.
+#
+# usage: B=build tests/bench/ftp.sh [-r ROUNDS]
+
+set -u -o pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+B=${B:-build}
+case $B in /*) BB=$B ;; *) BB=$ROOT/$B ;; esac
+ROUNDS=3
+while [ $# -ge 2 ]; do
+	case $1 in -r) ROUNDS=$2 ;; *) break ;; esac
+	shift 2
+done
+[ $# -eq 0 ] || { grep '^# usage:' "$0" | cut -c3- >&2; exit 2; }
+[ "$(id -u)" = 0 ] || { echo "ftp.sh: needs root (lab)" >&2; exit 1; }
+XVIRUN=$BB/bin/xvi-run
+FTPD_PY=/usr/bin/python3
+for b in "$BB/bin/xdp-vi" "$XVIRUN" "$BB/lib/libxvi-preload.so"; do
+	[ -e "$b" ] || { echo "ftp.sh: $b missing: make B=$B" >&2; exit 1; }
+done
+command -v lftp >/dev/null && "$FTPD_PY" -c 'import pyftpdlib' 2>/dev/null ||
+	{ echo "ftp.sh: lftp or python3-pyftpdlib missing: bash scripts/install-deps.sh" >&2
+	  exit 1; }
+. "$ROOT/netns-lab/lib.sh"
+TMP=$(mktemp -d /tmp/xvi-bench-ftp.XXXXXX)
+# Both ends' files on tmpfs, as SOVIA's.
+SHM=$(mktemp -d /dev/shm/xvi-bench-ftp.XXXXXX)
+lab_at_exit "rm -rf '$TMP' '$SHM'"
+L=xbf$$
+lab_up --name "$L" >&2 || { echo "ftp.sh: lab_up failed" >&2; exit 1; }
+x() { local n=$1 t=$2; shift 2; lab_exec --name "$L" -T "$t" "$n" -- "$@"; }
+die() { echo "ftp.sh: $*" >&2; exit 1; }
+for n in a b; do x "$n" 20 "$BB/bin/xdp-vi" attach xv0 >/dev/null || die "attach on $n"; done
+x a 10 ping -c 1 -W 2 198.18.0.2 >/dev/null || die "no way from a to b"
+
+FILES=(13800000 65300000)
+mkdir -p "$SHM/srv" "$SHM/cli"
+for f in "${FILES[@]}"; do head -c "$f" /dev/urandom >"$SHM/srv/f$f"; done
+PORT=2200
+
+# live PORT: an endpoint on b's PORT is published
+live() {
+	x b 20 "$BB/bin/xdp-vi" status --json >"$TMP/st.json" 2>/dev/null &&
+		python3 "$ROOT/tests/lab/helpers/xvi_status.py" "$TMP/st.json" live "$1"
+}
+
+# ftprun VARIANT PORT: one server and one lftp session getting each file;
+# prints "VARIANT SIZE MBITS" per file, MBITS "-" when not measured.
+ftprun() {
+	local v=$1 port=$2 pre=() env=() ok=1 f t0 t1
+	[ "$v" != kernel ] && pre=("$XVIRUN" --streams)
+	[ "$v" = xvi128 ] && env=(XVI_RUN_STREAM_WINDOW=128)
+	# shellcheck disable=SC2016 # expanded by the inner shell
+	x b 300 env "${env[@]}" sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/srv.pid" "${pre[@]}" \
+		"$FTPD_PY" -m pyftpdlib -i 198.18.0.2 -p "$port" -d "$SHM/srv" \
+		</dev/null >/dev/null 2>"$TMP/srv-$port.err" &
+	local w=$!
+	for _ in $(seq 100); do
+		if [ "$v" != kernel ]; then
+			live "$port" && break
+		else
+			x b 10 ss -H -tln "sport = :$port" | grep -q . && break
+		fi
+		sleep 0.1
+	done
+	rm -f "$TMP/t" "$TMP/cli.stats" "$SHM"/cli/*
+	# A `!` command runs the rest of its line: one command a line.
+	{
+		echo "set cmd:fail-exit yes; set net:max-retries 1; set net:timeout 30"
+		echo "set ftp:ssl-allow no; set ftp:passive-mode on; set xfer:clobber yes"
+		echo "open ftp://198.18.0.2:$port"
+		for f in "${FILES[@]}"; do
+			printf '!date +%%s%%N >>%s\nget f%s -o %s\n!date +%%s%%N >>%s\n' \
+				"$TMP/t" "$f" "$SHM/cli/f$f" "$TMP/t"
+		done
+	} >"$TMP/script"
+	[ "$v" != kernel ] && pre+=(--stats "$TMP/cli.stats")
+	if ! x a 120 env "${env[@]}" "${pre[@]}" lftp -f "$TMP/script" \
+		>/dev/null 2>"$TMP/lftp.err"; then
+		echo "ftp.sh: $v: lftp failed: $(tail -c 300 "$TMP/lftp.err")" >&2
+		ok=0
+	fi
+	# Every connection over xvi: lftp's own --stats line (the `!date`
+	# children write theirs too, with no connects).
+	if [ "$ok" = 1 ] && [ "$v" != kernel ] &&
+		! grep -q "^streams .* connect_xvi=$((1 + ${#FILES[@]})) connect_tcp=0 " \
+			"$TMP/cli.stats"; then
+		echo "ftp.sh: $v: not every connection over xvi: $(grep "connect_xvi=[1-9]" \
+			"$TMP/cli.stats")" >&2
+		ok=0
+	fi
+	kill -INT "$(cat "$TMP/srv.pid" 2>/dev/null)" 2>/dev/null
+	wait "$w" 2>/dev/null
+	for _ in $(seq 100); do
+		[ "$v" = kernel ] || ! live "$port" || { sleep 0.1; continue; }
+		break
+	done
+	mapfile -t ts <"$TMP/t" 2>/dev/null
+	local i=0
+	for f in "${FILES[@]}"; do
+		t0=${ts[i]:-} t1=${ts[i + 1]:-}
+		i=$((i + 2))
+		if [ "$ok" = 1 ] && [ -n "$t1" ] && cmp -s "$SHM/srv/f$f" "$SHM/cli/f$f"; then
+			echo "$v $f $(awk -v b="$f" -v d=$((t1 - t0)) 'BEGIN { printf "%.0f", b * 8 * 1000 / d }')"
+		else
+			[ "$ok" = 1 ] && echo "ftp.sh: $v: f$f missing or differs" >&2
+			echo "$v $f -"
+		fi
+	done
+}
+
+for ((i = 0; i < ROUNDS; i++)); do
+	for v in kernel xvi xvi128; do
+		port=$((PORT++))
+		ftprun "$v" "$port" | tee -a "$TMP/rows" | sed "s/^/[$(date -u +%T)] /" >&2
+	done
+done
+
+python3 - "$TMP/rows" "$ROUNDS" <<'EOF'
+import statistics, sys
+rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
+vs = ["kernel", "xvi", "xvi128"]
+names = {"kernel": "kernel TCP", "xvi": "xvi, window 32", "xvi128": "xvi, window 128"}
+print("FTP get, tmpfs to tmpfs: pyftpdlib on b, lftp on a (passive mode), %s rounds "
+      "alternating; median (min-max) Mbit/s; ratio = xvi median / kernel median" % sys.argv[2])
+print()
+print("| file | " + " | ".join(names[v] for v in vs) + " | xvi/kernel | xvi128/kernel |")
+print("|---|" + "---|" * (len(vs) + 2))
+for size in sorted({int(r[1]) for r in rows}):
+    med = {}
+    cells = []
+    for v in vs:
+        xs = [float(r[2]) for r in rows if r[0] == v and int(r[1]) == size and r[2] != "-"]
+        left = sum(1 for r in rows if r[0] == v and int(r[1]) == size and r[2] == "-")
+        if xs:
+            med[v] = statistics.median(xs)
+            c = "%.0f (%.0f-%.0f)" % (med[v], min(xs), max(xs))
+        else:
+            c = "-"
+        if left:
+            c += " [%d left out]" % left
+        cells.append(c)
+    ratio = lambda v: ("%.2f" % (med[v] / med["kernel"])) if v in med and med.get("kernel") else "-"
+    print("| %.1f MB | %s | %s | %s |" % (size / 1e6, " | ".join(cells), ratio("xvi"),
+                                         ratio("xvi128")))
+EOF
