@@ -493,6 +493,7 @@ def main():
         "ceiling": [r.get("text") for r in recs if r.get("test") == "ceiling"],
         "preload_mc": [r.get("text") for r in recs if r.get("test") == "preload_mc"],
         "preload_tcp": [r.get("text") for r in recs if r.get("test") == "preload_tcp"],
+        "ftp": [r.get("text") for r in recs if r.get("test") == "ftp"],
         "preload": [r.get("text") for r in preload],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
@@ -908,6 +909,8 @@ def main():
 
     script_section("preload_tcp", "4o. Unmodified TCP programs under xvi-run --streams "
                    "against kernel TCP", "two-node", False)
+    script_section("ftp", "4p. FTP over xvi-run --streams against kernel TCP (SOVIA's Table 5)",
+                   "two-node", False)
 
     # optimisations
     w("## Optimisations, each on and off")
