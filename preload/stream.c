@@ -46,8 +46,9 @@
 
 struct xps_ctx {
 	struct xvi_endpoint *ep;
-	struct xvi_stream_ctx *ctx;
-	int fd;				/* xvi_stream_ctx__fd() */
+	struct xvi_stream_ctx *ctx;	/* NULL: a free slot */
+	int fd;				/* xvi_stream_ctx__fd(), -1 in a free slot */
+	int refs;			/* struct xps on its streams (listener, accepted) */
 	bool client;			/* the interface's connect-side context */
 	char ifname[IF_NAMESIZE];
 	struct sockaddr_in local;
@@ -78,6 +79,15 @@ struct xps *xps_fds[XP_FD_MAX];
 bool xps_enabled;
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+/*
+ * A listener's context is released once the listener is closed and no
+ * stream of it is left (see ctx_put); its slot is taken by the next
+ * context.  nctx is the slots' high-water mark, never lowered: loops run
+ * to it and skip free slots (ctx NULL, fd -1, which poll ignores).  A
+ * slot index that outlives its context (a marker event taken from the
+ * program's epoll set, a pollfd array built before a release) at worst
+ * drives the slot's next context once more, or finds it free.
+ */
 static struct xps_ctx ctxs[XPS_MAX_CTX];
 static int nctx;
 static struct xps_peer peers[XPS_MAX_PEERS];
@@ -158,7 +168,8 @@ static void release_acks(void)
 	int i;
 
 	for (i = 0; i < nctx; i++)
-		xvi_sctx__release_acks(ctxs[i].ctx);
+		if (ctxs[i].ctx)
+			xvi_sctx__release_acks(ctxs[i].ctx);
 }
 
 /*
@@ -224,15 +235,22 @@ static int wait_ms(int timeout_ms, __u64 end, int ready)
  */
 static int closing;
 
-/* Lock held: is any orphan left?  If not, waits stop looking. */
+static bool ctx_put(struct xps_ctx *c);
+
+/*
+ * Lock held: is any orphan left?  If not, waits stop looking.  A released
+ * listener's context whose last orphan finished is freed here.
+ */
 static void closing_check(void)
 {
+	bool left = false;
 	int i;
 
 	for (i = 0; i < nctx; i++)
-		if (xvi_sctx__closing(ctxs[i].ctx))
-			return;
-	__atomic_store_n(&closing, 0, __ATOMIC_RELAXED);
+		if (ctxs[i].ctx && !ctx_put(&ctxs[i]) && xvi_sctx__closing(ctxs[i].ctx))
+			left = true;
+	if (!left)
+		__atomic_store_n(&closing, 0, __ATOMIC_RELAXED);
 }
 
 /* Lock not held: drive the contexts whose pollfds @p (one per context) fired. */
@@ -242,7 +260,7 @@ static void drive_fired(const struct pollfd *p, int n)
 
 	lock();
 	for (j = 0; j < n && j < nctx; j++)
-		if (p[j].revents)
+		if (p[j].revents && ctxs[j].ctx)
 			xvi_stream_ctx__process(ctxs[j].ctx);
 	if (__atomic_load_n(&closing, __ATOMIC_RELAXED))
 		closing_check();
@@ -265,6 +283,10 @@ static void release(struct xps *x)
 	if (x->state == XPS_CONN)
 		__atomic_store_n(&closing, 1, __ATOMIC_RELAXED);
 	epoll_drop(x);
+	if (x->c) {
+		x->c->refs--;
+		ctx_put(x->c);
+	}
 	free(x);
 }
 
@@ -341,7 +363,7 @@ static struct xps_ctx *find_ctx(const char *ifname, const struct sockaddr_in *lo
 	for (i = 0; i < nctx; i++) {
 		struct xps_ctx *c = &ctxs[i];
 
-		if (strcmp(c->ifname, ifname) || c->client != client)
+		if (!c->ctx || strcmp(c->ifname, ifname) || c->client != client)
 			continue;
 		if (client || (c->local.sin_port == local->sin_port &&
 			       c->local.sin_addr.s_addr == local->sin_addr.s_addr))
@@ -361,12 +383,14 @@ static struct xps_ctx *get_ctx(int fd, const char *ifname, struct sockaddr_in lo
 	struct xps_ctx *c = find_ctx(ifname, &local, client);
 	struct xvi_endpoint *ep;
 	struct xvi_stream_ctx *ctx;
-	int port;
+	int port, slot;
 
 	if (c)
 		return c;
-	if (nctx == XPS_MAX_CTX) {
-		xp_info("fd %d: TCP on the kernel: %d stream contexts in use", fd, nctx);
+	for (slot = 0; slot < nctx && ctxs[slot].ctx; slot++)
+		;
+	if (slot == XPS_MAX_CTX) {
+		xp_info("fd %d: TCP on the kernel: %d stream contexts in use", fd, slot);
 		errno = ENOSPC;
 		return NULL;
 	}
@@ -404,14 +428,16 @@ static struct xps_ctx *get_ctx(int fd, const char *ifname, struct sockaddr_in lo
 		errno = e;
 		return NULL;
 	}
-	c = &ctxs[nctx];
+	c = &ctxs[slot];
 	c->ep = ep;
 	c->ctx = ctx;
 	c->fd = xvi_stream_ctx__fd(ctx);
+	c->refs = 0;
 	c->client = client;
 	memcpy(c->ifname, ifname, IF_NAMESIZE);
 	c->local = local;
-	__atomic_store_n(&nctx, nctx + 1, __ATOMIC_RELEASE);
+	if (slot == nctx)
+		__atomic_store_n(&nctx, nctx + 1, __ATOMIC_RELEASE);
 	return c;
 }
 
@@ -435,6 +461,38 @@ static void report_ctx(struct xps_ctx *c)
 	xp_stats_line(line, n);
 }
 
+/* Lock held: free @c (its counts to the log and --stats first). */
+static void ctx_free(struct xps_ctx *c)
+{
+	report_ctx(c);
+	xp_inside++;
+	xvi_stream_ctx__free(c->ctx);
+	xvi_endpoint__close(c->ep);
+	xp_inside--;
+	c->ctx = NULL;
+	c->ep = NULL;
+	c->fd = -1;
+}
+
+/*
+ * Lock held: release listener context @c if nothing holds it any more:
+ * no struct xps on it (the listener closed; its accept queue and half-open
+ * connections went with its stream, reset) and no orphan still sending
+ * its data or FIN (those finish first: closing_check comes back here).
+ * Closing the context's epoll fd, which no one duplicated, takes its
+ * markers out of the program's epoll sets.  A connect-side context stays.
+ * True if @c was freed.
+ */
+static bool ctx_put(struct xps_ctx *c)
+{
+	if (c->client || c->refs || xvi_sctx__closing(c->ctx))
+		return false;
+	xp_info("stream context %s:%u on %s released", inet_ntoa(c->local.sin_addr),
+		ntohs(c->local.sin_port), c->ifname);
+	ctx_free(c);
+	return true;
+}
+
 /* At exit: the counts, and every context freed so closed streams finish. */
 __attribute__((destructor)) static void xps_exit(void)
 {
@@ -455,13 +513,9 @@ __attribute__((destructor)) static void xps_exit(void)
 		     (unsigned long long)cnt.tx_bytes, (unsigned long long)cnt.rx_bytes);
 	xp_info("%.*s", n - 1, line);
 	xp_stats_line(line, n);
-	for (i = 0; i < nctx; i++) {
-		report_ctx(&ctxs[i]);
-		xp_inside++;
-		xvi_stream_ctx__free(ctxs[i].ctx);
-		xvi_endpoint__close(ctxs[i].ep);
-		xp_inside--;
-	}
+	for (i = 0; i < nctx; i++)
+		if (ctxs[i].ctx)
+			ctx_free(&ctxs[i]);
 	nctx = 0;
 	unlock();
 }
@@ -511,10 +565,13 @@ XP_API int listen(int fd, int backlog)
 		}
 	}
 	if (!s) {
+		if (c)
+			ctx_put(c);	/* a context made for this listener alone */
 		unlock();
 		goto kernel;
 	}
 	x->c = c;
+	c->refs++;
 	x->s = s;
 	x->state = XPS_LISTEN;
 	cnt.listen_xvi++;
@@ -565,12 +622,13 @@ static int accept_xvi(int lfd, struct xps *x, struct sockaddr *addr, socklen_t *
 	}
 	if (flags & SOCK_NONBLOCK)
 		REAL(fcntl)(fd, F_SETFL, O_NONBLOCK);
-	n->c = x->c;
 	n->s = s;
 	n->local = x->local;
 	n->peer = peer.in;
 	n->nodelay = x->nodelay;
 	lock();
+	n->c = x->c;
+	n->c->refs++;
 	if (n->nodelay)
 		xvi_stream__set_flags(s, XVI_STREAM_NONBLOCK | XVI_STREAM_NODELAY);
 	cnt.accept_xvi++;
@@ -697,6 +755,7 @@ static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
 		return info.error == ECONNREFUSED || !info.error ? "refused" : strerror(info.error);
 	}
 	x->c = c;
+	c->refs++;
 	x->s = s;
 	x->peer = *dst;
 	x->local = c->local;
@@ -1192,7 +1251,7 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			k[nk++].revents = 0;
 		}
 		nc = nctx;
-		for (j = 0; j < nc; j++) {
+		for (j = 0; j < nc; j++) {	/* a free slot's -1: poll skips it */
 			k[nk + j].fd = ctxs[j].fd;
 			k[nk + j].events = POLLIN;
 			k[nk + j].revents = 0;
@@ -1518,14 +1577,17 @@ static int wait_closing(int epfd, int ms, const sigset_t *mask)
 {
 	struct pollfd p[1 + XPS_MAX_CTX];
 	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-	int j, nc = __atomic_load_n(&nctx, __ATOMIC_ACQUIRE), r;
+	int j, nc, r;
 
 	p[0].fd = epfd;
 	p[0].events = POLLIN;
+	lock();		/* slots are released and reused under the lock */
+	nc = nctx;
 	for (j = 0; j < nc; j++) {
 		p[1 + j].fd = ctxs[j].fd;
 		p[1 + j].events = POLLIN;
 	}
+	unlock();
 	for (j = 0; j <= nc; j++)
 		p[j].revents = 0;
 	r = REAL(ppoll)(p, 1 + nc, ms < 0 ? NULL : &ts, mask);
@@ -1588,7 +1650,8 @@ int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 				continue;
 			}
 			lock();
-			if ((evs[i].data.u64 & 0xff) < (__u64)nctx)
+			if ((evs[i].data.u64 & 0xff) < (__u64)nctx &&
+			    ctxs[evs[i].data.u64 & 0xff].ctx)
 				xvi_stream_ctx__process(ctxs[evs[i].data.u64 & 0xff].ctx);
 			unlock();
 		}
