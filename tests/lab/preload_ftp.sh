@@ -10,7 +10,10 @@
 # connection, control and data, went over an xvi stream on both sides
 # (--stats: connect_xvi, accept_xvi, bytes through the streams) and that
 # neither node's kernel TCP opened a connection (/proc/net/snmp, Tcp
-# ActiveOpens and PassiveOpens).  The fallback row runs the server plain:
+# ActiveOpens and PassiveOpens).  A long passive session (more data
+# connections than a process has stream contexts at once) checks that the
+# server's passive listeners' contexts are released and their slots reused.
+# The fallback row runs the server plain:
 # the client's connections go to kernel TCP and the files still arrive.
 
 . "$(dirname "$0")/_tap.sh"
@@ -94,6 +97,35 @@ _lftp() {
 		fail "put: the copy differs ($(stat -c %s "$dir/up") of $BIG bytes)" || return 1
 }
 
+# _lftp_many PORT N: one passive lftp session under xvi-run --streams on a
+# that gets the server's small file N times, each over a data connection
+# of its own (a passive listener on the server each), byte-exact.
+_lftp_many() {
+	local port=$1 n=$2 cmds="" i rc
+	rm -f "$T_TMP/cli/m."* "$T_TMP/cli.stats"
+	for i in $(seq "$n"); do
+		cmds+="get b.bin -o $T_TMP/cli/m.$i; "
+	done
+	t_x -T 150 a "$XVIRUN" --streams -v --stats "$T_TMP/cli.stats" lftp -c "set cmd:fail-exit yes;
+		set net:max-retries 1; set net:timeout 60; set ftp:ssl-allow no;
+		set ftp:passive-mode on; set xfer:clobber yes; open ftp://198.18.0.2:$port;
+		$cmds" >"$T_TMP/lftp.out" 2>"$T_TMP/lftp.err"
+	rc=$?
+	grep -v ' over an xvi stream\| listens on \|released$' "$T_TMP/lftp.err" |
+		sed 's/^/# lftp: /' >&2
+	[ $rc -eq 0 ] || { fail "lftp exit $rc: $(tail -c 300 "$T_TMP/lftp.err")"; return 1; }
+	for i in $(seq "$n"); do
+		cmp -s "$T_TMP/srv-$port/b.bin" "$T_TMP/cli/m.$i" ||
+			fail "get $i of $n: the copy differs" || return 1
+	done
+}
+
+# The "streams" line of --stats FILE (the counts; context lines come
+# before it when a context was released during the run).
+_sline() {
+	grep -m1 '^streams ' "$1" 2>/dev/null
+}
+
 # The LIST output FILE names DIR's entries (before the put), with their
 # types and sizes.
 _check_list() {
@@ -133,15 +165,15 @@ _session() {
 		[ "$(_stat "$STATS_S" streams connect_tcp)" = 0 ] &&
 		[ "$(_stat "$STATS_C" streams accept_tcp)" = 0 ] &&
 		[ "$(_stat "$STATS_S" streams accept_tcp)" = 0 ] ||
-		fail "a connection went to kernel TCP: client $(head -1 "$STATS_C"), server" \
-			"$(head -1 "$STATS_S")" || return 1
+		fail "a connection went to kernel TCP: client $(_sline "$STATS_C"), server" \
+			"$(_sline "$STATS_S")" || return 1
 	# Both files through the streams, each way.
 	[ "$(_stat "$STATS_C" streams rx_bytes)" -gt "$BIG" ] &&
 		[ "$(_stat "$STATS_C" streams tx_bytes)" -gt "$BIG" ] &&
 		[ "$(_stat "$STATS_S" streams rx_bytes)" -gt "$BIG" ] &&
 		[ "$(_stat "$STATS_S" streams tx_bytes)" -gt "$BIG" ] ||
-		fail "the files did not go through the streams: client $(head -1 "$STATS_C")," \
-			"server $(head -1 "$STATS_S")" || return 1
+		fail "the files did not go through the streams: client $(_sline "$STATS_C")," \
+			"server $(_sline "$STATS_S")" || return 1
 }
 
 # Passive mode: lftp makes every connection (control, and a data connection
@@ -150,9 +182,9 @@ case_passive() {
 	_session on 2121 || return
 	[ "$(_stat "$STATS_C" streams connect_xvi)" = 4 ] &&
 		[ "$(_stat "$STATS_S" streams accept_xvi)" = 4 ] ||
-		fail "not 4 connections over xvi: client $(head -1 "$STATS_C"), server" \
-			"$(head -1 "$STATS_S")" || return
-	t_log "$(head -1 "$STATS_C" | cut -d' ' -f3-)"
+		fail "not 4 connections over xvi: client $(_sline "$STATS_C"), server" \
+			"$(_sline "$STATS_S")" || return
+	t_log "$(_sline "$STATS_C" | cut -d' ' -f3-)"
 }
 
 # Active mode: lftp listens for each data connection (PORT/EPRT) and the
@@ -164,9 +196,37 @@ case_active() {
 		[ "$(_stat "$STATS_S" streams accept_xvi)" = 1 ] &&
 		[ "$(_stat "$STATS_S" streams connect_xvi)" = 3 ] ||
 		fail "connections not over xvi as expected (control from the client, 3 data" \
-			"from the server): client $(head -1 "$STATS_C"), server" \
-			"$(head -1 "$STATS_S")" || return
-	t_log "$(head -1 "$STATS_C" | cut -d' ' -f3-)"
+			"from the server): client $(_sline "$STATS_C"), server" \
+			"$(_sline "$STATS_S")" || return
+	t_log "$(_sline "$STATS_C" | cut -d' ' -f3-)"
+}
+
+# 40 data connections in one passive session, more than the 32 stream
+# contexts a process holds at once: the server's passive listeners' contexts
+# are released when each transfer is over, so every data connection still
+# goes over xvi (none kernel-only for want of a context).
+case_many() {
+	local n=40 port=2125 stats_s
+	_ftpd_up xvi "$port" || return
+	_opens_around _lftp_many "$port" "$n" || { _ftpd_down "$port"; return 1; }
+	_ftpd_down "$port"
+	stats_s=$T_TMP/srv-$port.stats
+	[ -s "$stats_s" ] || fail "the server wrote no --stats at exit" || return
+	[ "$(_stat "$T_TMP/cli.stats" streams connect_xvi)" = $((n + 1)) ] &&
+		[ "$(_stat "$stats_s" streams accept_xvi)" = $((n + 1)) ] &&
+		[ "$(_stat "$stats_s" streams listen_xvi)" = $((n + 1)) ] &&
+		[ "$(_stat "$T_TMP/cli.stats" streams connect_tcp)" = 0 ] &&
+		[ "$(_stat "$stats_s" streams accept_tcp)" = 0 ] &&
+		[ "$(_stat "$stats_s" streams listen_tcp)" = 0 ] ||
+		fail "not all $((n + 1)) connections over xvi: client" \
+			"$(_sline "$T_TMP/cli.stats"), server $(_sline "$stats_s")" || return
+	[ "$OA" = "$NA" ] && [ "$OB" = "$NB" ] ||
+		fail "kernel TCP opens (active passive) moved: a $OA -> $NA, b $OB -> $NB" ||
+		return
+	grep -q "stream-ctx .*role=listen" "$stats_s" ||
+		fail "no released listener context in the server's --stats" || return
+	t_log "server: $(grep -c 'role=listen' "$stats_s") listener contexts over the" \
+		"session, $(_sline "$stats_s" | cut -d' ' -f3-)"
 }
 
 # A plain server: lftp under xvi-run falls back to kernel TCP for each
@@ -177,7 +237,7 @@ case_fallback() {
 		fail "no fallback line in lftp's log" || return
 	[ "$(_stat "$T_TMP/cli.stats" streams connect_xvi)" = 0 ] &&
 		[ "$(_stat "$T_TMP/cli.stats" streams connect_tcp)" = 4 ] ||
-		fail "fallback not counted: $(head -1 "$T_TMP/cli.stats")" || return
+		fail "fallback not counted: $(_sline "$T_TMP/cli.stats")" || return
 	[ "${NA% *}" -ge $((${OA% *} + 4)) ] ||
 		fail "node a: kernel TCP ActiveOpens did not move by 4 ($OA -> $NA)"
 }
@@ -191,7 +251,7 @@ case_kernel_client() {
 		[ "$(_stat "$T_TMP/srv-2124.stats" streams connect_tcp)" = 3 ] &&
 		[ "$(_stat "$T_TMP/srv-2124.stats" streams connect_xvi)" = 0 ] ||
 		fail "server: not 1 kernel accept and 3 kernel connects:" \
-			"$(head -1 "$T_TMP/srv-2124.stats" 2>/dev/null)" || return
+			"$(_sline "$T_TMP/srv-2124.stats")" || return
 	[ "${NB% *}" -ge $((${OB% *} + 3)) ] && [ "${NB#* }" -gt "${OB#* }" ] ||
 		fail "node b: kernel TCP opens did not move ($OB -> $NB)"
 }
@@ -200,6 +260,7 @@ case_kernel_client() {
 CASES=(
 	passive		case_passive	"pyftpdlib and lftp under xvi-run --streams, passive mode: listing, 64 MiB get and put over xvi streams, byte-exact"
 	active		case_active	"the same in active mode: the server connects each data connection"
+	many		case_many	"41 connections in one passive session (40 gets), more than 32 stream contexts: every one over xvi, listener contexts released and reused"
 	fallback	case_fallback	"lftp under xvi-run --streams against a plain pyftpdlib: kernel TCP, byte-exact"
 	kernel_client	case_kernel_client	"a plain lftp in active mode against pyftpdlib under xvi-run --streams: kernel TCP both ways, byte-exact"
 )
