@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/uio.h>
+#include <linux/time_types.h>
 #include <arpa/inet.h>
 #include "preload.h"
 #include "ep/endpoint.h"
@@ -39,16 +40,20 @@ static bool from_peer(const struct xsock *xs, const struct xvi_msg *m)
 }
 
 /*
- * The next datagram into @m: 1, or a negative errno.  With MSG_PEEK it stays
- * the socket's (has_peek); otherwise the caller releases it.
+ * The next datagram into @m and when it left the RX ring into @ts (zero if
+ * the socket does not ask, xp_rxstamp): 1, or a negative errno.  With
+ * MSG_PEEK it stays the socket's (has_peek); otherwise the caller releases
+ * it.
  */
-static int take(struct xsock *xs, struct xvi_msg *m, int flags)
+static int take(struct xsock *xs, struct xvi_msg *m, int flags, struct xp_rxclock *clk,
+		struct timespec *ts)
 {
 	int r;
 
 	for (;;) {
 		if (xs->has_peek) {
 			*m = xs->peek;
+			*ts = xs->peek_ts;
 			if (!(flags & MSG_PEEK)) {
 				xs->has_peek = false;
 				__atomic_fetch_sub(&xp_peeked, 1, __ATOMIC_RELAXED);
@@ -57,11 +62,12 @@ static int take(struct xsock *xs, struct xvi_msg *m, int flags)
 		}
 		/* Sharing its port: the ring is sorted among the sockets (share.c). */
 		if (xs->next_share) {
-			if (xp_share_take(xs, m, flags))
+			if (xp_share_take(xs, m, flags, ts))
 				return 1;
 			r = xp_wait_rx(xs, flags);
 			if (r < 0)
 				return r;
+			clk->read = false;	/* what comes next came after the wait */
 			continue;
 		}
 		r = xvi_endpoint__recv_batch(xs->ep, m, 1);
@@ -73,8 +79,10 @@ static int take(struct xsock *xs, struct xvi_msg *m, int flags)
 				xvi_endpoint__release(xs->ep, m, 1);
 				continue;
 			}
+			*ts = xp_rxstamp(xs, clk);
 			if (flags & MSG_PEEK) {
 				xs->peek = *m;
+				xs->peek_ts = *ts;
 				xs->has_peek = true;
 				__atomic_fetch_add(&xp_peeked, 1, __ATOMIC_RELAXED);
 			}
@@ -83,6 +91,7 @@ static int take(struct xsock *xs, struct xvi_msg *m, int flags)
 		r = xp_wait_rx(xs, flags);
 		if (r < 0)
 			return r;
+		clk->read = false;
 	}
 }
 
@@ -130,12 +139,47 @@ static void put_cmsg(struct msghdr *msg, size_t *used, int level, int type, cons
 }
 
 /*
- * IP_PKTINFO and IP_RECVTOS for @m (IPV6_PKTINFO and IPV6_TCLASS on an
- * IPv6 socket), in the kernel's order and layout, read from the frame's
- * own IP header (the frame starts with its Ethernet header at m->frame in
- * the endpoint's area).
+ * SO_TIMESTAMP or SO_TIMESTAMPNS: @ts (CLOCK_REALTIME) as a struct timeval
+ * or struct timespec, under the type the option was set by (the _NEW types
+ * carry 64-bit fields, the same layout as the old ones on a 64-bit ABI).
+ * A datagram taken before the socket asked has no stamp: it gets the time
+ * of this call, as the kernel stamps an unstamped one at recvmsg.
  */
-static void put_cmsgs(const struct xsock *xs, const struct xvi_msg *m, struct msghdr *msg)
+static void put_tstamp(const struct xsock *xs, struct timespec ts, struct xp_rxclock *clk,
+		       struct msghdr *msg, size_t *used)
+{
+	bool nw = xs->cmsgs & XS_CM_TSNEW;
+
+	if (!ts.tv_sec && !ts.tv_nsec)
+		ts = xp_rxclock(clk);
+	if (xs->cmsgs & XS_CM_TSNS) {
+		struct __kernel_timespec k = { .tv_sec = ts.tv_sec, .tv_nsec = ts.tv_nsec };
+
+		if (nw)
+			put_cmsg(msg, used, SOL_SOCKET, SO_TIMESTAMPNS_NEW, &k, sizeof(k));
+		else
+			put_cmsg(msg, used, SOL_SOCKET, SO_TIMESTAMPNS_OLD, &ts, sizeof(ts));
+	} else {
+		struct __kernel_sock_timeval k = { .tv_sec = ts.tv_sec,
+						   .tv_usec = ts.tv_nsec / 1000 };
+		struct timeval tv = { .tv_sec = ts.tv_sec, .tv_usec = ts.tv_nsec / 1000 };
+
+		if (nw)
+			put_cmsg(msg, used, SOL_SOCKET, SO_TIMESTAMP_NEW, &k, sizeof(k));
+		else
+			put_cmsg(msg, used, SOL_SOCKET, SO_TIMESTAMP_OLD, &tv, sizeof(tv));
+	}
+}
+
+/*
+ * The receive time (put_tstamp), then IP_PKTINFO and IP_RECVTOS for @m
+ * (IPV6_PKTINFO and IPV6_TCLASS on an IPv6 socket), in the kernel's order
+ * (the socket level's before the IP level's: docs/KERNEL.md, fact 52) and
+ * layout, read from the frame's own IP header (the frame starts with its
+ * Ethernet header at m->frame in the endpoint's area).
+ */
+static void put_cmsgs(const struct xsock *xs, const struct xvi_msg *m, struct timespec ts,
+		      struct xp_rxclock *clk, struct msghdr *msg)
 {
 	const __u8 *f = (const __u8 *)xs->ep->area + m->frame, *ip = f + 14;
 	size_t used = 0;
@@ -144,6 +188,8 @@ static void put_cmsgs(const struct xsock *xs, const struct xvi_msg *m, struct ms
 		msg->msg_controllen = 0;
 		return;
 	}
+	if (xs->cmsgs & XS_CM_TSANY)
+		put_tstamp(xs, ts, clk, msg, &used);
 	if (f[12] == 0x81 && f[13] == 0x00)
 		ip += 4;	/* one VLAN tag */
 	if ((ip[0] >> 4) == 4) {
@@ -174,13 +220,18 @@ static void put_cmsgs(const struct xsock *xs, const struct xvi_msg *m, struct ms
 }
 
 static ssize_t xrecv(struct xsock *xs, const struct iovec *iov, size_t niov, int flags,
-		     struct sockaddr *src, socklen_t *slen, struct msghdr *msg)
+		     struct sockaddr *src, socklen_t *slen, struct msghdr *msg,
+		     struct xp_rxclock *clk)
 {
+	struct xp_rxclock own = { 0 };
+	struct timespec ts;
 	struct xvi_msg m;
 	size_t got;
 	int r;
 
-	r = take(xs, &m, flags);
+	if (!clk)
+		clk = &own;
+	r = take(xs, &m, flags, clk, &ts);
 	if (r < 0) {
 		errno = -r;
 		return -1;
@@ -189,7 +240,7 @@ static ssize_t xrecv(struct xsock *xs, const struct iovec *iov, size_t niov, int
 	put_src(&m, src, slen);
 	if (msg) {
 		msg->msg_flags = got < m.len ? MSG_TRUNC : 0;
-		put_cmsgs(xs, &m, msg);
+		put_cmsgs(xs, &m, ts, clk, msg);
 	}
 	if (!(flags & MSG_PEEK)) {
 		xvi_endpoint__release(xs->ep, &m, 1);
@@ -556,7 +607,7 @@ XP_API ssize_t recvfrom(int fd, void *buf, size_t len, int flags, struct sockadd
 	XPS_HOOK(fd, xps_recv(fd, &iov, 1, flags));	/* TCP: no source address */
 	if (!xs)
 		return REAL(recvfrom)(fd, buf, len, flags, src, slen);
-	return xrecv(xs, &iov, 1, flags, src, slen, NULL);
+	return xrecv(xs, &iov, 1, flags, src, slen, NULL, NULL);
 }
 
 XP_API ssize_t recv(int fd, void *buf, size_t len, int flags)
@@ -567,7 +618,7 @@ XP_API ssize_t recv(int fd, void *buf, size_t len, int flags)
 	XPS_HOOK(fd, xps_recv(fd, &iov, 1, flags));
 	if (!xs)
 		return REAL(recv)(fd, buf, len, flags);
-	return xrecv(xs, &iov, 1, flags, NULL, NULL, NULL);
+	return xrecv(xs, &iov, 1, flags, NULL, NULL, NULL, NULL);
 }
 
 XP_API ssize_t read(int fd, void *buf, size_t len)
@@ -578,7 +629,7 @@ XP_API ssize_t read(int fd, void *buf, size_t len)
 	XPS_HOOK(fd, xps_recv(fd, &iov, 1, 0));
 	if (!xs)
 		return REAL(read)(fd, buf, len);
-	return xrecv(xs, &iov, 1, 0, NULL, NULL, NULL);
+	return xrecv(xs, &iov, 1, 0, NULL, NULL, NULL, NULL);
 }
 
 XP_API ssize_t readv(int fd, const struct iovec *iov, int n)
@@ -588,16 +639,16 @@ XP_API ssize_t readv(int fd, const struct iovec *iov, int n)
 	XPS_HOOK(fd, xps_recv(fd, iov, n, 0));
 	if (!xs)
 		return REAL(readv)(fd, iov, n);
-	return xrecv(xs, iov, n, 0, NULL, NULL, NULL);
+	return xrecv(xs, iov, n, 0, NULL, NULL, NULL, NULL);
 }
 
-static ssize_t xrecvmsg(struct xsock *xs, struct msghdr *msg, int flags)
+static ssize_t xrecvmsg(struct xsock *xs, struct msghdr *msg, int flags, struct xp_rxclock *clk)
 {
 	socklen_t nl = msg->msg_namelen;
 	ssize_t r;
 
 	r = xrecv(xs, msg->msg_iov, msg->msg_iovlen, flags, msg->msg_name,
-		  msg->msg_name ? &nl : NULL, msg);
+		  msg->msg_name ? &nl : NULL, msg, clk);
 	if (r < 0)
 		return r;
 	msg->msg_namelen = msg->msg_name ? nl : 0;
@@ -611,13 +662,14 @@ XP_API ssize_t recvmsg(int fd, struct msghdr *msg, int flags)
 	XPS_HOOK(fd, xps_recvmsg(fd, msg, flags));
 	if (!xs || !msg)
 		return REAL(recvmsg)(fd, msg, flags);
-	return xrecvmsg(xs, msg, flags);
+	return xrecvmsg(xs, msg, flags, NULL);
 }
 
 XP_API int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 		    struct timespec *timeout)
 {
 	struct xsock *xs = xp_get_xvi(fd);
+	struct xp_rxclock clk = { 0 };	/* one receive time for the whole batch */
 	unsigned int i;
 	ssize_t r;
 	int f;
@@ -628,7 +680,7 @@ XP_API int recvmmsg(int fd, struct mmsghdr *v, unsigned int n, int flags,
 		/* After the first, MSG_WAITFORONE takes only what is there. */
 		f = i && (flags & MSG_WAITFORONE) ? (flags | MSG_DONTWAIT) : flags;
 		f &= ~MSG_WAITFORONE;
-		r = xrecvmsg(xs, &v[i].msg_hdr, f);
+		r = xrecvmsg(xs, &v[i].msg_hdr, f, &clk);
 		if (r < 0) {
 			if (i)
 				break;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <poll.h>
 #include <signal.h>
+#include <time.h>
 #include <net/if.h>
 #include <sys/epoll.h>
 #include <sys/select.h>
@@ -108,6 +109,10 @@ enum xsock_state {
 #define XS_CM_TOS 2	/* IP_RECVTOS */
 #define XS_CM_PKTINFO6 4	/* IPV6_RECVPKTINFO */
 #define XS_CM_TCLASS 8	/* IPV6_RECVTCLASS */
+#define XS_CM_TS 16	/* SO_TIMESTAMP: a struct timeval */
+#define XS_CM_TSNS 32	/* SO_TIMESTAMPNS: a struct timespec (wins over XS_CM_TS) */
+#define XS_CM_TSNEW 64	/* set through the _NEW names: the _NEW control message types */
+#define XS_CM_TSANY (XS_CM_TS | XS_CM_TSNS)
 
 struct xsock_reg {
 	int epfd;
@@ -124,6 +129,7 @@ struct xsock {
 	__u32 max_payload;
 	bool has_peek;			/* a datagram taken by MSG_PEEK/FIONREAD */
 	struct xvi_msg peek;
+	struct timespec peek_ts;	/* when the peeked datagram left the RX ring (XS_CM_TSANY) */
 	int rcvtimeo_ms;		/* SO_RCVTIMEO, -1 none */
 	int sndtimeo_ms;
 	struct xsock *next_share;	/* other sockets on this endpoint (a ring), NULL alone */
@@ -153,7 +159,35 @@ struct xsock {
 	unsigned int cmsgs;		/* XS_CM_*: control messages recvmsg returns */
 	__u32 share_seq;		/* bind order among the sockets on one endpoint */
 	struct xvi_msg park[XS_PARK];
+	struct timespec park_ts[XS_PARK];	/* when each left the RX ring (XS_CM_TSANY) */
 };
+
+/*
+ * The receive time SO_TIMESTAMP/SO_TIMESTAMPNS report: when the preload took
+ * the datagram off the endpoint's RX ring (the kernel stamps at its own
+ * receive, earlier by the time the frame waited in the ring).  One clock read
+ * for all the datagrams one call takes off the ring, and none for a socket
+ * that did not ask.
+ */
+struct xp_rxclock {
+	bool read;
+	struct timespec ts;
+};
+
+static inline struct timespec xp_rxclock(struct xp_rxclock *c)
+{
+	if (!c->read) {
+		clock_gettime(CLOCK_REALTIME, &c->ts);
+		c->read = true;
+	}
+	return c->ts;
+}
+
+/* @xs's stamp for a datagram it takes off the ring now: zero when it did not ask. */
+static inline struct timespec xp_rxstamp(const struct xsock *xs, struct xp_rxclock *c)
+{
+	return xs->cmsgs & XS_CM_TSANY ? xp_rxclock(c) : (struct timespec){ 0 };
+}
 
 #define XP_FD_MAX 65536
 extern struct xsock *xp_fds[XP_FD_MAX];
@@ -290,7 +324,7 @@ bool xp_share_leave(struct xsock *xs);
 /* Sort the shared ring into the sockets' queues: true if @xs has one. */
 bool xp_share_ready(struct xsock *xs);
 /* @xs's next datagram (MSG_PEEK: left queued): 1, or 0 if none. */
-int xp_share_take(struct xsock *xs, struct xvi_msg *m, int flags);
+int xp_share_take(struct xsock *xs, struct xvi_msg *m, int flags, struct timespec *ts);
 /* Is @xs the one of its endpoint's sockets that reports it (report.c)? */
 bool xp_share_reports(const struct xsock *xs, __u64 *rx, __u64 *tx);
 

@@ -119,14 +119,18 @@ static struct xsock *owner(struct xsock *xs, const struct xvi_msg *m)
 	return any;
 }
 
-static void park(struct xsock *xs, struct xsock *o, struct xvi_msg *m)
+static void park(struct xsock *xs, struct xsock *o, struct xvi_msg *m, struct xp_rxclock *clk)
 {
+	unsigned int i;
+
 	if (!o || o->park_n == XS_PARK) {
 		/* No socket takes it, or its queue is full: dropped, as the kernel does. */
 		xvi_endpoint__release(xs->ep, m, 1);
 		return;
 	}
-	o->park[(o->park_head + o->park_n) % XS_PARK] = *m;
+	i = (o->park_head + o->park_n) % XS_PARK;
+	o->park[i] = *m;
+	o->park_ts[i] = xp_rxstamp(o, clk);
 	if (o->park_n++ == 0)
 		__atomic_fetch_add(&xp_peeked, 1, __ATOMIC_RELAXED);
 }
@@ -134,11 +138,12 @@ static void park(struct xsock *xs, struct xsock *o, struct xvi_msg *m)
 static void sort(struct xsock *xs)
 {
 	struct xvi_msg m[16];
+	struct xp_rxclock clk = { 0 };
 	int n, i, moved = 0;
 
 	while (moved < SORT_MAX && (n = xvi_endpoint__recv_batch(xs->ep, m, 16)) > 0) {
 		for (i = 0; i < n; i++)
-			park(xs, owner(xs, &m[i]), &m[i]);
+			park(xs, owner(xs, &m[i]), &m[i], &clk);
 		moved += n;
 	}
 }
@@ -150,11 +155,12 @@ bool xp_share_ready(struct xsock *xs)
 	return xs->park_n;
 }
 
-int xp_share_take(struct xsock *xs, struct xvi_msg *m, int flags)
+int xp_share_take(struct xsock *xs, struct xvi_msg *m, int flags, struct timespec *ts)
 {
 	if (!xp_share_ready(xs))
 		return 0;
 	*m = xs->park[xs->park_head];
+	*ts = xs->park_ts[xs->park_head];
 	if (flags & MSG_PEEK)
 		return 1;
 	xs->park_head = (xs->park_head + 1) % XS_PARK;

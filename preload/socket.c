@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
@@ -233,11 +234,15 @@ XP_API int ioctl(int fd, unsigned long req, ...)
 
 		if (xs->next_share && !xs->has_peek) {
 			struct xvi_msg m;
+			struct timespec ts;
 
-			*(int *)arg = xp_share_take(xs, &m, MSG_PEEK) ? (int)m.len : 0;
+			*(int *)arg = xp_share_take(xs, &m, MSG_PEEK, &ts) ? (int)m.len : 0;
 			return 0;
 		}
 		if (!xs->has_peek && xvi_endpoint__recv_batch(xs->ep, &xs->peek, 1) == 1) {
+			struct xp_rxclock clk = { 0 };
+
+			xs->peek_ts = xp_rxstamp(xs, &clk);
 			xs->has_peek = true;
 			__atomic_fetch_add(&xp_peeked, 1, __ATOMIC_RELAXED);
 		}
@@ -293,7 +298,12 @@ static bool v6_unhonoured(int name, int v, const void *val, socklen_t len)
 	}
 }
 
-/* Options an endpoint cannot honour: before bind they leave the socket to the kernel. */
+/*
+ * Options an endpoint cannot honour: before bind they leave the socket to the
+ * kernel.  SO_TIMESTAMPING among them: its stamps come from the NIC or the
+ * driver, which an endpoint's frames bypass (SO_TIMESTAMP and SO_TIMESTAMPNS
+ * are honoured, with the time the preload took the datagram off the ring).
+ */
 static bool unhonoured(int level, int name, const void *val, socklen_t len)
 {
 	int v = 0;
@@ -301,8 +311,8 @@ static bool unhonoured(int level, int name, const void *val, socklen_t len)
 	if (val && len >= sizeof(int))
 		memcpy(&v, val, sizeof(int));
 	if (level == SOL_SOCKET)
-		return ((name == SO_TIMESTAMP || name == SO_TIMESTAMPNS ||
-			 name == SO_TIMESTAMPING || name == SO_BROADCAST) && v) ||
+		return ((name == SO_TIMESTAMPING_OLD || name == SO_TIMESTAMPING_NEW ||
+			 name == SO_BROADCAST) && v) ||
 		       name == SO_BINDTODEVICE || name == SO_ATTACH_FILTER;
 	if (level == IPPROTO_IP)
 		return name == IP_ADD_MEMBERSHIP || name == IP_ADD_SOURCE_MEMBERSHIP ||
@@ -336,6 +346,26 @@ static void flag(unsigned int *set, unsigned int bit, const void *val, socklen_t
 	*set = v ? *set | bit : *set & ~bit;
 }
 
+/*
+ * SO_TIMESTAMP and SO_TIMESTAMPNS, old and _NEW names, as the kernel keeps
+ * them: the last one set chooses the form (and the _NEW control message
+ * types), and turning any of them off turns off both.
+ */
+static void set_tstamp(struct xsock *xs, int name, const void *val, socklen_t len)
+{
+	unsigned int on = 0;
+
+	if (name != SO_TIMESTAMP_OLD && name != SO_TIMESTAMP_NEW &&
+	    name != SO_TIMESTAMPNS_OLD && name != SO_TIMESTAMPNS_NEW)
+		return;
+	flag(&on, XS_CM_TS, val, len);
+	if (on && (name == SO_TIMESTAMPNS_OLD || name == SO_TIMESTAMPNS_NEW))
+		on |= XS_CM_TSNS;
+	if (on && (name == SO_TIMESTAMP_NEW || name == SO_TIMESTAMPNS_NEW))
+		on |= XS_CM_TSNEW;
+	xs->cmsgs = (xs->cmsgs & ~(XS_CM_TSANY | XS_CM_TSNEW)) | on;
+}
+
 XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 {
 	struct xsock *xs = xp_get(fd);
@@ -345,14 +375,20 @@ XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 	if (!xs)
 		return REAL(setsockopt)(fd, level, name, val, len);
 	if (unhonoured(level, name, val, len)) {
+		char what[128];
+
+		if (level == SOL_SOCKET &&
+		    (name == SO_TIMESTAMPING_OLD || name == SO_TIMESTAMPING_NEW))
+			snprintf(what, sizeof(what), "SO_TIMESTAMPING (hardware and driver stamps: "
+				 "an endpoint has none; SO_TIMESTAMP(NS) is honoured)");
+		else
+			snprintf(what, sizeof(what), "setsockopt level %d option %d", level, name);
 		if (xs->state == XS_NEW) {
-			xp_fallback(fd, xs, XR_OPTION, "setsockopt level %d option %d", level,
-				    name);
+			xp_fallback(fd, xs, XR_OPTION, "%s", what);
 			return REAL(setsockopt)(fd, level, name, val, len);
 		}
-		xp_note(XR_OPTION, fd, "setsockopt level %d option %d after bind: refused "
-			"with ENOPROTOOPT (set it before bind to keep the socket on the kernel)",
-			level, name);
+		xp_note(XR_OPTION, fd, "%s after bind: refused with ENOPROTOOPT (set it before "
+			"bind to keep the socket on the kernel)", what);
 		return fail(ENOPROTOOPT);
 	}
 	/* The kernel's answer once the socket has its port. */
@@ -366,6 +402,8 @@ XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 		xs->sndtimeo_ms = ms_of(val, len);
 	if (!r && level == SOL_SOCKET && (name == SO_REUSEADDR || name == SO_REUSEPORT))
 		flag(&xs->reuse, name == SO_REUSEADDR ? XS_REUSE_ADDR : XS_REUSE_PORT, val, len);
+	if (!r && level == SOL_SOCKET)
+		set_tstamp(xs, name, val, len);
 	if (!r && level == IPPROTO_IP && (name == IP_PKTINFO || name == IP_RECVTOS))
 		flag(&xs->cmsgs, name == IP_PKTINFO ? XS_CM_PKTINFO : XS_CM_TOS, val, len);
 	if (!r && level == IPPROTO_IPV6 && (name == IPV6_RECVPKTINFO || name == IPV6_RECVTCLASS))
