@@ -14,9 +14,11 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <ifaddrs.h>
 #include <arpa/inet.h>
@@ -28,6 +30,8 @@
 #include <sys/time.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <linux/net_tstamp.h>
+#include <linux/time_types.h>
 
 static struct sockaddr_in peer;
 static int nchecks;
@@ -181,6 +185,144 @@ static void check_cmsgs(const struct sockaddr_in *me)
 	n = poll(&p, 1, 5000) == 1 ? (int)recvmsg(s, &mh, 0) : -1;
 	CHECK("cmsg_ctrunc", n == 2 && (mh.msg_flags & MSG_CTRUNC), "recvmsg %d flags 0x%x", n,
 	      mh.msg_flags);
+	close(s);
+}
+
+static double now_s(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_REALTIME, &t);
+	return t.tv_sec + t.tv_nsec / 1e9;
+}
+
+/*
+ * The receive time in @mh's first control message, which must be a
+ * SOL_SOCKET one of @type (SO_TIMESTAMP_OLD/_NEW: a timeval of 16 bytes,
+ * SO_TIMESTAMPNS_OLD/_NEW: a timespec), before IP_PKTINFO as the kernel
+ * puts it (@pktinfo: that one follows).  -1 when it is not so.
+ */
+static double stamp_of(struct msghdr *mh, int type, bool pktinfo)
+{
+	struct cmsghdr *c = CMSG_FIRSTHDR(mh), *n;
+	struct __kernel_timespec t;
+
+	if (!c || c->cmsg_level != SOL_SOCKET || c->cmsg_type != type ||
+	    c->cmsg_len != CMSG_LEN(sizeof(t)))
+		return -1;
+	n = CMSG_NXTHDR(mh, c);
+	if (pktinfo != (n && n->cmsg_level == IPPROTO_IP && n->cmsg_type == IP_PKTINFO))
+		return -1;
+	memcpy(&t, CMSG_DATA(c), sizeof(t));
+	if (type == SO_TIMESTAMP_OLD || type == SO_TIMESTAMP_NEW)
+		return t.tv_nsec >= 0 && t.tv_nsec < 1000000 ? t.tv_sec + t.tv_nsec / 1e6 : -1;
+	return t.tv_nsec >= 0 && t.tv_nsec < 1000000000 ? t.tv_sec + t.tv_nsec / 1e9 : -1;
+}
+
+/* Send @msg to the peer, and recvmsg its echo into @mh (@ctl bytes of control room). */
+static int echo_msg(int s, const char *msg, struct msghdr *mh, size_t ctl)
+{
+	struct pollfd p = { .fd = s, .events = POLLIN };
+
+	if (sendto(s, msg, strlen(msg), 0, (struct sockaddr *)&peer, sizeof(peer)) < 0 ||
+	    poll(&p, 1, 5000) != 1)
+		return -1;
+	mh->msg_controllen = ctl;
+	return (int)recvmsg(s, mh, 0);
+}
+
+/*
+ * SO_TIMESTAMP and SO_TIMESTAMPNS (old and _NEW names): each datagram's
+ * receive time, in CLOCK_REALTIME, no later than recvmsg's return, no
+ * earlier than the send (a few seconds' slack: no timing is checked), never
+ * going back; the kernel's order with IP_PKTINFO; MSG_CTRUNC without room.
+ * SO_TIMESTAMPING is the kernel's only (an endpoint has no NIC stamps).
+ */
+static void check_tstamp(const struct sockaddr_in *me)
+{
+	static const struct { int opt, type; const char *name; } forms[] = {
+		{ SO_TIMESTAMP_OLD, SO_TIMESTAMP_OLD, "SO_TIMESTAMP" },
+		{ SO_TIMESTAMPNS_OLD, SO_TIMESTAMPNS_OLD, "SO_TIMESTAMPNS" },
+		{ SO_TIMESTAMP_NEW, SO_TIMESTAMP_NEW, "SO_TIMESTAMP_NEW" },
+		{ SO_TIMESTAMPNS_NEW, SO_TIMESTAMPNS_NEW, "SO_TIMESTAMPNS_NEW" },
+	};
+	const char *pre = getenv("LD_PRELOAD");
+	bool xvi = pre && strstr(pre, "xvi");
+	struct sockaddr_in p4 = *me;
+	struct timeval tmo = { 5, 0 };
+	int one = 1, zero = 0, s, n, i, v;
+	socklen_t vl = sizeof(v);
+	char buf[2][64], cb[2][256];
+	struct iovec io[2] = { { buf[0], sizeof(buf[0]) }, { buf[1], sizeof(buf[1]) } };
+	struct mmsghdr mm[2];
+	struct msghdr mh = { .msg_iov = io, .msg_iovlen = 1, .msg_control = cb[0] };
+	double sent, after, t, last = 0, t2;
+
+	p4.sin_port = htons(ntohs(me->sin_port) + 3);
+	s = socket(AF_INET, SOCK_DGRAM, 0);
+	/* Set before bind, as a program does: the socket must stay on xvi for it. */
+	CHECK("ts_opts", !setsockopt(s, SOL_SOCKET, SO_TIMESTAMP, &one, sizeof(one)) &&
+	      !setsockopt(s, IPPROTO_IP, IP_PKTINFO, &one, sizeof(one)) &&
+	      !setsockopt(s, SOL_SOCKET, SO_RCVTIMEO, &tmo, sizeof(tmo)) &&
+	      !bind(s, (struct sockaddr *)&p4, sizeof(p4)), "SO_TIMESTAMP, IP_PKTINFO, bind");
+	for (i = 0; i < 4; i++) {
+		if (i && setsockopt(s, SOL_SOCKET, forms[i].opt, &one, sizeof(one)))
+			CHECK("ts_set", 0, "setsockopt %s", forms[i].name);
+		v = -1;
+		CHECK("ts_get", !getsockopt(s, SOL_SOCKET, forms[i].opt, &v, &vl) && v == 1,
+		      "getsockopt %s: %d", forms[i].name, v);
+		sent = now_s();
+		n = echo_msg(s, "ts", &mh, sizeof(cb[0]));
+		after = now_s();
+		t = n == 2 ? stamp_of(&mh, forms[i].type, true) : -1;
+		printf("# %s: %.6f, %.6f s after the send, %.6f s before recvmsg returned\n",
+		       forms[i].name, t, t - sent, after - t);
+		CHECK("ts_stamp", t > 0 && t <= after && t >= sent - 5 && t >= last,
+		      "%s: recvmsg %d, controllen %zu, stamp %.6f, sent %.6f, returned %.6f, "
+		      "previous %.6f", forms[i].name, n, (size_t)mh.msg_controllen, t, sent, after,
+		      last);
+		last = t;
+	}
+	/* A batch: both stamped, in order. */
+	sendto(s, "m1", 2, 0, (struct sockaddr *)&peer, sizeof(peer));
+	sendto(s, "m2", 2, 0, (struct sockaddr *)&peer, sizeof(peer));
+	memset(mm, 0, sizeof(mm));
+	for (i = 0; i < 2; i++) {
+		mm[i].msg_hdr.msg_iov = &io[i];
+		mm[i].msg_hdr.msg_iovlen = 1;
+		mm[i].msg_hdr.msg_control = cb[i];
+		mm[i].msg_hdr.msg_controllen = sizeof(cb[i]);
+	}
+	n = recvmmsg(s, mm, 2, 0, NULL);
+	after = now_s();
+	t = n == 2 ? stamp_of(&mm[0].msg_hdr, SO_TIMESTAMPNS_NEW, true) : -1;
+	t2 = n == 2 ? stamp_of(&mm[1].msg_hdr, SO_TIMESTAMPNS_NEW, true) : -1;
+	CHECK("ts_recvmmsg", t >= last && t2 >= t && t2 <= after,
+	      "recvmmsg %d: stamps %.6f %.6f, previous %.6f, returned %.6f", n, t, t2, last, after);
+	/* Room for the stamp only: it comes, IP_PKTINFO does not, MSG_CTRUNC. */
+	n = echo_msg(s, "tr", &mh, CMSG_SPACE(sizeof(struct __kernel_timespec)));
+	CHECK("ts_ctrunc_pktinfo", n == 2 && (mh.msg_flags & MSG_CTRUNC) &&
+	      mh.msg_controllen == CMSG_SPACE(sizeof(struct __kernel_timespec)) &&
+	      stamp_of(&mh, SO_TIMESTAMPNS_NEW, false) >= t2,
+	      "recvmsg %d flags 0x%x controllen %zu", n, mh.msg_flags, (size_t)mh.msg_controllen);
+	/* No room at all. */
+	setsockopt(s, IPPROTO_IP, IP_PKTINFO, &zero, sizeof(zero));
+	n = echo_msg(s, "tr", &mh, 0);
+	CHECK("ts_ctrunc", n == 2 && (mh.msg_flags & MSG_CTRUNC) && !mh.msg_controllen,
+	      "recvmsg %d flags 0x%x controllen %zu", n, mh.msg_flags, (size_t)mh.msg_controllen);
+	/* Off: no control message. */
+	setsockopt(s, SOL_SOCKET, SO_TIMESTAMP, &zero, sizeof(zero));
+	n = echo_msg(s, "of", &mh, sizeof(cb[0]));
+	CHECK("ts_off", n == 2 && !mh.msg_controllen && !(mh.msg_flags & MSG_CTRUNC) &&
+	      !getsockopt(s, SOL_SOCKET, SO_TIMESTAMPNS_NEW, &v, &vl) && !v,
+	      "recvmsg %d controllen %zu flags 0x%x", n, (size_t)mh.msg_controllen,
+	      mh.msg_flags);
+	v = SOF_TIMESTAMPING_RX_SOFTWARE | SOF_TIMESTAMPING_SOFTWARE;
+	errno = 0;
+	n = setsockopt(s, SOL_SOCKET, SO_TIMESTAMPING, &v, sizeof(v));
+	CHECK("ts_timestamping", xvi ? n < 0 && errno == ENOPROTOOPT : n == 0,
+	      "SO_TIMESTAMPING on a bound socket %s: %d", xvi ? "under xvi-run" : "on the kernel",
+	      n);
 	close(s);
 }
 
@@ -380,6 +522,7 @@ int main(int argc, char **argv)
 	      WEXITSTATUS(st) == 0, "child status %d", st);
 	check_reuse(&me);
 	check_cmsgs(&me);
+	check_tstamp(&me);
 	printf("all %d checks passed\n", nchecks);
 	return 0;
 }
