@@ -387,8 +387,10 @@ XP_API int setsockopt(int fd, int level, int name, const void *val, socklen_t le
 			xp_fallback(fd, xs, XR_OPTION, "%s", what);
 			return REAL(setsockopt)(fd, level, name, val, len);
 		}
-		xp_note(XR_OPTION, fd, "%s after bind: refused with ENOPROTOOPT (set it before "
-			"bind to keep the socket on the kernel)", what);
+		/* Only the option is refused: the socket keeps its endpoint. */
+		xp_refused(XP_REF_OPTION, "fd %d: %s after bind: refused with ENOPROTOOPT, the "
+			   "socket stays on xvi (set it before bind to keep the socket on the "
+			   "kernel)", fd, what);
 		return fail(ENOPROTOOPT);
 	}
 	/* The kernel's answer once the socket has its port. */

@@ -124,6 +124,10 @@ _sem_xvi() {
 	[ $rc -eq 0 ] || [ ! -s "$stats" ] || sed 's/^/# stats: /' "$stats" >&2
 	[ $rc -eq 0 ] || fail "under xvi-run $* (exit $rc): $(grep -m1 -E 'FAIL|stays on' "$out")" ||
 		return
+	# Every socket of preload_sem is on xvi; a refused option must not say otherwise.
+	! grep -q 'stays on the kernel' "$out" ||
+		fail "a socket logged as on the kernel: $(grep -m1 'stays on the kernel' "$out")" ||
+		return
 	_stats_over_xvi b "$stats" "$before" both
 }
 
