@@ -1399,6 +1399,26 @@ static void mark(int epfd, struct xps_ctx *c)
 }
 
 /*
+ * Lock held: @c's marker leaves set @epfd once no stream or listener of
+ * @c is registered there.  epoll_wait takes markers out of what it
+ * returns only for a set it knows stream registrations of
+ * (xps_epoll_has); a marker left in a set that has kernel fds alone
+ * reached the program as an event with data it never registered, each
+ * time a segment came or a timer was due on @c.
+ */
+static void unmark(int epfd, struct xps_ctx *c)
+{
+	int i;
+
+	if (!c)
+		return;
+	for (i = 0; i < nregs; i++)
+		if (regs[i].epfd == epfd && regs[i].x->state != XPS_NEW && regs[i].x->c == c)
+			return;
+	REAL(epoll_ctl)(epfd, EPOLL_CTL_DEL, c->fd, NULL);	/* ENOENT: not there */
+}
+
+/*
  * Lock held: @x (fd @fd) just went on a stream or became a listener.  A
  * listener keeps its kernel registration (kernel clients still come
  * there) and gets its context's marker beside it: asyncore-style servers
@@ -1424,11 +1444,15 @@ static void unregister(int epfd, int fd)
 	int i = 0;
 
 	while (i < nregs) {
-		if ((epfd < 0 && (regs[i].fd == fd || regs[i].epfd == fd)) ||
-		    (regs[i].epfd == epfd && regs[i].fd == fd))
+		struct xps_reg r = regs[i];
+
+		if ((epfd < 0 && (r.fd == fd || r.epfd == fd)) || (r.epfd == epfd && r.fd == fd)) {
 			regs[i] = regs[--nregs];
-		else
+			if (r.epfd != fd)	/* a closed set takes its markers along */
+				unmark(r.epfd, r.x->c);
+		} else {
 			i++;
+		}
 	}
 }
 
@@ -1445,10 +1469,14 @@ static void epoll_drop(struct xps *x)
 	int i = 0;
 
 	while (i < nregs) {
-		if (regs[i].x == x)
+		if (regs[i].x == x) {
+			int epfd = regs[i].epfd;
+
 			regs[i] = regs[--nregs];
-		else
+			unmark(epfd, x->c);
+		} else {
 			i++;
+		}
 	}
 }
 

@@ -203,6 +203,42 @@ case_sockperf() {
 	t_log "$n round trips; stream tx_bytes=$tx rx_bytes=$rx; kernel TCP opens unchanged"
 }
 
+# A listener registered in an epoll set and taken out again, then a wait
+# on that set with only a pipe in it (tests/lab/helpers/epoll_unreg.py on
+# b, never accepting), while an xvi client's SYNs reach the listener's
+# stream context (the client falls back to kernel TCP after the bound):
+# the wait reports the pipe alone, no event of the context's marker.
+case_epoll_unreg() {
+	local port=5303 fifo=$T_TMP/unreg.fifo out=$T_TMP/unreg.out err=$T_TMP/unreg.err spid rc hrc
+	rm -f "$fifo" "$out" "$err" "$T_TMP/unreg-c.err"
+	mkfifo "$fifo"
+	t_x -T 60 b "$XVIRUN" --streams -v "$PY" "$T_HELPERS/epoll_unreg.py" 198.18.0.2 "$port" \
+		<"$fifo" >"$out" 2>"$err" &
+	spid=$!
+	exec 7>"$fifo"
+	if ! t_wait_grep "$out" '^ready' || ! t_wait_endpoint_port b "$port"; then
+		exec 7>&-
+		t_stop "$spid"
+		fail "the helper never waited: $(head -c 300 "$err")"
+		return 1
+	fi
+	t_x -T 30 a "$XVIRUN" --streams -v "$PY" -c 'import socket, sys
+socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10).close()' \
+		198.18.0.2 "$port" 2>"$T_TMP/unreg-c.err"
+	rc=$?
+	(echo "done" >&7) 2>/dev/null	# the helper may have gone: SIGPIPE in the subshell only
+	exec 7>&-
+	wait "$spid"
+	hrc=$?
+	sed 's/^/# helper: /' "$err" >&2
+	sed 's/^/# client: /' "$T_TMP/unreg-c.err" >&2
+	[ $hrc -eq 0 ] || fail "helper exit $hrc: $(grep -v '^xvi-run' "$err" | tail -c 300)" ||
+		return
+	[ $rc -eq 0 ] || fail "the client's connect failed (exit $rc)" || return
+	grep -q "over kernel TCP: xvi stream timeout" "$T_TMP/unreg-c.err" ||
+		fail "the client's SYNs did not go over xvi unanswered" || return
+}
+
 # shellcheck disable=SC2034 # read by t_main
 CASES=(
 	curl_xvi	case_curl_xvi	"curl and python3 http.server both under xvi-run --streams: 4 MiB over an xvi stream, byte-exact"
@@ -211,6 +247,7 @@ CASES=(
 	epoll		case_epoll	"an asyncio (epoll) HTTP server under xvi-run --streams: curl under xvi-run over a stream, plain curl over TCP"
 	iperf3		case_iperf3	"iperf3 TCP under xvi-run --streams at both ends: 32 MiB over xvi streams"
 	sockperf	case_sockperf	"sockperf TCP ping-pong under xvi-run --streams at both ends (server in epoll): over an xvi stream"
+	epoll_unreg	case_epoll_unreg	"a listener taken out of an epoll set under xvi-run --streams: a wait on the set with a pipe alone gets no marker event while xvi SYNs come"
 )
 
 t_main "$@"
