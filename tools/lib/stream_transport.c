@@ -8,6 +8,7 @@
 #include <netinet/tcp.h>
 
 #include "stream_transport.h"
+#include "stream/engine.h"	/* xvi_sctx__release_acks */
 
 void xst_conn_init(struct xst *o, struct xst_conn *c)
 {
@@ -235,6 +236,12 @@ static void sleep_for_event(struct xst *o, struct xst_pollent *p, int n, int ms)
 	if (!o->kernel) {
 		struct pollfd f = { .fd = xvi_stream_ctx__fd(o->ctx), .events = POLLIN };
 
+		/*
+		 * As xvi_stream_ctx__wait before its sleep: ACKs held for a
+		 * reply to carry leave now, since no reply is sent while this
+		 * side sleeps; else the peer waits for the hold timer.
+		 */
+		xvi_sctx__release_acks(o->ctx);
 		poll(&f, 1, ms);
 	} else {
 		struct pollfd f[n];

@@ -13,7 +13,8 @@
  * mode, the same three as the datagram tools:
  *   busy      poll the streams (xvi: one engine pump per look) until ready;
  *   block     sleep in poll(2) at once (xvi: on the context's fd, which
- *             covers received datagrams and the engine's timers);
+ *             covers received datagrams and the engine's timers, after
+ *             sending the ACKs held for a reply, as xvi_stream_ctx__wait);
  *   adaptive  spin spin_us (default 50), then block.
  * The engine runs only inside library calls, so a waiting xvi side must
  * keep calling: every look in the busy loop is an engine pump, and a
