@@ -168,7 +168,7 @@ static void iface_src(const char *ifname, int family, union xvi_sockaddr *src)
 }
 
 /* The source address the kernel's route to @dst picks. */
-static int route_src_sa(const union xvi_sockaddr *dst, union xvi_sockaddr *src)
+int route_src_sa(const union xvi_sockaddr *dst, union xvi_sockaddr *src)
 {
 	int s, err = 0, fam = dst->sa.sa_family;
 	socklen_t len = sizeof(*src);
@@ -182,18 +182,8 @@ static int route_src_sa(const union xvi_sockaddr *dst, union xvi_sockaddr *src)
 	return err;
 }
 
-int route_src(const struct sockaddr_in *dst, struct in_addr *src)
-{
-	union xvi_sockaddr d = { .in = *dst }, me;
-	int err = route_src_sa(&d, &me);
-
-	if (!err)
-		*src = me.in.sin_addr;
-	return err;
-}
-
 /* A free port for @local's address in the kernel's port space (the endpoint then holds it). */
-static int free_port_sa(const union xvi_sockaddr *local)
+int free_port_sa(const union xvi_sockaddr *local)
 {
 	int s, one = 1, port = -EADDRNOTAVAIL, fam = local->sa.sa_family;
 	union xvi_sockaddr a = *local;
@@ -211,13 +201,6 @@ static int free_port_sa(const union xvi_sockaddr *local)
 		port = -errno;
 	REAL(close)(s);
 	return port;
-}
-
-int free_port(struct in_addr ip)
-{
-	union xvi_sockaddr a = { .in = { .sin_family = AF_INET, .sin_addr = ip } };
-
-	return free_port_sa(&a);
 }
 
 int choose_iface_sa(int fd, const union xvi_sockaddr *local, const union xvi_sockaddr *dst,
@@ -259,16 +242,6 @@ int choose_iface_sa(int fd, const union xvi_sockaddr *local, const union xvi_soc
 	return 1;
 }
 
-int choose_iface(int fd, const struct sockaddr_in *local, const struct sockaddr_in *dst,
-		 char *name)
-{
-	union xvi_sockaddr l = { .in = *local }, d;
-
-	if (dst)
-		d.in = *dst;
-	return choose_iface_sa(fd, &l, dst ? &d : NULL, name);
-}
-
 enum xp_reason reason_of(int err)
 {
 	switch (err) {
@@ -284,7 +257,7 @@ enum xp_reason reason_of(int err)
 	}
 }
 
-static struct xvi_endpoint *open_ep_sa(const char *ifname, const union xvi_sockaddr *local)
+struct xvi_endpoint *open_ep_sa(const char *ifname, const union xvi_sockaddr *local)
 {
 	XVI_OPTS(xvi_endpoint_opts, o,
 		.kind = XVI_EP_UDP,
@@ -299,13 +272,6 @@ static struct xvi_endpoint *open_ep_sa(const char *ifname, const union xvi_socka
 	ep = xvi_endpoint__open(ifname, &o);
 	xp_inside--;
 	return ep;
-}
-
-struct xvi_endpoint *open_ep(const char *ifname, const struct sockaddr_in *local)
-{
-	union xvi_sockaddr l = { .in = *local };
-
-	return open_ep_sa(ifname, &l);
 }
 
 int xp_promote(int fd, struct xsock *xs, const union xvi_sockaddr *local_in,

@@ -239,14 +239,14 @@ void xp_fallback(int fd, struct xsock *xs, int reason, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 void xp_close_ep(struct xsock *xs);
 /* Shared with stream mode (stream.c). */
-int choose_iface(int fd, const struct sockaddr_in *local,
-		 const struct sockaddr_in *dst, char *name);
 int choose_iface_sa(int fd, const union xvi_sockaddr *local,
 		    const union xvi_sockaddr *dst, char *name);
-int route_src(const struct sockaddr_in *dst, struct in_addr *src);
-int free_port(struct in_addr ip);
+/* The source address the kernel's route to @dst picks. */
+int route_src_sa(const union xvi_sockaddr *dst, union xvi_sockaddr *src);
+/* A free port for @local's address (family and IP) in the kernel's port space. */
+int free_port_sa(const union xvi_sockaddr *local);
 enum xp_reason reason_of(int err);
-struct xvi_endpoint *open_ep(const char *ifname, const struct sockaddr_in *local);
+struct xvi_endpoint *open_ep_sa(const char *ifname, const union xvi_sockaddr *local);
 
 /*
  * @a (@len bytes) as an address of @xs's family: 0 (in @out, flowinfo

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
- * Stream mode (xvi-run --streams): AF_INET TCP sockets over xvi streams.
+ * Stream mode (xvi-run --streams): TCP sockets (IPv4 and IPv6) over xvi
+ * streams.
  *
  * Every socket stays a real kernel socket, as in the UDP mode, and the fd
  * the program holds is always a kernel fd:
@@ -17,7 +18,10 @@
  *     The connecting socket itself is the fd of the stream.
  *
  * One stream context per endpoint (one per listening port, one per
- * interface for connects), freed at exit so closes finish FIN/FINACK.
+ * interface for IPv4 connects, one per source address for IPv6 ones),
+ * freed at exit so closes finish FIN/FINACK.  An endpoint is one family's:
+ * a dual-stack listener (:: without IPV6_V6ONLY) gets an IPv6 one, and its
+ * IPv4 clients come through the kernel socket.
  * The stream library is single-threaded per context: one lock serialises
  * every call into it; waits drop the lock and sleep in the kernel on the
  * context's fd (readable when a segment came or a timer is due).
@@ -38,6 +42,7 @@
 #include "stream.h"
 #include "xvi_stream.h"
 #include "stream/engine.h"
+#include "common/sockaddr.h"
 #include "common/util.h"
 
 #define XPS_MAX_CTX 32
@@ -51,7 +56,7 @@ struct xps_ctx {
 	int refs;			/* struct xps on its streams (listener, accepted) */
 	bool client;			/* the interface's connect-side context */
 	char ifname[IF_NAMESIZE];
-	struct sockaddr_in local;
+	union xvi_sockaddr local;	/* the endpoint's address: its family is the context's */
 };
 
 enum xps_state {
@@ -62,16 +67,17 @@ enum xps_state {
 
 struct xps {
 	enum xps_state state;
+	int family;		/* the kernel socket's: AF_INET or AF_INET6 */
 	int refs;
 	bool nonblock;
 	bool nodelay;
 	struct xps_ctx *c;
 	struct xvi_stream *s;
-	struct sockaddr_in local, peer;
+	union xvi_sockaddr local, peer;
 };
 
 struct xps_peer {
-	struct sockaddr_in addr;	/* peer that got kernel TCP */
+	union xvi_sockaddr addr;	/* peer that got kernel TCP */
 	const char *why;
 };
 
@@ -323,12 +329,16 @@ static struct xps *add(int fd, enum xps_state st, bool nonblock)
 void xps_socket(int fd, int domain, int type, int protocol)
 {
 	int base = type & ~(SOCK_NONBLOCK | SOCK_CLOEXEC);
+	struct xps *x;
 
-	if (!xps_enabled || domain != AF_INET || base != SOCK_STREAM ||
+	if (!xps_enabled || (domain != AF_INET && domain != AF_INET6) || base != SOCK_STREAM ||
 	    (protocol && protocol != IPPROTO_TCP))
 		return;
-	if (!add(fd, XPS_NEW, type & SOCK_NONBLOCK))
+	x = add(fd, XPS_NEW, type & SOCK_NONBLOCK);
+	if (!x)
 		xp_info("fd %d: TCP socket stays on the kernel: fd above the table", fd);
+	else
+		x->family = domain;
 }
 
 void xps_dup(int old, int fd)
@@ -355,34 +365,51 @@ int xps_close(int fd)
 
 /* ---- contexts ---- */
 
-static struct xps_ctx *find_ctx(const char *ifname, const struct sockaddr_in *local,
+/*
+ * A connect-side context is the interface's for IPv4; for IPv6 it is the
+ * source address's (an interface has a link-local and global ones, and a
+ * stream's peer knows it by its endpoint's address).
+ */
+static struct xps_ctx *find_ctx(const char *ifname, const union xvi_sockaddr *local,
 				bool client)
 {
+	union xvi_sockaddr a;
 	int i;
 
 	for (i = 0; i < nctx; i++) {
 		struct xps_ctx *c = &ctxs[i];
 
-		if (!c->ctx || strcmp(c->ifname, ifname) || c->client != client)
+		if (!c->ctx || strcmp(c->ifname, ifname) || c->client != client ||
+		    c->local.sa.sa_family != local->sa.sa_family)
 			continue;
-		if (client || (c->local.sin_port == local->sin_port &&
-			       c->local.sin_addr.s_addr == local->sin_addr.s_addr))
+		if (client && local->sa.sa_family == AF_INET)
+			return c;
+		a = *local;
+		if (client)
+			a.in6.sin6_port = c->local.in6.sin6_port;
+		if (xp_sa_eq(&c->local, &a))
 			return c;
 	}
 	return NULL;
+}
+
+static __be16 *sa_port(union xvi_sockaddr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? &a->in6.sin6_port : &a->in.sin_port;
 }
 
 /*
  * Lock held.  The context on @ifname for @local (client: the interface's
  * connect-side one, on a free port).  NULL with errno and a reason logged.
  */
-static struct xps_ctx *get_ctx(int fd, const char *ifname, struct sockaddr_in local,
+static struct xps_ctx *get_ctx(int fd, const char *ifname, union xvi_sockaddr local,
 			       bool client)
 {
 	XVI_OPTS(xvi_stream_ctx_opts, o, .window = window);
 	struct xps_ctx *c = find_ctx(ifname, &local, client);
 	struct xvi_endpoint *ep;
 	struct xvi_stream_ctx *ctx;
+	char a[64];
 	int port, slot;
 
 	if (c)
@@ -396,20 +423,20 @@ static struct xps_ctx *get_ctx(int fd, const char *ifname, struct sockaddr_in lo
 	}
 	if (client) {
 		xp_inside++;
-		port = free_port(local.sin_addr);
+		port = free_port_sa(&local);
 		xp_inside--;
 		if (port < 0) {
 			errno = -port;
 			return NULL;
 		}
-		local.sin_port = htons(port);
+		*sa_port(&local) = htons(port);
 	}
-	ep = open_ep(ifname, &local);
+	ep = open_ep_sa(ifname, &local);
 	if (!ep) {
 		int e = errno;
 
-		xp_info("fd %d: TCP on the kernel: endpoint %s:%u on %s: %s: %s", fd,
-			inet_ntoa(local.sin_addr), ntohs(local.sin_port), ifname, strerror(e),
+		xp_info("fd %d: TCP on the kernel: endpoint %s on %s: %s: %s", fd,
+			xp_sa_str(&local, a), ifname, strerror(e),
 			xp_last_libxvi_msg());
 		errno = e;
 		return NULL;
@@ -445,15 +472,15 @@ static void report_ctx(struct xps_ctx *c)
 {
 	XVI_OPTS(xvi_stream_ctx_stats, st);
 	XVI_OPTS(xvi_endpoint_stats, es);
-	char line[512];
+	char line[512], a[64];
 	int n;
 
 	xvi_stream_ctx__stats(c->ctx, &st);
 	xvi_endpoint__stats(c->ep, &es);
 	n = snprintf(line, sizeof(line),
-		     "stream-ctx pid=%d local=%s:%u iface=%s role=%s rx_segs=%llu tx_segs=%llu "
+		     "stream-ctx pid=%d local=%s iface=%s role=%s rx_segs=%llu tx_segs=%llu "
 		     "tx_rst=%llu rx_frames=%llu tx_frames=%llu\n", getpid(),
-		     inet_ntoa(c->local.sin_addr), ntohs(c->local.sin_port), c->ifname,
+		     xp_sa_str(&c->local, a), c->ifname,
 		     c->client ? "connect" : "listen", (unsigned long long)st.rx_segs,
 		     (unsigned long long)st.tx_segs, (unsigned long long)st.tx_rst,
 		     (unsigned long long)es.rx_frames, (unsigned long long)es.tx_frames);
@@ -485,10 +512,11 @@ static void ctx_free(struct xps_ctx *c)
  */
 static bool ctx_put(struct xps_ctx *c)
 {
+	char a[64];
+
 	if (c->client || c->refs || xvi_sctx__closing(c->ctx))
 		return false;
-	xp_info("stream context %s:%u on %s released", inet_ntoa(c->local.sin_addr),
-		ntohs(c->local.sin_port), c->ifname);
+	xp_info("stream context %s on %s released", xp_sa_str(&c->local, a), c->ifname);
 	ctx_free(c);
 	return true;
 }
@@ -527,17 +555,20 @@ int xps_bind(int fd, const struct sockaddr *addr, socklen_t len)
 	struct xps *x = xps_get(fd);
 	int r = REAL(bind)(fd, addr, len);
 
-	if (!r && x && addr && len >= sizeof(x->local) && addr->sa_family == AF_INET)
-		x->local = *(const struct sockaddr_in *)addr;
+	if (!r && x && addr && (addr->sa_family == AF_INET || addr->sa_family == AF_INET6) &&
+	    len >= xp_sa_len(addr->sa_family)) {
+		memset(&x->local, 0, sizeof(x->local));
+		memcpy(&x->local, addr, xp_sa_len(addr->sa_family));
+	}
 	return r;
 }
 
 XP_API int listen(int fd, int backlog)
 {
 	struct xps *x = xps_get(fd);
-	struct sockaddr_in local;
+	union xvi_sockaddr local = {};
 	socklen_t len = sizeof(local);
-	char ifname[IF_NAMESIZE] = "";
+	char ifname[IF_NAMESIZE] = "", a[64], b[64];
 	struct xvi_stream *s = NULL;
 	struct xps_ctx *c;
 	int r;
@@ -545,10 +576,26 @@ XP_API int listen(int fd, int backlog)
 	r = REAL(listen)(fd, backlog);
 	if (r || !x || x->state != XPS_NEW)
 		return r;
-	if (REAL(getsockname)(fd, (struct sockaddr *)&local, &len))
+	if (REAL(getsockname)(fd, &local.sa, &len))
 		return 0;
 	x->local = local;
-	if (choose_iface(-1, &local, NULL, ifname))
+	if (local.sa.sa_family == AF_INET6) {
+		local.in6.sin6_flowinfo = 0;
+		/*
+		 * Bound to an IPv4 address through its mapped form: only the
+		 * kernel's dual-stack socket reaches it.  A dual-stack listener
+		 * on :: gets an IPv6 endpoint only; IPv4 clients reach it
+		 * through the kernel socket.
+		 */
+		if (IN6_IS_ADDR_V4MAPPED(&local.in6.sin6_addr)) {
+			xp_info("fd %d: %s is a v4-mapped address: kernel TCP only", fd,
+				xp_sa_str(&local, a));
+			goto kernel;
+		}
+		if (!IN6_IS_ADDR_LINKLOCAL(&local.in6.sin6_addr))
+			local.in6.sin6_scope_id = 0;
+	}
+	if (choose_iface_sa(-1, &local, NULL, ifname))
 		goto kernel;
 	lock();
 	c = get_ctx(fd, ifname, local, false);
@@ -556,10 +603,10 @@ XP_API int listen(int fd, int backlog)
 		XVI_OPTS(xvi_stream_opts, so, .flags = XVI_STREAM_NONBLOCK);
 
 		s = xvi_stream__socket(c->ctx, &so);
-		if (s && (xvi_stream__bind(s, ntohs(local.sin_port)) ||
+		if (s && (xvi_stream__bind(s, ntohs(*sa_port(&local))) ||
 			  xvi_stream__listen(s, backlog))) {
 			xp_info("fd %d: xvi listener on service %u: %s", fd,
-				ntohs(local.sin_port), strerror(errno));
+				ntohs(*sa_port(&local)), strerror(errno));
 			xvi_stream__close(s);
 			s = NULL;
 		}
@@ -577,9 +624,8 @@ XP_API int listen(int fd, int backlog)
 	cnt.listen_xvi++;
 	epoll_promote(fd, x);
 	unlock();
-	xp_info("fd %d listens on %s:%u: kernel TCP and xvi streams (endpoint %s:%u on %s)",
-		fd, inet_ntoa(local.sin_addr), ntohs(local.sin_port),
-		inet_ntoa(c->local.sin_addr), ntohs(c->local.sin_port), c->ifname);
+	xp_info("fd %d listens on %s: kernel TCP and xvi streams (endpoint %s on %s)",
+		fd, xp_sa_str(&local, a), xp_sa_str(&c->local, b), c->ifname);
 	return 0;
 kernel:
 	__atomic_fetch_add(&cnt.listen_tcp, 1, __ATOMIC_RELAXED);
@@ -588,12 +634,14 @@ kernel:
 	return 0;
 }
 
-static void put_in(const struct sockaddr_in *a, struct sockaddr *out, socklen_t *len)
+static void put_in(const union xvi_sockaddr *a, struct sockaddr *out, socklen_t *len)
 {
+	socklen_t n = xp_sa_len(a->sa.sa_family);
+
 	if (!out || !len)
 		return;
-	memcpy(out, a, *len < sizeof(*a) ? *len : sizeof(*a));
-	*len = sizeof(*a);
+	memcpy(out, a, *len < n ? *len : n);
+	*len = n;
 }
 
 /* An xvi connection from listener @x, or NULL (errno EAGAIN: none yet). */
@@ -603,6 +651,7 @@ static int accept_xvi(int lfd, struct xps *x, struct sockaddr *addr, socklen_t *
 	union xvi_sockaddr peer;
 	struct xvi_stream *s;
 	struct xps *n;
+	char a[64];
 	int fd;
 
 	lock();
@@ -611,7 +660,7 @@ static int accept_xvi(int lfd, struct xps *x, struct sockaddr *addr, socklen_t *
 	if (!s)
 		return -1;
 	/* The stand-in: a kernel TCP socket that is never connected. */
-	fd = REAL(socket)(AF_INET, SOCK_STREAM | (flags & SOCK_CLOEXEC), 0);
+	fd = REAL(socket)(x->family, SOCK_STREAM | (flags & SOCK_CLOEXEC), 0);
 	if (fd < 0)
 		goto abort;
 	n = add(fd, XPS_CONN, flags & SOCK_NONBLOCK);
@@ -623,8 +672,9 @@ static int accept_xvi(int lfd, struct xps *x, struct sockaddr *addr, socklen_t *
 	if (flags & SOCK_NONBLOCK)
 		REAL(fcntl)(fd, F_SETFL, O_NONBLOCK);
 	n->s = s;
+	n->family = x->family;
 	n->local = x->local;
-	n->peer = peer.in;
+	n->peer = peer;
 	n->nodelay = x->nodelay;
 	lock();
 	n->c = x->c;
@@ -634,8 +684,8 @@ static int accept_xvi(int lfd, struct xps *x, struct sockaddr *addr, socklen_t *
 	cnt.accept_xvi++;
 	unlock();
 	put_in(&n->peer, addr, alen);
-	xp_info("fd %d: accepted %s:%u over an xvi stream on fd %d", lfd,
-		inet_ntoa(n->peer.sin_addr), ntohs(n->peer.sin_port), fd);
+	xp_info("fd %d: accepted %s over an xvi stream on fd %d", lfd,
+		xp_sa_str(&n->peer, a), fd);
 	return fd;
 abort:
 	lock();
@@ -687,18 +737,17 @@ XP_API int accept4(int fd, struct sockaddr *addr, socklen_t *alen, int flags)
 
 /* ---- connect ---- */
 
-static struct xps_peer *known_peer(const struct sockaddr_in *a)
+static struct xps_peer *known_peer(const union xvi_sockaddr *a)
 {
 	int i;
 
 	for (i = 0; i < npeers; i++)
-		if (peers[i].addr.sin_addr.s_addr == a->sin_addr.s_addr &&
-		    peers[i].addr.sin_port == a->sin_port)
+		if (xvi_sockaddr_eq(&peers[i].addr, a))
 			return &peers[i];
 	return NULL;
 }
 
-static void remember(const struct sockaddr_in *a, const char *why)
+static void remember(const union xvi_sockaddr *a, const char *why)
 {
 	struct xps_peer *p = known_peer(a);
 
@@ -709,23 +758,31 @@ static void remember(const struct sockaddr_in *a, const char *why)
 }
 
 /* Try an xvi stream to @dst within connect_ms: 0, or the reason it failed. */
-static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
+static const char *try_xvi(int fd, struct xps *x, const union xvi_sockaddr *dst)
 {
 	XVI_OPTS(xvi_stream_info, info);
 	XVI_OPTS(xvi_stream_opts, so,
 		 .flags = XVI_STREAM_NONBLOCK | (x->nodelay ? XVI_STREAM_NODELAY : 0));
-	struct sockaddr_in any = { .sin_family = AF_INET };
+	union xvi_sockaddr any = { .sa.sa_family = dst->sa.sa_family }, src;
 	char ifname[IF_NAMESIZE] = "";
-	union xvi_sockaddr peer = { .in = *dst };
+	union xvi_sockaddr peer = *dst;
 	struct xvi_stream *s;
 	struct xps_ctx *c;
 	__u64 end = now_ms() + connect_ms;
 	int r;
 
-	if (choose_iface(-1, &any, dst, ifname))
+	if (choose_iface_sa(-1, &any, dst, ifname))
 		return "no interface";
-	if (route_src(dst, &any.sin_addr))
+	if (route_src_sa(dst, &src))
 		return "no route";
+	/* The route's source address, port 0 (the context picks one). */
+	if (any.sa.sa_family == AF_INET6) {
+		any.in6.sin6_addr = src.in6.sin6_addr;
+		if (IN6_IS_ADDR_LINKLOCAL(&src.in6.sin6_addr))
+			any.in6.sin6_scope_id = src.in6.sin6_scope_id;
+	} else {
+		any.in.sin_addr = src.in.sin_addr;
+	}
 	lock();
 	c = get_ctx(fd, ifname, any, true);
 	s = c ? xvi_stream__socket(c->ctx, &so) : NULL;
@@ -733,7 +790,7 @@ static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
 		unlock();
 		return "no stream context";
 	}
-	r = xvi_stream__connect(s, &peer, ntohs(dst->sin_port));
+	r = xvi_stream__connect(s, &peer, ntohs(*sa_port(&peer)));
 	for (;;) {
 		xvi_stream_ctx__process(c->ctx);
 		xvi_stream__info(s, &info);
@@ -758,8 +815,8 @@ static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
 	c->refs++;
 	x->s = s;
 	x->peer = *dst;
-	x->local = c->local;
-	x->local.sin_addr = any.sin_addr;
+	x->local = any;
+	*sa_port(&x->local) = *sa_port(&c->local);
 	x->state = XPS_CONN;
 	cnt.connect_xvi++;
 	epoll_promote(fd, x);
@@ -767,36 +824,71 @@ static const char *try_xvi(int fd, struct xps *x, const struct sockaddr_in *dst)
 	return NULL;
 }
 
+/*
+ * @addr as an xvi stream's peer for socket @x: 0 (in @dst), or why the
+ * kernel takes it (NULL: the kernel's own case, an error or AF_UNSPEC).
+ */
+static int stream_dst(const struct xps *x, const struct sockaddr *addr, socklen_t len,
+		      union xvi_sockaddr *dst, const char **why)
+{
+	*why = NULL;
+	if (!addr || len < sizeof(sa_family_t) || addr->sa_family != x->family ||
+	    len < (x->family == AF_INET6 ? 24 : sizeof(struct sockaddr_in)))
+		return -1;
+	memset(dst, 0, sizeof(*dst));
+	memcpy(dst, addr, len < xp_sa_len(x->family) ? len : xp_sa_len(x->family));
+	if (x->family == AF_INET)
+		return 0;
+	dst->in6.sin6_flowinfo = 0;
+	/* An IPv4 peer through a dual-stack socket: no IPv6 stream reaches it. */
+	if (IN6_IS_ADDR_V4MAPPED(&dst->in6.sin6_addr)) {
+		*why = "v4-mapped address";
+		return -1;
+	}
+	if (!IN6_IS_ADDR_LINKLOCAL(&dst->in6.sin6_addr))
+		dst->in6.sin6_scope_id = 0;
+	return 0;
+}
+
 int xps_connect(int fd, const struct sockaddr *addr, socklen_t len)
 {
 	struct xps *x = xps_get(fd);
-	const struct sockaddr_in *dst = (const struct sockaddr_in *)addr;
+	union xvi_sockaddr dst;
 	struct xps_peer *known;
 	const char *why;
+	char a[64];
 
 	if (x->state == XPS_CONN)
 		return fail(EISCONN);
-	if (x->state != XPS_NEW || !addr || len < sizeof(*dst) || addr->sa_family != AF_INET)
+	if (x->state != XPS_NEW)
 		return REAL(connect)(fd, addr, len);
+	if (stream_dst(x, addr, len, &dst, &why)) {
+		if (why) {
+			__atomic_fetch_add(&cnt.connect_tcp_other, 1, __ATOMIC_RELAXED);
+			xp_info("fd %d: connect %s over kernel TCP: %s", fd,
+				xp_sa_str(&dst, a), why);
+			drop(fd);
+		}
+		return REAL(connect)(fd, addr, len);
+	}
 	lock();
-	known = known_peer(dst);
+	known = known_peer(&dst);
 	why = known ? known->why : NULL;
 	unlock();
 	if (known) {
 		__atomic_fetch_add(&cnt.connect_tcp_known, 1, __ATOMIC_RELAXED);
-		xp_info("fd %d: connect %s:%u over kernel TCP (earlier: %s)", fd,
-			inet_ntoa(dst->sin_addr), ntohs(dst->sin_port), why);
+		xp_info("fd %d: connect %s over kernel TCP (earlier: %s)", fd,
+			xp_sa_str(&dst, a), why);
 		drop(fd);
 		return REAL(connect)(fd, addr, len);
 	}
-	why = try_xvi(fd, x, dst);
+	why = try_xvi(fd, x, &dst);
 	if (!why) {
-		xp_info("fd %d: connect %s:%u over an xvi stream", fd,
-			inet_ntoa(dst->sin_addr), ntohs(dst->sin_port));
+		xp_info("fd %d: connect %s over an xvi stream", fd, xp_sa_str(&dst, a));
 		return 0;
 	}
 	lock();
-	remember(dst, why);
+	remember(&dst, why);
 	if (!strcmp(why, "timeout"))
 		cnt.connect_tcp_timeout++;
 	else if (!strcmp(why, "refused"))
@@ -804,9 +896,8 @@ int xps_connect(int fd, const struct sockaddr *addr, socklen_t len)
 	else
 		cnt.connect_tcp_other++;
 	unlock();
-	xp_info("fd %d: connect %s:%u over kernel TCP: xvi stream %s%s", fd,
-		inet_ntoa(dst->sin_addr), ntohs(dst->sin_port), why,
-		!strcmp(why, "timeout") ? " (--stream-timeout)" : "");
+	xp_info("fd %d: connect %s over kernel TCP: xvi stream %s%s", fd,
+		xp_sa_str(&dst, a), why, !strcmp(why, "timeout") ? " (--stream-timeout)" : "");
 	drop(fd);
 	return REAL(connect)(fd, addr, len);
 }

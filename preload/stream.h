@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Stream mode (xvi-run --streams): AF_INET TCP sockets over xvi streams,
- * kernel TCP as the fallback.  stream.c holds it; the interceptors of the
- * UDP mode call in through XPS_HOOK when the fd is a stream candidate.
+ * Stream mode (xvi-run --streams): AF_INET and AF_INET6 TCP sockets over
+ * xvi streams, kernel TCP as the fallback.  stream.c holds it; the
+ * interceptors of the UDP mode call in through XPS_HOOK when the fd is a
+ * stream candidate.
  */
 #ifndef XVI_PRELOAD_STREAM_H
 #define XVI_PRELOAD_STREAM_H
@@ -32,7 +33,7 @@ static inline struct xps *xps_get(int fd)
 			return call;			\
 	} while (0)
 
-/* socket(): an AF_INET SOCK_STREAM socket @fd becomes a candidate. */
+/* socket(): an AF_INET or AF_INET6 SOCK_STREAM socket @fd becomes a candidate. */
 void xps_socket(int fd, int domain, int type, int protocol);
 int xps_bind(int fd, const struct sockaddr *addr, socklen_t len);
 int xps_connect(int fd, const struct sockaddr *addr, socklen_t len);
