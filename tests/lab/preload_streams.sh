@@ -136,6 +136,35 @@ case_curl_v6() {
 		"for a plain IPv6 client ($OB -> $NB)"
 }
 
+# A dual-stack listener (http.server on ::, IPV6_V6ONLY off) under
+# xvi-run: an IPv6 endpoint only.  curl under xvi-run over IPv6 comes over
+# a stream; over IPv4 its stream try gets no answer and it comes through
+# the kernel socket, which takes both families; to the v4-mapped form of
+# b's IPv4 address it goes to the kernel without a try.
+case_dualstack() {
+	local SRV_ADDR=:: URL_HOST='[2001:2::2]'
+	_dad_done a && _dad_done b || return
+	_curl_over_xvi 8087 || return
+	grep -q "listens on \[::\]:8087: kernel TCP and xvi streams (endpoint \[::\]:8087" \
+		"$T_TMP/srv-8087.err" || fail "no IPv6 wildcard endpoint in the server's log:" \
+		"$(grep listens "$T_TMP/srv-8087.err")" || return
+	URL_HOST=198.18.0.2
+	_fetch xvi xvi 8088 || return
+	grep -q "over kernel TCP: xvi stream" "$T_TMP/curl.err" &&
+		[ "$(_stat "$T_TMP/curl.stats" streams connect_tcp)" = 1 ] ||
+		fail "curl's IPv4 connect did not fall back: $(head -1 "$T_TMP/curl.stats")" || return
+	[ "${NB#* }" -gt "${OB#* }" ] || fail "node b: kernel TCP PassiveOpens did not move" \
+		"for the IPv4 client ($OB -> $NB)" || return
+	# An IPv4 peer named as ::ffff:a.b.c.d on an IPv6 socket: the kernel at once.
+	URL_HOST='[::ffff:198.18.0.2]'
+	_fetch xvi xvi 8089 || return
+	grep -q "connect \[::ffff:198.18.0.2\]:8089 over kernel TCP: v4-mapped address" \
+		"$T_TMP/curl.err" || fail "curl's v4-mapped connect was not sent to the kernel:" \
+		"$(grep connect "$T_TMP/curl.err")" || return
+	[ "$(_stat "$T_TMP/curl.stats" streams connect_tcp)" = 1 ] ||
+		fail "the v4-mapped connect was not counted: $(head -1 "$T_TMP/curl.stats")"
+}
+
 # Plain curl against the server under xvi-run: its listener takes kernel TCP.
 case_curl_kernel_client() {
 	_fetch xvi kernel 8081 || return
@@ -280,6 +309,7 @@ socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10).close()' \
 CASES=(
 	curl_xvi	case_curl_xvi	"curl and python3 http.server both under xvi-run --streams: 4 MiB over an xvi stream, byte-exact"
 	curl_v6		case_curl_v6	"curl -g and python3 http.server --bind 2001:2::2 both under xvi-run --streams: over an IPv6 xvi stream; plain curl over TCP"
+	dualstack	case_dualstack	"http.server on :: (dual-stack) under xvi-run --streams: curl under xvi-run over an IPv6 stream, over IPv4 through the kernel socket"
 	curl_kernel_client	case_curl_kernel_client	"plain curl against the http.server under xvi-run --streams: kernel TCP"
 	curl_fallback	case_curl_fallback	"curl under xvi-run --streams against a plain http.server: falls back to TCP"
 	epoll		case_epoll	"an asyncio (epoll) HTTP server under xvi-run --streams: curl under xvi-run over a stream, plain curl over TCP"
