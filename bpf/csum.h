@@ -57,6 +57,16 @@ static __always_inline __u32 xvi_csum_words(const void *p, const int n, __u32 su
 	return sum;
 }
 
+/*
+ * Whether the 20-byte IPv4 header at @iph (no options) holds its header
+ * checksum: the datapath's one check for delivered and routed frames, in
+ * inline adds rather than a helper call.
+ */
+static __always_inline bool xvi_ip4_hdr_sum_ok(const void *iph)
+{
+	return xvi_csum_fold(xvi_csum_words(iph, 10, 0)) == 0xffff;
+}
+
 /* Add @len bytes of stack or map memory (@len a constant multiple of 4). */
 static __always_inline int xvi_csum_mem(void *buf, __u32 len, __u32 *sum)
 {

@@ -152,7 +152,7 @@ static __always_inline int xvi_route4(struct xdp_md *ctx, struct xvi_global_coun
 		return XDP_PASS;
 	}
 	/* The kernel drops a bad header checksum at ip_rcv: let it. */
-	if (xvi_csum_fold(xvi_csum_words(iph, sizeof(*iph) / 2, 0)) != 0xffff) {
+	if (!xvi_ip4_hdr_sum_ok(iph)) {
 		g->rt_pass_other++;
 		return XDP_PASS;
 	}

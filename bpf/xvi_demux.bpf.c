@@ -496,21 +496,18 @@ static __always_inline int xvi_udp_deliver(struct xdp_md *ctx, struct xvi_global
 static __always_inline int xvi_ip4_hdr_csum(struct xdp_md *ctx, struct iphdr *iph,
 					    __u32 l3_off, __u32 hlen)
 {
+	/*
+	 * Options: copy the whole header, whose length the verifier knows to
+	 * be 20..60 (a non-zero helper size), rather than the options alone,
+	 * whose 4..40 it cannot prove non-zero.
+	 */
+	__u8 hdr[60];
 	__u32 sum = 0;
 
-	if (hlen == XVI_IP4_HLEN) {
-		if (xvi_csum_mem(iph, XVI_IP4_HLEN, &sum))
-			return -1;
-	} else {
-		/* Options: copy the whole header, whose length the verifier
-		 * knows to be 20..60 (a non-zero helper size), rather than
-		 * the options alone, whose 4..40 it cannot prove non-zero. */
-		__u8 hdr[60];
-
-		if (bpf_xdp_load_bytes(ctx, l3_off, hdr, hlen) ||
-		    xvi_csum_mem(hdr, hlen, &sum))
-			return -1;
-	}
+	if (hlen == XVI_IP4_HLEN)
+		return xvi_ip4_hdr_sum_ok(iph) ? 0 : 1;
+	if (bpf_xdp_load_bytes(ctx, l3_off, hdr, hlen) || xvi_csum_mem(hdr, hlen, &sum))
+		return -1;
 	return xvi_csum_fold(sum) == 0xffff ? 0 : 1;
 }
 
