@@ -1248,6 +1248,13 @@ bool xps_any_select(int nfds, const fd_set *rd, const fd_set *wr, const fd_set *
 	return false;
 }
 
+/* A pollfd's events as the stream library asks them: it answers POLLIN and POLLOUT. */
+static short stream_poll_events(short events)
+{
+	return (events & (POLLIN | POLLRDNORM) ? POLLIN : 0) |
+	       (events & (POLLOUT | POLLWRNORM) ? POLLOUT : 0);
+}
+
 /*
  * Before a poll round sleeps: spin up to --spin-us (xp_conf.spin_us, as
  * the UDP mode's waits) on the streams among @fds, driving their contexts
@@ -1276,8 +1283,7 @@ static bool spin_poll(const struct pollfd *fds, nfds_t n)
 			if (!x || x->state == XPS_NEW)
 				continue;
 			sp.s = x->s;
-			sp.events = (fds[i].events & (POLLIN | POLLRDNORM) ? POLLIN : 0) |
-				    (fds[i].events & (POLLOUT | POLLWRNORM) ? POLLOUT : 0);
+			sp.events = stream_poll_events(fds[i].events);
 			any = xvi_stream__poll(&sp, 1, 0) > 0;
 		}
 		unlock();
@@ -1315,12 +1321,7 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 			map[i] = -1;
 			if (x && x->state != XPS_NEW) {
 				sp.s = x->s;
-				sp.events = fds[i].events & (POLLIN | POLLOUT | POLLRDNORM |
-							     POLLWRNORM);
-				if (fds[i].events & (POLLIN | POLLRDNORM))
-					sp.events |= POLLIN;
-				if (fds[i].events & (POLLOUT | POLLWRNORM))
-					sp.events |= POLLOUT;
+				sp.events = stream_poll_events(fds[i].events);
 				if (xvi_stream__poll(&sp, 1, 0) > 0) {
 					fds[i].revents = sp.revents & (POLLIN | POLLOUT | POLLERR |
 								       POLLHUP);
