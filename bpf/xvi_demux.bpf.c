@@ -450,6 +450,26 @@ xvi_udp_match(struct xvi_cursor *c, struct xvi_global_counters *g, __u16 flags, 
 }
 
 /*
+ * The lengths of a UDP datagram as its headers give them, never the
+ * frame's (Ethernet padding, frags): the IP packet lies in the frame's
+ * @frame_len bytes and the UDP length fits its payload.  Over IPv4 the
+ * packet of @tot_len bytes starts at @l3_off with a header of @hlen.
+ */
+static __always_inline bool xvi_udp4_lens_ok(__u32 l3_off, __u32 hlen, __u32 tot_len,
+					     __u32 udp_len, __u32 frame_len)
+{
+	return tot_len >= hlen + XVI_UDP_HLEN && l3_off + tot_len <= frame_len &&
+	       udp_len >= XVI_UDP_HLEN && udp_len <= tot_len - hlen;
+}
+
+/* The same over IPv6: a payload of @plen bytes from @l4_off. */
+static __always_inline bool xvi_udp6_lens_ok(__u32 l4_off, __u32 plen, __u32 udp_len,
+					     __u32 frame_len)
+{
+	return l4_off + plen <= frame_len && udp_len >= XVI_UDP_HLEN && udp_len <= plen;
+}
+
+/*
  * The common tail of IPv4 and IPv6, once the IP header checked out: the
  * UDP checksum @check against the pseudo-header (the @addrs_len bytes of
  * source and destination addresses at @addrs, then the family's @ph), the
@@ -582,8 +602,7 @@ static __always_inline int xvi_port_hook4(struct xdp_md *ctx, struct xvi_global_
 	idx = xvi_port_hook(XVI_TAG_UDP4, &iph->daddr, sizeof(iph->daddr), uh->dest);
 	if (idx < 0)
 		return -1;
-	if (tot_len < hlen + XVI_UDP_HLEN || l3_off + tot_len > bpf_xdp_get_buff_len(ctx) ||
-	    udp_len < XVI_UDP_HLEN || udp_len > tot_len - hlen ||
+	if (!xvi_udp4_lens_ok(l3_off, hlen, tot_len, udp_len, bpf_xdp_get_buff_len(ctx)) ||
 	    xvi_ip4_hdr_csum(ctx, iph, l3_off, hlen))
 		return XDP_PASS;
 	ph.len = uh->len;
@@ -604,7 +623,7 @@ static __always_inline int xvi_port_hook6(struct xdp_md *ctx, struct xvi_global_
 	idx = xvi_port_hook(XVI_TAG_UDP6, &ip6h->daddr, sizeof(ip6h->daddr), uh->dest);
 	if (idx < 0)
 		return -1;
-	if (l4_off + plen > bpf_xdp_get_buff_len(ctx) || udp_len < XVI_UDP_HLEN || udp_len > plen)
+	if (!xvi_udp6_lens_ok(l4_off, plen, udp_len, bpf_xdp_get_buff_len(ctx)))
 		return XDP_PASS;
 	ph.len = bpf_htonl(udp_len);
 	if (xvi_port_hook_csum(ctx, &ip6h->saddr, 2 * sizeof(ip6h->saddr), &ph, sizeof(ph),
@@ -657,8 +676,7 @@ static __always_inline int xvi_rx_ip4(struct xdp_md *ctx, struct xvi_cursor *c,
 	tot_len = bpf_ntohs(iph->tot_len);
 	udp_len = bpf_ntohs(uh->len);
 	check = uh->check;
-	if (tot_len < hlen + XVI_UDP_HLEN || l3_off + tot_len > frame_len ||
-	    udp_len < XVI_UDP_HLEN || udp_len > tot_len - hlen)
+	if (!xvi_udp4_lens_ok(l3_off, hlen, tot_len, udp_len, frame_len))
 		return xvi_malformed(g, ep);
 
 	ret = xvi_ip4_hdr_csum(ctx, iph, l3_off, hlen);
@@ -719,7 +737,7 @@ static __always_inline int xvi_rx_ip6(struct xdp_md *ctx, struct xvi_cursor *c,
 	plen = bpf_ntohs(ip6h->payload_len);
 	udp_len = bpf_ntohs(uh->len);
 	check = uh->check;
-	if (l4_off + plen > frame_len || udp_len < XVI_UDP_HLEN || udp_len > plen)
+	if (!xvi_udp6_lens_ok(l4_off, plen, udp_len, frame_len))
 		return xvi_malformed(g, ep);
 
 	ph.len = bpf_htonl(udp_len);
