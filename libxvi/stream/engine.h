@@ -126,6 +126,7 @@ struct xvi_stream {
 		__u32 mss, peer_mss;
 		bool fin_queued;		/* we will send FIN after the data */
 		bool fin_sent;
+		bool held;			/* sends only queue (xvi_ss__send_hold) */
 		__u64 una_since;		/* oldest unacked data waiting since */
 	} snd;
 
@@ -317,6 +318,12 @@ int xvi_ss__abort(struct xvi_stream *s);
 short xvi_ss__events(const struct xvi_stream *s);
 /* Mark for output and run the engine. */
 void xvi_ss__kick(struct xvi_stream *s);
+/*
+ * @hold: the next sends and reference sends only queue their bytes; false:
+ * what they queued goes out now.  A batch of them (copies and references
+ * interleaved) then leaves in full segments, not one segment per call.
+ */
+void xvi_ss__send_hold(struct xvi_stream *s, bool hold);
 /* Is the stream's region reference send @cookie... reap completions. */
 int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max);
 /* Address of registered memory: region id or -1. */

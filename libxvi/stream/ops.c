@@ -96,9 +96,11 @@ static int send_check(struct xvi_stream *s)
 	return 0;
 }
 
-/* New bytes were queued: send what the window allows. */
+/* New bytes were queued: send what the window allows (unless held). */
 static void send_queued(struct xvi_stream *s)
 {
+	if (s->snd.held)
+		return;
 	sctx_now(s->ctx);
 	stream_output(s);
 	sctx_run(s->ctx);
@@ -177,10 +179,15 @@ ssize_t xvi_ss__send_ref(struct xvi_stream *s, int region, size_t off, size_t le
 	if (err)
 		return err;
 	r->refs++;
-	sctx_now(s->ctx);
-	stream_output(s);
-	sctx_run(s->ctx);
+	send_queued(s);
 	return len;
+}
+
+void xvi_ss__send_hold(struct xvi_stream *s, bool hold)
+{
+	s->snd.held = hold;
+	if (!hold && s->snd.queue.end != s->snd.nxt)
+		send_queued(s);
 }
 
 int xvi_ss__reap(struct xvi_stream *s, __u64 *cookies, int max)
