@@ -212,15 +212,19 @@ XVI_API int xvi_memnet_ctx__stats(const struct xvi_memnet_ctx *mn,
 /*
  * The same as jobs (xvi_memnet_job__wait / __done above): a descriptor at
  * once, or NULL with errno (EBADF, ENOTCONN, EINVAL: not inside region
- * @mem).  A send job completes with @len once its bytes left the region
- * (copied into the tunnel: the region is reusable), a receive job with the
- * bytes received once full or at end of stream; an error completes them as
+ * @mem).  A send job completes with @len once the region is reusable: its
+ * payloads of at least the copy threshold go by reference, as
+ * send_direct's, and complete on the tunnel's ACK; smaller ones are copied
+ * and complete when queued.  A receive job completes with the bytes
+ * received once full or at end of stream.  An error completes them as
  * send(2)/recv(2) return: the bytes moved, else -errno (-ECONNRESET,
- * -EPIPE, ...).  Jobs of a socket complete in order; a plain send waits
- * behind its send jobs, a plain recv returns -EBUSY while a receive job is
- * pending, close() returns -EBUSY while any is (abort() completes them with
- * -ECONNABORTED, as freeing the context does).  Their bytes leave with the
- * next flush, as MSG_MORE sends' do.
+ * -EPIPE, ...).  A plain send waits behind the socket's send jobs until
+ * their bytes are queued, a plain recv returns -EBUSY while a receive job
+ * is pending, close() returns -EBUSY while a job has bytes not yet queued
+ * or a receive job is pending (send jobs waiting only for the ACK
+ * complete after the close; abort() completes the others with
+ * -ECONNABORTED, as freeing the context does).  Their bytes leave with
+ * the next flush, as MSG_MORE sends' do.
  */
 XVI_API struct xvi_memnet_job *xvi_memnet_ctx__async_send(struct xvi_memnet_ctx *mn, int sd,
 			int mem, size_t off, size_t len);

@@ -30,12 +30,15 @@ struct xvi_memnet_job {
 	size_t off, len;
 	__u8 *buf;
 	size_t moved;			/* remote: bytes moved so far */
+	__u64 ref_last;			/* remote send: cookie of its last payload
+					 * by reference, 0: none */
 	bool submitted;			/* send: handed to the engine */
 	bool posted;			/* recv: the engine's posted buffer */
 	bool done;
 	ssize_t result;
 	__u32 sum;			/* debug: CRC32C of a send buffer */
-	struct xvi_memnet_job *next;	/* the stream's (socket's) send or receive queue */
+	struct xvi_memnet_job *next;	/* the stream's (socket's) send or receive
+					 * queue; remote: the context's acks */
 	struct xvi_memnet_job *pnext;	/* the context's pending jobs */
 };
 

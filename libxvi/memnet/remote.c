@@ -77,6 +77,9 @@ struct xvi_memnet_ctx {
 	struct zref zq[ZQ_CAP];	/* by-reference payloads, in output order */
 	__u32 zq_head, zq_len;
 	__u64 ref_sent, ref_acked;	/* cookies: refs given to the stream, acked */
+	/* Send jobs whose bytes are all queued, waiting for the tunnel's ACK
+	 * of their payloads by reference; in cookie order. */
+	struct xvi_memnet_job *acks, **acks_tail;
 	struct xvi_memnet_ctx_stats st;
 	struct rsock **socks;	/* by handle */
 	struct rsock *jl;	/* sockets with jobs */
@@ -172,14 +175,50 @@ static void job_pop(struct xvi_memnet_job **q, ssize_t result)
 	xvi_mn__complete(j, result);
 }
 
+/*
+ * A send job put all it will put into the tunnel's output: it completes
+ * with @result now, or, if the stream still reads payloads of it from the
+ * region, once the tunnel acknowledged the last of them.
+ */
+static void job_queued(struct xvi_memnet_ctx *mn, struct xvi_memnet_job *j, ssize_t result)
+{
+	if (!j->ref_last || mn->ref_acked >= j->ref_last || mn->dead) {
+		xvi_mn__complete(j, result);
+		return;
+	}
+	j->result = result;
+	j->next = NULL;
+	*mn->acks_tail = j;
+	mn->acks_tail = &j->next;
+}
+
+/* Complete the send jobs the tunnel acknowledged (all of them once it died:
+ * its stream reads no region any more). */
+static void acks_run(struct xvi_memnet_ctx *mn)
+{
+	struct xvi_memnet_job *j;
+
+	while ((j = mn->acks) && (mn->ref_acked >= j->ref_last || mn->dead)) {
+		mn->acks = j->next;
+		if (!mn->acks)
+			mn->acks_tail = &mn->acks;
+		j->next = NULL;
+		xvi_mn__complete(j, j->result);
+	}
+}
+
 static void slot_free(struct xvi_memnet_ctx *mn, int sd)
 {
 	struct rsock *rs = sock_of(mn, sd);
 
 	if (!rs)
 		return;
-	while (rs->txq)
-		job_pop(&rs->txq, -ECONNABORTED);
+	while (rs->txq) {
+		struct xvi_memnet_job *j = rs->txq;
+
+		rs->txq = j->next;
+		job_queued(mn, j, -ECONNABORTED);
+	}
 	while (rs->rxq)
 		job_pop(&rs->rxq, -ECONNABORTED);
 	if (rs->on_jl)
@@ -206,6 +245,7 @@ static void tunnel_failed(struct xvi_memnet_ctx *mn, int err)
 		if (mn->socks[i] && !mn->socks[i]->err)
 			mn->socks[i]->err = mn->dead;
 	jobs_run(mn);
+	acks_run(mn);
 }
 
 static void credit_back(struct xvi_memnet_ctx *mn, int sd, struct rsock *rs);
@@ -367,6 +407,11 @@ static void pump_io(struct xvi_memnet_ctx *mn, bool flush)
 		jobs_run(mn);
 		if (mn->ref_acked != mn->ref_sent)
 			reap_refs(mn);
+		if (mn->acks)
+			acks_run(mn);
+		/* Headers and payloads by reference leave in full segments. */
+		if (flush && mn->zq_len)
+			xvi_ss__send_hold(mn->tun, true);
 		while (flush && (mn->out_len || mn->zq_len)) {
 			size_t n = mn->out_len;
 
@@ -381,6 +426,7 @@ static void pump_io(struct xvi_memnet_ctx *mn, bool flush)
 					if (r == -EAGAIN)
 						break;
 					if (r < 0) {
+						xvi_ss__send_hold(mn->tun, false);
 						tunnel_failed(mn, (int)-r);
 						return;
 					}
@@ -395,6 +441,7 @@ static void pump_io(struct xvi_memnet_ctx *mn, bool flush)
 			if (r == -EAGAIN || !r)
 				break;
 			if (r < 0) {
+				xvi_ss__send_hold(mn->tun, false);
 				tunnel_failed(mn, (int)-r);
 				return;
 			}
@@ -402,6 +449,8 @@ static void pump_io(struct xvi_memnet_ctx *mn, bool flush)
 			mn->out_len -= (size_t)r;
 			mn->out_pos += (__u64)r;
 		}
+		if (mn->tun->snd.held)
+			xvi_ss__send_hold(mn->tun, false);
 		if (!mn->out_len)
 			mn->out_off = 0;
 		if (mn->in_off + mn->in_len == IN_CAP) {
@@ -503,6 +552,7 @@ struct xvi_memnet_ctx *xvi_memnet_ctx__new(struct xvi_stream_ctx *sctx, const un
 		return NULL;
 	}
 	mn->sctx = sctx;
+	mn->acks_tail = &mn->acks;
 	mn->window = XVI_TUN_WINDOW;
 	mn->st.sz = sizeof(mn->st);
 	mn->tun = xvi_stream__socket(sctx, &so);
@@ -558,7 +608,7 @@ void xvi_memnet_ctx__free(struct xvi_memnet_ctx *mn)
 	if (!mn)
 		return;
 	/* Flush what is queued (bounded by the tunnel's health). */
-	for (int i = 0; i < 50 && (mn->out_len || mn->zq_len) && !mn->dead; i++)
+	for (int i = 0; i < 50 && (mn->out_len || mn->zq_len || mn->acks) && !mn->dead; i++)
 		nap(mn, WAIT_SLICE_MS);
 	for (struct rsock *rs = mn->jl; rs; rs = rs->jnext) {
 		for (struct xvi_memnet_job *j = rs->txq; j; j = j->next)
@@ -568,6 +618,15 @@ void xvi_memnet_ctx__free(struct xvi_memnet_ctx *mn)
 	}
 	for (__u32 i = 1; i < mn->nsocks; i++)
 		slot_free(mn, (int)i);
+	/* Not acknowledged in time: the stream may still read them. */
+	while (mn->acks) {
+		struct xvi_memnet_job *j = mn->acks;
+
+		mn->acks = j->next;
+		j->next = NULL;
+		xvi_mn__complete(j, -ECONNABORTED);
+		j->mn = NULL;
+	}
 	if (mn->dead)
 		xvi_stream__abort(mn->tun);
 	else
@@ -769,10 +828,37 @@ static size_t rx_take(struct xvi_memnet_ctx *mn, struct rsock *rs, void *buf, si
 }
 
 /*
+ * One DATA frame of @n bytes of region @mem at @off (at @p): payloads of
+ * at least the stream context's copy threshold go by reference (their
+ * header is copied into the output, the payload queued on the tunnel
+ * stream from the region at its place), smaller ones are copied, as the
+ * stream's own conditional buffering does.  @ref_last: the cookie of the
+ * payload by reference, if one went so.  0 or -ENOMEM.
+ */
+static int queue_data(struct xvi_memnet_ctx *mn, int sd, int mem, size_t off, const char *p,
+		      __u32 n, __u8 flags, __u64 *ref_last)
+{
+	struct zref *z;
+
+	if (n < mn->sctx->copy_thr)
+		return emit_part(mn, XVI_TUN_DATA, 0, (__u32)sd, 0, 0, p, n, n);
+	if (emit_part(mn, XVI_TUN_DATA, flags, (__u32)sd, 0, 0, NULL, n, 0))
+		return -ENOMEM;
+	z = &mn->zq[(mn->zq_head + mn->zq_len) % ZQ_CAP];
+	*z = (struct zref){ .at = mn->out_pos + mn->out_len, .mem = mem, .off = off, .len = n };
+	mn->zq_len++;
+	*ref_last = mn->ref_sent + mn->zq_len;
+	mn->st.tx_ref_bytes += n;
+	return 0;
+}
+
+/*
  * Move what can move for one socket's jobs; true while some are left.
- * A send job completes once all its bytes are in the tunnel's output (the
- * region is reusable then, as a send(2) buffer is), a receive job once
- * it is full or the peer's FIN came.  Errors complete them as send(2)
+ * A send job leaves the socket's queue once all its bytes are in the
+ * tunnel's output; it completes then if they were copied, or once the
+ * tunnel acknowledged its payloads by reference (the region is reusable
+ * then, as a send(2) buffer is).  A receive job completes once it is full
+ * or the peer's FIN came.  Errors complete them as send(2)
  * and recv(2) would return: the bytes moved, else -errno.
  */
 static bool sock_jobs(struct xvi_memnet_ctx *mn, struct rsock *rs)
@@ -783,24 +869,28 @@ static bool sock_jobs(struct xvi_memnet_ctx *mn, struct rsock *rs)
 		if (rs->err || rs->wr_shut || !rs->connected) {
 			int err = rs->err ? rs->err : rs->wr_shut ? EPIPE : ENOTCONN;
 
-			job_pop(&rs->txq, j->moved ? (ssize_t)j->moved : -err);
+			rs->txq = j->next;
+			job_queued(mn, j, j->moved ? (ssize_t)j->moved : -err);
 			continue;
 		}
-		while (j->moved < j->len && can_send(mn, rs)) {
+		while (j->moved < j->len && can_send(mn, rs) && mn->zq_len < ZQ_CAP) {
 			size_t n = j->len - j->moved;
 
 			if (n > rs->tx_credit)
 				n = rs->tx_credit;
 			if (n > XVI_TUN_MAX_PAYLOAD)
 				n = XVI_TUN_MAX_PAYLOAD;
-			if (emit(mn, XVI_TUN_DATA, (__u32)rs->sd, 0, 0, j->buf + j->moved, (__u32)n))
+			if (queue_data(mn, rs->sd, j->mem, j->off + j->moved, (char *)j->buf + j->moved,
+				       (__u32)n, 0, &j->ref_last))
 				break;	/* no memory now: the next call tries again */
 			rs->tx_credit -= (__u32)n;
 			j->moved += n;
 		}
 		if (j->moved < j->len)
 			break;
-		job_pop(&rs->txq, (ssize_t)j->len);
+		/* Its bytes follow in order; a plain send may queue behind them. */
+		rs->txq = j->next;
+		job_queued(mn, j, (ssize_t)j->len);
 	}
 	while ((j = rs->rxq)) {
 		if (rs->rx_len)
@@ -1049,27 +1139,15 @@ ssize_t xvi_memnet_ctx__send_direct(struct xvi_memnet_ctx *mn, int sd, int mem, 
 				n = rs->tx_credit;
 			if (n > XVI_TUN_MAX_PAYLOAD)
 				n = XVI_TUN_MAX_PAYLOAD;
-			if (n < mn->sctx->copy_thr) {
-				if (emit(mn, XVI_TUN_DATA, (__u32)sd, 0, 0, p + done, (__u32)n))
-					break;
-			} else {
-				struct zref *z = &mn->zq[(mn->zq_head + mn->zq_len) % ZQ_CAP];
-				/*
-				 * This call waits for the tunnel's ACK of its
-				 * last payload: PUSH has the server answer
-				 * at once (CREDIT), and the ACK rides along
-				 * instead of being held for a reply.
-				 */
-				__u8 fl = done + n == len ? XVI_TUN_F_PUSH : 0;
-
-				if (emit_part(mn, XVI_TUN_DATA, fl, (__u32)sd, 0, 0, NULL, (__u32)n, 0))
-					break;
-				*z = (struct zref){ .at = mn->out_pos + mn->out_len, .mem = mem,
-						    .off = off + done, .len = (__u32)n };
-				mn->zq_len++;
-				last = mn->ref_sent + mn->zq_len;
-				mn->st.tx_ref_bytes += n;
-			}
+			/*
+			 * This call waits for the tunnel's ACK of its last
+			 * payload by reference: PUSH has the server answer at
+			 * once (CREDIT), and the ACK rides along instead of
+			 * being held for a reply.
+			 */
+			if (queue_data(mn, sd, mem, off + done, p + done, (__u32)n,
+				       done + n == len ? XVI_TUN_F_PUSH : 0, &last))
+				break;
 			rs->tx_credit -= (__u32)n;
 			done += n;
 		}
