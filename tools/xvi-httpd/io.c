@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -113,6 +114,7 @@ struct mio {
 	size_t len;
 	struct mjob *jobs;		/* async sends not yet collected */
 	int njobs, capjobs;
+	unsigned long long jobs_started, jobs_ok, jobs_err;
 };
 
 #define MIO(io) ((struct mio *)(io))
@@ -173,26 +175,50 @@ static ssize_t m_send(struct hio *io, int c, const void *buf, size_t len, bool m
 	j = xvi_memnet_ctx__async_send(m->mn, c, m->mem, (size_t)(p - m->base), len);
 	if (!j)
 		return -errno;
-	if (xvi_memnet_job__done(j, &r) == 1)
+	m->jobs_started++;
+	if (xvi_memnet_job__done(j, &r) == 1) {
+		if (r < 0)
+			m->jobs_err++;
+		else
+			m->jobs_ok++;
 		return r < 0 ? r : (ssize_t)len;
+	}
 	m->jobs[m->njobs++] = (struct mjob){ .c = c, .j = j };
 	return (ssize_t)len;
 }
 
-/* Collect the completed jobs (of connection @c only, waiting, if c >= 0). */
-static void m_reap(struct mio *m, int c)
+/*
+ * Collect the completed jobs (of connection @c only, waiting, if c >= 0).
+ * Looking at a job runs the library's engine, so a sweep over all (c < 0)
+ * stops at the first one not done unless @all: jobs complete about in the
+ * order they started, and the rest is looked at by the next poll.
+ */
+static void m_reap(struct mio *m, int c, bool all)
 {
+	bool stop = false;
+	int k = 0;
+
 	for (int i = 0; i < m->njobs; i++) {
+		struct mjob mj = m->jobs[i];
 		ssize_t r;
 
-		if (c >= 0 && m->jobs[i].c != c)
+		if (stop || (c >= 0 && mj.c != c)) {
+			m->jobs[k++] = mj;
 			continue;
+		}
 		if (c >= 0)
-			xvi_memnet_job__wait(m->jobs[i].j, 1000);
-		if (xvi_memnet_job__done(m->jobs[i].j, &r) != 1)
+			xvi_memnet_job__wait(mj.j, 1000);
+		if (xvi_memnet_job__done(mj.j, &r) != 1) {
+			m->jobs[k++] = mj;
+			stop = c < 0 && !all;
 			continue;
-		m->jobs[i--] = m->jobs[--m->njobs];
+		}
+		if (r < 0)
+			m->jobs_err++;
+		else
+			m->jobs_ok++;
 	}
+	m->njobs = k;
 }
 
 static int m_reg(struct hio *io, void *addr, size_t len)
@@ -211,15 +237,21 @@ static int m_reg(struct hio *io, void *addr, size_t len)
 	return 0;
 }
 
+/*
+ * A socket closes once its send jobs put all their bytes into the tunnel;
+ * those sent by reference complete later, on the tunnel's ACK, and are
+ * collected by the next poll.  Only bytes not yet queued (no credit, a
+ * full tunnel) are waited for here.
+ */
 static void m_close(struct hio *io, int c)
 {
 	struct mio *m = MIO(io);
 
-	if (m->njobs)
-		m_reap(m, c);
+	if (xvi_memnet_ctx__close(m->mn, c) != -EBUSY)
+		return;
+	m_reap(m, c, false);
 	if (xvi_memnet_ctx__close(m->mn, c) == -EBUSY)
 		xvi_memnet_ctx__abort(m->mn, c);	/* a job still stuck after 1 s */
-	m_reap(m, c);
 }
 
 static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tmo)
@@ -236,7 +268,7 @@ static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tm
 		m->np = n * 2;
 	}
 	if (m->njobs)
-		m_reap(m, -1);
+		m_reap(m, -1, false);
 	for (int i = 0; i < n; i++)
 		m->p[i] = (struct xvi_memnet_pollfd){ .sd = ids[i], .events = ev[i] };
 	r = xvi_memnet_ctx__poll(m->mn, m->p, n, tmo);
@@ -248,9 +280,25 @@ static int m_poll(struct hio *io, int *ids, short *ev, short *rev, int n, int tm
 static void m_free(struct hio *io)
 {
 	struct mio *m = MIO(io);
+	struct xvi_memnet_ctx_stats st = { .sz = sizeof(st) };
 
+	struct timespec t0, t;
+	long ms = 0;
+
+	/* Every job should complete by itself: say how many did not (2 s). */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (int i = 0; i < m->njobs && ms < 2000; i++) {
+		xvi_memnet_job__wait(m->jobs[i].j, (int)(2000 - ms));
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		ms = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
+	}
+	m_reap(m, -1, true);
+	if (m->mode != HIO_PLAIN && !xvi_memnet_ctx__stats(m->mn, &st))
+		fprintf(stderr, "xvi-httpd: %llu send jobs: %llu completed, %llu with an error, %d not completed; %llu bytes sent by reference\n",
+			m->jobs_started, m->jobs_ok, m->jobs_err, m->njobs,
+			(unsigned long long)st.tx_ref_bytes);
 	xvi_memnet_ctx__free(m->mn);	/* completes what is left */
-	m_reap(m, -1);
+	m_reap(m, -1, true);
 	if (m->mem >= 0)
 		xvi_stream_ctx__deregister_mem(m->o.ctx, m->mem);
 	xst_close(&m->o);
