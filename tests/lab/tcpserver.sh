@@ -346,6 +346,52 @@ case_async_rst() { _rst_from_client --async; }
 case_async_abort() { _rst_from_host --async; }
 case_async_web() { _web --async; }
 
+# Many concurrent clients of xvi-httpd --async at once (HTTP/1.1, six
+# pipelined requests a connection in bursts of three, then HTTP/1.0): every
+# response arrives byte-exact, every send job completes by itself (xvi-httpd
+# counts them when it stops; bodies of at least the copy threshold go by
+# reference and complete on the tunnel's ACK), most body bytes went by
+# reference, and no connection is left open on m afterwards.
+case_async_many() {
+	local port=$((PORT++)) n=${T_TS_HTTP_CONNS:-500} hpid rc left i jobs
+	mkdir -p "$T_TMP/wwwm"
+	head -c 777 /dev/urandom >"$T_TMP/wwwm/small.bin"
+	head -c 40000 /dev/urandom >"$T_TMP/wwwm/big.bin"
+	t_x -T 300 b "$HTTPD" -i "$LAB_IFACE" -s $M4B:$SPORT --async -r "$T_TMP/wwwm" $port \
+		2>"$T_TMP/h.err" &
+	hpid=$!
+	t_wait_tcp_port m $port || { t_stop $hpid; fail "xvi-httpd never listened: $(cat "$T_TMP/h.err")"
+		return 1; }
+	t_x -T 150 a "$PY" "$T_HELPERS/http_many.py" $M4A $port "$T_TMP/wwwm" $n 6 small.bin big.bin \
+		>"$T_TMP/hm.out" 2>&1 &&
+	t_x -T 150 a "$PY" "$T_HELPERS/http_many.py" $M4A $port "$T_TMP/wwwm" $n 1 big.bin small.bin \
+		>>"$T_TMP/hm.out" 2>&1 && rc=0 || rc=$?
+	t_log "$(tr '\n' ';' <"$T_TMP/hm.out")"
+	[ $rc = 0 ] || { t_stop $hpid; fail "clients: $(tail -1 "$T_TMP/hm.out")"; return 1; }
+	for i in $(seq "$T_WAIT_TENTHS"); do
+		left=$(t_x m ss -H -tan "sport = :$port" | grep -vc -e LISTEN -e TIME-WAIT)
+		[ "$left" = 0 ] && break
+		sleep 0.1
+	done
+	# SIGTERM to xvi-httpd itself: it counts its jobs as it stops.
+	kill -TERM "$(_pid_of "^$HTTPD .* $port\$")" 2>/dev/null
+	wait $hpid
+	[ "$left" = 0 ] || { fail "m keeps $left connections after every client finished: $(t_x m ss \
+		-H -tan "sport = :$port" | grep -v -e LISTEN -e TIME-WAIT | awk '{ print $1 }' | sort |
+		uniq -c | tr '\n' ' ')"; return 1; }
+	jobs=$(sed -n 's/^xvi-httpd: \([0-9]*\) send jobs: \([0-9]*\) completed, \([0-9]*\) with an error, \([0-9]*\) not completed; \([0-9]*\) bytes sent by reference$/\1 \2 \3 \4 \5/p' \
+		"$T_TMP/h.err")
+	t_log "xvi-httpd: $(tail -1 "$T_TMP/h.err")"
+	set -- $jobs
+	[ $# = 5 ] || { fail "xvi-httpd printed no job counts: $(tail -2 "$T_TMP/h.err")"; return 1; }
+	[ "$1" -ge $((n * 4)) ] && [ "$2" = "$1" ] && [ "$3" = 0 ] && [ "$4" = 0 ] ||
+		{ fail "of $1 send jobs (want >= $((n * 4)) bodies), $2 completed, $3 with an error, $4 never"
+		return 1; }
+	# Big bodies: 3 a connection over HTTP/1.1, one every other over 1.0.
+	[ "$5" -ge $(((n * 3 + n / 2) * 40000 * 9 / 10)) ] ||
+		fail "only $5 bytes went by reference of $(((n * 3 + n / 2) * 40000)) in big bodies: async_send copied"
+}
+
 # The direct primitives on remote sockets: xvi-mncat --direct moves both
 # ways with send_direct / recv_direct on a registered region, byte-exact,
 # and says how many bytes went into the tunnel by reference (no copy on b)
@@ -414,6 +460,7 @@ CASES=(
 	async_rst	case_async_rst	"a's RST completes b's receive job with ECONNRESET"
 	async_abort	case_async_abort	"b's abort with a receive job pending: ECONNRESET on a"
 	async_web	case_async_web	"curl fetches from xvi-httpd --async byte-exact"
+	async_many	case_async_many	"500 concurrent clients of xvi-httpd --async: all answered, every job completes, none left open on m"
 	direct_both_ways	case_direct_both_ways	"send_direct/recv_direct both ways byte-exact, by reference and in place"
 	direct_connect_out	case_direct_connect_out	"b connects out; direct both ways byte-exact, by reference and in place"
 	direct_recv	case_direct_recv	"recv_direct only: 4 MiB byte-exact, mostly in place"

@@ -83,45 +83,69 @@ def run_one(sock, args):
     return 0
 
 
-def many(host, port, n):
+def drive_many(host, port, n, new_state, step, seconds=120):
+    """n non-blocking connections to host:port at once, bounded by seconds.
+
+    step(sel, sock, state, events) moves one connection on an event and
+    returns None (more to come), True (it completed: closed here) or what
+    went wrong.  Returns (completed, states by socket, what went wrong or
+    None).
+    """
     sel = selectors.DefaultSelector()
     conns = {}
     for i in range(n):
         s = socket.socket()
         s.setblocking(False)
         s.connect_ex((host, port))
-        payload = (b"%08d" % i) * 125
-        conns[s] = {"out": payload, "want": payload, "got": b"", "shut": False}
+        conns[s] = new_state(i)
         sel.register(s, selectors.EVENT_READ | selectors.EVENT_WRITE)
     done = 0
-    deadline = time.time() + 120
+    deadline = time.time() + seconds
     while done < n and time.time() < deadline:
         for key, ev in sel.select(1.0):
-            s, c = key.fileobj, conns[key.fileobj]
+            s = key.fileobj
             try:
-                if ev & selectors.EVENT_WRITE and not c["shut"]:
-                    k = s.send(c["out"])
-                    c["out"] = c["out"][k:]
-                    if not c["out"]:
-                        s.shutdown(socket.SHUT_WR)
-                        c["shut"] = True
-                        sel.modify(s, selectors.EVENT_READ)
-                if ev & selectors.EVENT_READ:
-                    b = s.recv(65536)
-                    if b:
-                        c["got"] += b
-                    else:
-                        if c["got"] != c["want"]:
-                            print("connection got %d bytes, not its own 1000" % len(c["got"]))
-                            return 1
-                        sel.unregister(s)
-                        s.close()
-                        done += 1
+                r = step(sel, s, conns[s], ev)
             except BlockingIOError:
-                pass
-            except OSError as e:
-                print(err_name(e))
-                return 1
+                continue
+            except (OSError, ValueError) as e:
+                return done, conns, err_name(e)
+            if r is True:
+                sel.unregister(s)
+                s.close()
+                done += 1
+            elif r:
+                return done, conns, r
+    return done, conns, None
+
+
+def many(host, port, n):
+    def state(i):
+        payload = (b"%08d" % i) * 125
+        return {"out": payload, "want": payload, "got": b"", "shut": False}
+
+    def step(sel, s, c, ev):
+        if ev & selectors.EVENT_WRITE and not c["shut"]:
+            k = s.send(c["out"])
+            c["out"] = c["out"][k:]
+            if not c["out"]:
+                s.shutdown(socket.SHUT_WR)
+                c["shut"] = True
+                sel.modify(s, selectors.EVENT_READ)
+        if ev & selectors.EVENT_READ:
+            b = s.recv(65536)
+            if b:
+                c["got"] += b
+            elif c["got"] != c["want"]:
+                return "connection got %d bytes, not its own 1000" % len(c["got"])
+            else:
+                return True
+        return None
+
+    done, _, err = drive_many(host, port, n, state, step)
+    if err:
+        print(err)
+        return 1
     if done != n:
         print("only %d of %d connections completed" % (done, n))
         return 1
