@@ -27,6 +27,7 @@
 #               off in one run
 #   basereg     regtcp with that build's xvi-httpd
 #   basedirect  direct with that build's binaries (service 9001)
+#   baseasync   async with that build's binaries (service 9001)
 # The table shows medians (min-max) of wrk's requests/s and latency
 # p50/p99, httperf's reply rate and reply time, and the CPU seconds per
 # second of the host's server process and of m's server process
@@ -38,6 +39,14 @@
 # second table of replies/s against offered requests/s.  Without --hog,
 # on a that reuses TIME_WAIT ports (tcp_tw_reuse) so that points do not
 # run out of them.
+#
+# a keeps at most 4096 sockets in TIME_WAIT (tcp_max_tw_buckets, a's
+# namespace only): with tens of thousands of them (a few runs' worth of
+# httperf connections in the last minute), httperf --hog stalls with
+# connections it opened and never sent a request on, whichever system
+# serves.  Every httperf run is bounded by SEC + 20 s, and the host's server
+# by the round (as m's), so that a stalled run costs one figure (-1), not
+# the round's later ones.
 #
 # TS_PERF=DIR: perf record (call graphs) of the host's server and of m's
 # server during each wrk run, into DIR/VARIANT-PORT-{host,m}.data (a port per round); the
@@ -69,7 +78,7 @@ command -v haproxy >/dev/null && DEFV="$DEFV haproxy" ||
 	echo "tcpserver.sh: haproxy missing (scripts/install-deps.sh): no haproxy row" >&2
 [ -z "$BASE" ] || DEFV="$DEFV base basereg"
 VARIANTS=${TS_VARIANTS:-$DEFV}
-case " $VARIANTS " in *" base "*|*" basereg "*|*" basedirect "*)
+case " $VARIANTS " in *" base "*|*" basereg "*|*" basedirect "*|*" baseasync "*)
 	[ -x "$BASE/bin/xvi-httpd" ] && [ -x "$BASE/bin/xvi-tcpserver" ] ||
 		{ echo "tcpserver.sh: variant base: set TS_BASE_B to a build with xvi-httpd and xvi-tcpserver" >&2; exit 1; } ;;
 esac
@@ -94,11 +103,13 @@ x m "$BIN/xdp-vi" attach xvb >/dev/null || die "attach xvb on m"
 x a ping -c 1 -W 2 198.18.2.2 >/dev/null || die "no way from a to b"
 [ -z "$SWEEP" ] || x a sysctl -qw net.ipv4.tcp_tw_reuse=1 net.ipv4.ip_local_port_range="1024 65535" ||
 	die "sysctl on a"
+x a sysctl -qw net.ipv4.tcp_max_tw_buckets=4096 || die "sysctl tcp_max_tw_buckets on a"
 mkdir -p "$TMP/www"
 head -c "$SIZE" /dev/urandom >"$TMP/www/f1k"
 
-# m's server (xvi-tcpserver or haproxy) serves one round: bounded by
-# 150 s, longer than a round takes (a 60 s bound would stop it mid-round).
+# m's server (xvi-tcpserver or haproxy) and the host's (xvi-httpd) serve
+# one round: bounded by 300 s, longer than a round takes, even with every
+# httperf run at its bound (a 60 s bound stopped them mid-round).
 
 cpu_of() {	# utime + stime of PID in seconds (0 without a PID)
 	[ -n "$1" ] || { echo 0; return; }
@@ -132,11 +143,13 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 		hb=$BASE/bin svc=9001 hx=(-i xv0 -s 198.18.2.254:9001) ;;
 	basedirect)
 		hb=$BASE/bin svc=9001 hx=(-i xv0 -s 198.18.2.254:9001 --direct) ;;
-	*)	die "unknown variant $v (regtcp haproxy memnet direct async base basereg basedirect)" ;;
+	baseasync)
+		hb=$BASE/bin svc=9001 hx=(-i xv0 -s 198.18.2.254:9001 --async) ;;
+	*)	die "unknown variant $v (regtcp haproxy memnet direct async base basereg basedirect baseasync)" ;;
 	esac
 	local w hpx=
 	if [ "${hx[0]}" != --kernel ]; then
-		lab_exec --name "$L" -T 150 m -- "$hb/xvi-tcpserver" -i xvb 198.18.2.254 $svc \
+		lab_exec --name "$L" -T 300 m -- "$hb/xvi-tcpserver" -i xvb 198.18.2.254 $svc \
 			2>>"$TMP/srv.err" &
 		hpx=$!
 		for _ in $(seq 50); do
@@ -144,7 +157,7 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 			sleep 0.1
 		done
 	fi
-	x b "$hb/xvi-httpd" "${hx[@]}" -r "$TMP/www" $PORT 2>"$TMP/h.err" &
+	lab_exec --name "$L" -T 300 b "$hb/xvi-httpd" "${hx[@]}" -r "$TMP/www" $PORT 2>"$TMP/h.err" &
 	w=$!
 	if [ "$v" = regtcp ] || [ "$v" = basereg ]; then
 		dst=198.18.2.2 node=b
@@ -154,14 +167,14 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 			"  timeout connect 5s" "  timeout client 60s" "  timeout server 60s" \
 			"listen web" "  bind 198.18.1.254:$PORT" "  server b 198.18.2.2:$PORT" \
 			>"$TMP/haproxy.cfg"
-		lab_exec --name "$L" -T 150 m -- haproxy -db -f "$TMP/haproxy.cfg" \
+		lab_exec --name "$L" -T 300 m -- haproxy -db -f "$TMP/haproxy.cfg" \
 			2>"$TMP/hx.err" &
 		hpx=$!
 	fi
 	wait_listen $node $PORT || die "$v: no listener: $(cat "$TMP/h.err" "$TMP/hx.err" 2>/dev/null)"
 	hp=$(pid_of "^$hb/xvi-httpd .*$PORT\$")
 	case $v in
-	memnet|direct|async|base|basedirect) spid=$(pid_of "^$hb/xvi-tcpserver .* $svc\$")
+	memnet|direct|async|base|basedirect|baseasync) spid=$(pid_of "^$hb/xvi-tcpserver .* $svc\$")
 		[ -n "$spid" ] || die "$v: xvi-tcpserver did not start: $(tail -2 "$TMP/srv.err")" ;;
 	haproxy) spid=$(pid_of "^haproxy -db -f $TMP/haproxy.cfg") ;;
 	*) spid= ;;
@@ -179,7 +192,7 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 	x a wrk --latency -t 1 -c 20 -d "${SEC}s" "http://$dst:$PORT/f1k" >"$TMP/wrk.out" 2>&1
 	[ ${#pp[@]} = 0 ] || wait "${pp[@]}"
 	h1=$(cpu_of "$hp") s1=$(cpu_of "$spid")
-	x a httperf --hog --server $dst --port $PORT --uri /f1k --rate "$RATE" \
+	x a timeout $((SEC + 20)) httperf --hog --server $dst --port $PORT --uri /f1k --rate "$RATE" \
 		--num-conns $((RATE * SEC)) --num-calls 6 --burst-length 3 --timeout 5 \
 		>"$TMP/hp.out" 2>&1
 	local rate proto calls hb3
@@ -187,7 +200,7 @@ run_one() {	# VARIANT: one line "variant rps p50ms p99ms httperf_rps httperf_ms 
 		for proto in 1.0 1.1; do
 			calls=1 hb3=()
 			[ $proto = 1.0 ] || calls=6 hb3=(--burst-length 3)
-			x a httperf --server $dst --port $PORT --uri /f1k --http-version $proto \
+			x a timeout $((SEC + 20)) httperf --server $dst --port $PORT --uri /f1k --http-version $proto \
 				--rate "$rate" --num-conns $((rate * SEC)) --num-calls $calls "${hb3[@]}" \
 				--timeout 5 >"$TMP/sw.out" 2>&1
 			echo "$v $proto $((rate * calls)) $(sed -n 's/.*replies \([0-9]*\) test-duration \([0-9.]*\) s.*/\1 \2/p' \
@@ -255,6 +268,7 @@ for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"),
                 ("memnet", "MemNet (TCP Server on m)"),
                 ("basedirect", "MemNet_Direct, TS_BASE_B's build"),
                 ("direct", "MemNet_Direct (send_direct)"),
+                ("baseasync", "MemNet_Async, TS_BASE_B's build"),
                 ("async", "MemNet_Async (async_send jobs)")):
     if not col(v, 1) and not col(v, 4):
         continue
@@ -262,7 +276,7 @@ for v, name in (("regtcp", "RegTCP (kernel TCP on b, m routes)"),
           fmt(col(v, 2), "%.3f"), fmt(col(v, 3), "%.3f"), fmt(col(v, 4), "%.0f"),
           fmt(col(v, 5), "%.2f"), fmt(col(v, 6), "%.2f"), fmt(col(v, 7), "%.2f")))
 r = col("regtcp", 1)
-for v in ("basereg", "haproxy", "base", "memnet", "basedirect", "direct", "async"):
+for v in ("basereg", "haproxy", "base", "memnet", "basedirect", "direct", "baseasync", "async"):
     m = col(v, 1)
     if r and m:
         print("%s / regtcp wrk requests/s, medians: %.2fx" % (v, statistics.median(m) / statistics.median(r)))
@@ -273,7 +287,7 @@ import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if len(l.split()) == 4]
 names = {"regtcp": "RegTCP", "basereg": "RegTCP (base)", "haproxy": "haproxy", "base": "MemNet (base)",
          "memnet": "MemNet", "basedirect": "MemNet_Direct (base)", "direct": "MemNet_Direct",
-         "async": "MemNet_Async"}
+         "baseasync": "MemNet_Async (base)", "async": "MemNet_Async"}
 points = sorted({(r[1], int(r[2])) for r in rows})
 print()
 print("httperf replies/s against offered requests/s (%s s a point, medians of the rounds)" % sys.argv[2])
