@@ -871,9 +871,14 @@ int kv_egress(struct __sk_buff *skb)
 	return TC_ACT_OK;
 }
 
-/* Ethernet, IPv4 without options, UDP and memcached's frame header. */
-#define KV_XDP_HDRS	(sizeof(struct ethhdr) + sizeof(struct iphdr) + sizeof(struct udphdr) + \
-			 sizeof(struct xvi_kv_frame))
+/*
+ * Ethernet, then IPv4 without options or IPv6 without extension headers,
+ * then UDP and memcached's frame header: what a request the XDP path
+ * answers starts with, and what its reply starts with.
+ */
+#define KV_XDP_TAIL	(sizeof(struct udphdr) + sizeof(struct xvi_kv_frame))
+#define KV_XDP_HDRS4	(sizeof(struct ethhdr) + sizeof(struct iphdr) + KV_XDP_TAIL)
+#define KV_XDP_HDRS6	(sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + KV_XDP_TAIL)
 
 static __always_inline __u64 kv_sum16(const void *p, __u32 words, __u64 sum)
 {
@@ -886,78 +891,142 @@ static __always_inline __u64 kv_sum16(const void *p, __u32 words, __u64 sum)
 }
 
 /*
- * Turn the request in @ctx into memcached's reply from @e, in place: the
- * frame resized, the request's headers put back in front and the body
- * after them, then every header rewritten, the IPv4 and UDP checksums
- * computed (the UDP one from the body's sum that the fill stored).  -1 if
- * nothing was changed (the frame can go on), -2 if the frame is half
- * rewritten.
+ * Resize the request in @ctx to its headers (@v6: KV_XDP_HDRS6, else
+ * KV_XDP_HDRS4) and @e's body, the headers put back in front and the body
+ * after them.  -1 if nothing was changed (the frame can go on), -2 if the
+ * frame is half rewritten.  The sizes are constants on each branch: a
+ * copy of a variable size is no inline copy.
  */
-static __always_inline int kv_xdp_answer(struct xdp_md *ctx, const struct xvi_kv_entry *e)
+static __always_inline int kv_xdp_resize(struct xdp_md *ctx, const struct xvi_kv_entry *e,
+					 __u64 len, const bool v6)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
-	__u8 hdrs[KV_XDP_HDRS], mac[ETH_ALEN];
-	__u64 len = e->len, sum;
-	struct xvi_kv_frame *fr;
-	struct ethhdr *eth;
-	struct udphdr *uh;
-	struct iphdr *iph;
-	__be16 port;
-	__be32 a;
+	const __u32 hlen = v6 ? KV_XDP_HDRS6 : KV_XDP_HDRS4;
+	__u8 hdrs[KV_XDP_HDRS6];
 	int delta;
 
-	asm volatile("" : "+r"(len));
-	if (len < 1 || len > XVI_KV_BODY_MAX || data + KV_XDP_HDRS > end)
+	if (data + hlen > end)
 		return -1;
-	__builtin_memcpy(hdrs, data, KV_XDP_HDRS);
+	if (v6)
+		__builtin_memcpy(hdrs, data, KV_XDP_HDRS6);
+	else
+		__builtin_memcpy(hdrs, data, KV_XDP_HDRS4);
 	/*
 	 * Room at the tail first: a driver's page-sized buffer has plenty.
 	 * Else in front: veth's copy of a local kernel's skb has little
 	 * tailroom but XDP_PACKET_HEADROOM before the frame (docs/KERNEL.md).
 	 */
-	delta = (int)(KV_XDP_HDRS + len) - (int)bpf_xdp_get_buff_len(ctx);
+	delta = (int)(hlen + len) - (int)bpf_xdp_get_buff_len(ctx);
 	if (bpf_xdp_adjust_tail(ctx, delta) && (delta < 0 || bpf_xdp_adjust_head(ctx, -delta)))
 		return -1;
 	data = (void *)(long)ctx->data;
 	end = (void *)(long)ctx->data_end;
-	if (data + KV_XDP_HDRS > end)
+	if (data + hlen > end)
 		return -2;
-	__builtin_memcpy(data, hdrs, KV_XDP_HDRS);
-	if (bpf_xdp_store_bytes(ctx, KV_XDP_HDRS, (void *)e->body, len))
+	if (v6)
+		__builtin_memcpy(data, hdrs, KV_XDP_HDRS6);
+	else
+		__builtin_memcpy(data, hdrs, KV_XDP_HDRS4);
+	if (bpf_xdp_store_bytes(ctx, hlen, (void *)e->body, len))
 		return -2;
-	data = (void *)(long)ctx->data;
-	end = (void *)(long)ctx->data_end;
-	eth = data;
-	iph = (void *)(eth + 1);
-	uh = (void *)(iph + 1);
-	fr = (void *)(uh + 1);
-	if ((void *)(fr + 1) > end)
-		return -2;
+	return 0;
+}
+
+static __always_inline void kv_swap_mac(struct ethhdr *eth)
+{
+	__u8 mac[ETH_ALEN];
+
 	__builtin_memcpy(mac, eth->h_dest, ETH_ALEN);
 	__builtin_memcpy(eth->h_dest, eth->h_source, ETH_ALEN);
 	__builtin_memcpy(eth->h_source, mac, ETH_ALEN);
-	a = iph->saddr;
-	iph->saddr = iph->daddr;
-	iph->daddr = a;
-	iph->ttl = 64;
-	iph->tot_len = bpf_htons(KV_XDP_HDRS - sizeof(*eth) + len);
-	iph->check = kv_ip4_csum(iph);
-	port = uh->source;
+}
+
+/*
+ * The reply's UDP and frame headers after the IP header's rewrite, and
+ * its UDP checksum: @sum holds the pseudo-header's addresses, to which
+ * go its protocol and length (the same 16-bit words over IPv4 and IPv6),
+ * the UDP and frame headers, then the body's sum that the fill stored.
+ */
+static __always_inline void kv_xdp_udp(struct udphdr *uh, struct xvi_kv_frame *fr, __u64 len,
+				       __u64 sum, const struct xvi_kv_entry *e)
+{
+	__be16 port = uh->source;
+
 	uh->source = uh->dest;
 	uh->dest = port;
-	uh->len = bpf_htons(KV_XDP_HDRS - sizeof(*eth) - sizeof(*iph) + len);
+	uh->len = bpf_htons(KV_XDP_TAIL + len);
 	uh->check = 0;
 	fr->seq = 0;
 	fr->total = bpf_htons(1);
 	fr->reserved = 0;
-	/* Pseudo-header, UDP header, frame header, then the stored body sum. */
-	sum = kv_sum16(&iph->saddr, 4, 0) + bpf_htons(IPPROTO_UDP) + uh->len;
-	sum = kv_sum16(uh, (sizeof(*uh) + sizeof(*fr)) / 2, sum);
+	sum += bpf_htons(IPPROTO_UDP) + uh->len;
+	sum = kv_sum16(uh, KV_XDP_TAIL / 2, sum);
 	sum += (e->csum & 0xffff) + (e->csum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	sum = (sum & 0xffff) + (sum >> 16);
 	uh->check = (__u16)~sum ? (__u16)~sum : 0xffff;	/* 0 would mean "none" */
+}
+
+/*
+ * Turn the request in @ctx into memcached's reply from @e, in place: the
+ * frame resized, then every header rewritten, the IPv4 header checksum
+ * and the UDP checksum computed (the UDP one from the body's sum that the
+ * fill stored; over IPv6 it is mandatory, over IPv4 the receiving kernel
+ * verifies it too, the reply being no local skb).  -1 if nothing was
+ * changed (the frame can go on), -2 if the frame is half rewritten.
+ */
+static __always_inline int kv_xdp_answer(struct xdp_md *ctx, const struct xvi_kv_entry *e,
+					 const bool v6)
+{
+	struct xvi_kv_frame *fr;
+	struct ethhdr *eth;
+	struct udphdr *uh;
+	__u64 len = e->len;
+	void *data, *end;
+	int err;
+
+	asm volatile("" : "+r"(len));
+	if (len < 1 || len > XVI_KV_BODY_MAX)
+		return -1;
+	err = kv_xdp_resize(ctx, e, len, v6);
+	if (err)
+		return err;
+	data = (void *)(long)ctx->data;
+	end = (void *)(long)ctx->data_end;
+	eth = data;
+	if (v6) {
+		struct ipv6hdr *ip6h = (void *)(eth + 1);
+		struct in6_addr a;
+
+		uh = (void *)(ip6h + 1);
+		fr = (void *)(uh + 1);
+		if ((void *)(fr + 1) > end)
+			return -2;
+		kv_swap_mac(eth);
+		a = ip6h->saddr;
+		ip6h->saddr = ip6h->daddr;
+		ip6h->daddr = a;
+		ip6h->hop_limit = 64;
+		ip6h->payload_len = bpf_htons(KV_XDP_TAIL + len);
+		kv_xdp_udp(uh, fr, len, kv_sum16(&ip6h->saddr, 16, 0), e);
+	} else {
+		struct iphdr *iph = (void *)(eth + 1);
+		__be32 a;
+
+		uh = (void *)(iph + 1);
+		fr = (void *)(uh + 1);
+		if ((void *)(fr + 1) > end)
+			return -2;
+		kv_swap_mac(eth);
+		a = iph->saddr;
+		iph->saddr = iph->daddr;
+		iph->daddr = a;
+		iph->ttl = 64;
+		iph->tot_len = bpf_htons(sizeof(*iph) + KV_XDP_TAIL + len);
+		iph->check = kv_ip4_csum(iph);
+		kv_xdp_udp(uh, fr, len, kv_sum16(&iph->saddr, 4, 0), e);
+	}
 	return 0;
 }
 
@@ -968,38 +1037,63 @@ static __always_inline int kv_xdp_answer(struct xdp_md *ctx, const struct xvi_kv
  * is valid is answered in place and sent back (XDP_TX); everything else,
  * misses and writes included, goes on (XDP_PASS) to kv_ingress and
  * memcached, which see it as they would without this program.  IPv4
- * without options only, as kv_ingress answers.
+ * without options and IPv6 without extension headers (the datapath hands
+ * over no other); not a multicast IPv6 source, which the kernel drops
+ * (a reply to it would go to a group).
  */
 SEC("xdp.frags")
 int kv_xdp(struct xdp_md *ctx)
 {
 	void *data = (void *)(long)ctx->data, *end = (void *)(long)ctx->data_end;
+	__u32 zero = 0, n, bucket, udp_len, l3_len, hlen;
 	struct ethhdr *eth = data;
-	struct iphdr *iph = (void *)(eth + 1);
-	struct udphdr *uh = (void *)(iph + 1);
-	struct xvi_kv_frame *fr = (void *)(uh + 1);
-	__u32 zero = 0, n, bucket, udp_len;
 	__u16 port = kv_port();
+	struct xvi_kv_frame *fr;
 	struct xvi_kv_bucket *b;
 	struct xvi_kv_state *st;
 	struct xvi_kv_entry *e;
 	struct kv_scratch *s;
+	struct udphdr *uh;
+	bool v6;
 	int err;
 
-	if ((void *)(fr + 1) > end || !port || eth->h_proto != bpf_htons(ETH_P_IP) ||
-	    iph->ihl != 5 || iph->protocol != IPPROTO_UDP ||
-	    (iph->frag_off & bpf_htons(0x3fff)) || uh->dest != bpf_htons(port))
+	if ((void *)(eth + 1) > end || !port)
+		return XDP_PASS;
+	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
+		struct iphdr *iph = (void *)(eth + 1);
+
+		uh = (void *)(iph + 1);
+		if ((void *)(uh + 1) > end || iph->ihl != 5 || iph->protocol != IPPROTO_UDP ||
+		    (iph->frag_off & bpf_htons(0x3fff)))
+			return XDP_PASS;
+		l3_len = bpf_ntohs(iph->tot_len) - sizeof(*iph);
+		hlen = KV_XDP_HDRS4;
+		v6 = false;
+	} else if (eth->h_proto == bpf_htons(ETH_P_IPV6)) {
+		struct ipv6hdr *ip6h = (void *)(eth + 1);
+
+		uh = (void *)(ip6h + 1);
+		if ((void *)(uh + 1) > end || ip6h->nexthdr != IPPROTO_UDP ||
+		    ip6h->saddr.s6_addr[0] == 0xff)
+			return XDP_PASS;
+		l3_len = bpf_ntohs(ip6h->payload_len);
+		hlen = KV_XDP_HDRS6;
+		v6 = true;
+	} else {
+		return XDP_PASS;
+	}
+	fr = (void *)(uh + 1);
+	if ((void *)(fr + 1) > end || uh->dest != bpf_htons(port))
 		return XDP_PASS;
 	udp_len = bpf_ntohs(uh->len);
-	if (udp_len <= sizeof(*uh) + sizeof(*fr) ||
-	    bpf_ntohs(iph->tot_len) != sizeof(*iph) + udp_len || fr->seq != 0 ||
+	if (udp_len <= KV_XDP_TAIL || l3_len != udp_len || fr->seq != 0 ||
 	    fr->total != bpf_htons(1))
 		return XDP_PASS;
-	n = udp_len - sizeof(*uh) - sizeof(*fr);
+	n = udp_len - KV_XDP_TAIL;
 	s = bpf_map_lookup_elem(&xvi_kv_scratch, &zero);
 	st = bpf_map_lookup_elem(&xvi_kv_state, &zero);
 	/* "get " + the longest key cached + "\r\n" fits the command. */
-	if (!s || !st || n > KV_CMD_LEN || bpf_xdp_load_bytes(ctx, KV_XDP_HDRS, s->cmd, n))
+	if (!s || !st || n > KV_CMD_LEN || bpf_xdp_load_bytes(ctx, hlen, s->cmd, n))
 		return XDP_PASS;
 	if (!kv_prefix(s->cmd, n, "get ", 4) || !kv_single_get(s, n))
 		return XDP_PASS;
@@ -1008,7 +1102,7 @@ int kv_xdp(struct xdp_md *ctx)
 	e = b ? kv_valid(s, st, b) : NULL;
 	if (!e)
 		return XDP_PASS;		/* a miss: kv_ingress records it */
-	err = kv_xdp_answer(ctx, e);
+	err = v6 ? kv_xdp_answer(ctx, e, true) : kv_xdp_answer(ctx, e, false);
 	if (err == -1)
 		return XDP_PASS;		/* kv_ingress may still answer it */
 	if (err) {
