@@ -8,7 +8,8 @@
 # delete-then-get, and the same under concurrent writers and readers: no GET
 # may return a value older than the last acknowledged write.  Then the same
 # with the hit path in XDP (attach --xdp: kv_xdp in the datapath's port
-# hook), whose replies must be byte-exact and counted as its own.  The cases
+# hook), whose replies must be byte-exact and counted as its own, over IPv4
+# and over IPv6 (node a's kernel client to b's IPv6 address).  The cases
 # build on each other in table order; `detached` always runs and stops
 # memcached.
 
@@ -16,12 +17,14 @@
 
 PORT=11311
 MC=198.18.0.2
+MC6=2001:2::2
 KVCACHE=$T_BIN/xvi-kvcache
 MC_PID=
 # The datapath's pins (kv_xdp's hook table must be pinned to stay filled).
 BPFFS=
 
 _mc() { t_x -T 60 a "$PY" "$T_HELPERS/memcache_udp.py" "$MC" "$PORT" "$@"; }
+_mc6() { t_x -T 60 a "$PY" "$T_HELPERS/memcache_udp.py" "$MC6" "$PORT" "$@"; }
 _kv() { t_x b "$KVCACHE" "$@"; }
 
 # The cache's counter NAME now.
@@ -45,8 +48,8 @@ t_setup() {
 		fail "xdp-vi attach on node b failed: ${err//$'\n'/ }" || return
 	# UDP only (-p 0): a write over TCP would be seen only as "something
 	# changed" (docs/EXTENSIONS.md); -t 4 serves requests in parallel, the
-	# reordering the cache must survive.
-	t_x -T 600 b memcached -u nobody -U "$PORT" -p 0 -l "$MC" -t 4 -m 64 \
+	# reordering the cache must survive.  Both families' addresses.
+	t_x -T 600 b memcached -u nobody -U "$PORT" -p 0 -l "$MC,[$MC6]" -t 4 -m 64 \
 		>"$T_TMP/mc.out" 2>&1 &
 	MC_PID=$!
 	t_wait_udp_port b "$PORT" ||
@@ -99,11 +102,12 @@ case_delete_get() {
 	[ $rc -eq 3 ] || fail "deleted, then GET returned '$out' (exit $rc)" || return
 }
 
-# The concurrent run, the cache's hits counted by counter $1.
+# The concurrent run, the cache's hits counted by counter $1, to memcached's
+# address $2 (default: IPv4).
 _concurrent() {
 	local out h0 h1
 	h0=$(_stat "$1") || fail "no stats" || return
-	out=$(t_x -T 300 a "$PY" "$T_HELPERS/memcache_udp.py" "$MC" "$PORT" consistency \
+	out=$(t_x -T 300 a "$PY" "$T_HELPERS/memcache_udp.py" "${2:-$MC}" "$PORT" consistency \
 		--writers 4 --readers 4 --rounds 150 2>&1) ||
 		fail "$(grep -m3 -e VIOLATION -e Error <<<"$out" | tr '\n' ' ')" || return
 	t_log "$(tail -1 <<<"$out")"
@@ -196,6 +200,56 @@ print("".join(chr(33 + (i * 7 + n) % 94) for i in range(n)))' "$len")
 
 case_xdp_concurrent() { _concurrent xdp_hits; }
 
+# The same over IPv6: values of odd and even lengths set, read once
+# (memcached's reply fills) and again (kv_xdp answers, with the UDP
+# checksum IPv6 requires: a's kernel drops a reply whose checksum is
+# wrong, and the GET times out).  Byte-exact, counted by kv_xdp only.
+case_xdp6_hit() {
+	local out x0 x1 h0 h1 len val
+	for len in 1 2 3 100 151; do
+		val=$("$PY" -c 'import sys; n = int(sys.argv[1])
+print("".join(chr(33 + (i * 5 + n) % 94) for i in range(n)))' "$len")
+		out=$(_mc6 set "x6k$len" "$val" 2>&1) || fail "set $len bytes over IPv6: $out" ||
+			return
+		out=$(_mc6 get "x6k$len" 2>&1) || fail "get over IPv6: $out" || return
+		[ "$out" = "$val" ] || fail "first IPv6 GET of $len bytes returned other bytes" ||
+			return
+		x0=$(_stat xdp_hits) && h0=$(_stat hits) || fail "no stats" || return
+		out=$(_mc6 get "x6k$len" 2>&1) || fail "second IPv6 GET of $len bytes: $out" ||
+			return
+		[ "$out" = "$val" ] ||
+			fail "the IPv6 GET answered in XDP returned other bytes ($len-byte value):" \
+				"'${out:0:40}...'" || return
+		x1=$(_stat xdp_hits) && h1=$(_stat hits) || fail "no stats" || return
+		[ "$x1" -gt "$x0" ] ||
+			fail "the second IPv6 GET ($len bytes) was not answered by kv_xdp" \
+				"(xdp_hits $x0 -> $x1)" || return
+		[ "$h1" -eq "$h0" ] || fail "the tc hit path answered ($h0 -> $h1)" || return
+	done
+}
+
+# Writes of one family, reads of the other: one cache, one set of rules.
+case_xdp6_mixed() {
+	local out rc i
+	for i in 1 2; do
+		out=$(_mc set mx-key "v4-$i" 2>&1) || fail "set over IPv4: $out" || return
+		out=$(_mc6 get mx-key 2>&1) || fail "get over IPv6: $out" || return
+		[ "$out" = "v4-$i" ] || fail "set v4-$i over IPv4, IPv6 GET returned '$out'" ||
+			return
+		out=$(_mc6 get mx-key 2>&1) || fail "get over IPv6: $out" || return
+		[ "$out" = "v4-$i" ] || fail "set v4-$i over IPv4, IPv6 GET twice: '$out'" || return
+		out=$(_mc6 set mx-key "v6-$i" 2>&1) || fail "set over IPv6: $out" || return
+		out=$(_mc6 get mx-key 2>&1) || fail "get over IPv6: $out" || return
+		[ "$out" = "v6-$i" ] || fail "set v6-$i over IPv6, IPv6 GET returned '$out'" ||
+			return
+	done
+	out=$(_mc delete mx-key 2>&1) || fail "delete over IPv4: $out" || return
+	out=$(_mc6 get mx-key 2>&1) && rc=0 || rc=$?
+	[ $rc -eq 3 ] || fail "deleted over IPv4, then IPv6 GET returned '$out' (exit $rc)"
+}
+
+case_xdp6_concurrent() { _concurrent xdp_hits "$MC6"; }
+
 case_detached() {
 	local err out ids=
 	if [ -s "$T_TMP/kv.json" ] || _kv stats "$LAB_IFACE" >/dev/null 2>&1; then
@@ -239,6 +293,9 @@ CASES=(
 	xdp_set_get	case_set_get		"with kv_xdp: set, then GET returns the new value, twice"
 	xdp_delete_get	case_delete_get		"with kv_xdp: delete, then GET misses"
 	xdp_concurrent	case_xdp_concurrent	"with kv_xdp: 4 writers and 4 readers, no stale GET"
+	xdp6_hit	case_xdp6_hit		"IPv6 GETs answered by kv_xdp, byte-exact, checksummed"
+	xdp6_mixed	case_xdp6_mixed		"with kv_xdp: IPv4 writes, IPv6 reads and back"
+	xdp6_concurrent	case_xdp6_concurrent	"with kv_xdp over IPv6: 4 writers and 4 readers"
 	detached	case_detached		"detach: memcached alone answers, programs gone"
 )
 # shellcheck disable=SC2034 # read by t_main
