@@ -4,7 +4,7 @@
  *
  *   kvget HOST PORT KEY SECONDS WINDOW
  *
- * One kernel UDP socket, WINDOW requests in flight, each "get KEY\r\n"
+ * One kernel UDP socket (IPv4 or IPv6, as HOST is), WINDOW requests in flight, each "get KEY\r\n"
  * behind memcached's 8-byte frame header with its own request id; a reply
  * sends the next request.  A request without a reply for 200 ms counts as
  * lost and is replaced.  Prints one JSON line: gets/s (replies per second),
@@ -42,13 +42,14 @@ static int cmp_u32(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	uint64_t sent_at[65536] = { 0 }, t0, end, t;
 	unsigned long hits = 0, misses = 0, lost = 0, n = 0;
 	uint16_t rid = 0;
 	uint32_t *lat;
 	char req[300], buf[2048];
-	int fd, window, i, len;
+	int fd, window, i, len, v6;
 	double secs;
 
 	if (argc != 6) {
@@ -56,20 +57,23 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	sin.sin_port = htons(atoi(argv[2]));
+	sin6.sin6_port = sin.sin_port;
 	secs = atof(argv[4]);
 	window = atoi(argv[5]);
-	if (inet_pton(AF_INET, argv[1], &sin.sin_addr) != 1 || secs <= 0 || window < 1 ||
-	    window > MAX_WINDOW || strlen(argv[3]) > 250) {
-		fprintf(stderr, "kvget: bad arguments (IPv4 host, seconds > 0, window 1..%d)\n",
-			MAX_WINDOW);
+	v6 = inet_pton(AF_INET6, argv[1], &sin6.sin6_addr) == 1;
+	if ((!v6 && inet_pton(AF_INET, argv[1], &sin.sin_addr) != 1) || secs <= 0 ||
+	    window < 1 || window > MAX_WINDOW || strlen(argv[3]) > 250) {
+		fprintf(stderr, "kvget: bad arguments (IPv4 or IPv6 host, seconds > 0, "
+				"window 1..%d)\n", MAX_WINDOW);
 		return 2;
 	}
 	len = snprintf(req + 8, sizeof(req) - 8, "get %s\r\n", argv[3]) + 8;
 	memset(req, 0, 8);
 	req[5] = 1;				/* total datagrams: 1 */
 	lat = malloc(MAX_SAMPLES * sizeof(*lat));
-	fd = socket(AF_INET, SOCK_DGRAM, 0);
-	if (!lat || fd < 0 || connect(fd, (void *)&sin, sizeof(sin))) {
+	fd = socket(v6 ? AF_INET6 : AF_INET, SOCK_DGRAM, 0);
+	if (!lat || fd < 0 ||
+	    (v6 ? connect(fd, (void *)&sin6, sizeof(sin6)) : connect(fd, (void *)&sin, sizeof(sin)))) {
 		perror("kvget");
 		return 1;
 	}
