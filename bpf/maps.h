@@ -134,6 +134,14 @@ struct {
 	__type(value, __u32);
 } xvi_port_progs SEC(".maps");
 
+/* Each hook's counters (include/xvi_wire.h), by its index of xvi_port_progs. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, XVI_PORT_HOOK_MAX);
+	__type(key, __u32);
+	__type(value, struct xvi_port_hook_counters);
+} xvi_port_hook_stats SEC(".maps");
+
 /* xvi_ext_ret, the datapath's return paths for handlers: include/xvi_ext.h. */
 
 /*

@@ -578,10 +578,19 @@ static __always_inline int xvi_port_hook_csum(struct xdp_md *ctx, void *addrs, _
 static __always_inline int xvi_port_hook_run(struct xdp_md *ctx, struct xvi_global_counters *g,
 					     int idx)
 {
+	__u32 key = idx;
+	struct xvi_port_hook_counters *hc = bpf_map_lookup_elem(&xvi_port_hook_stats, &key);
+
 	g->port_hooked++;
+	if (hc)
+		hc->hooked++;
 	bpf_tail_call(ctx, &xvi_port_progs, idx);
 	g->port_hooked--;
 	g->port_hook_missing++;
+	if (hc) {
+		hc->hooked--;
+		hc->missing++;
+	}
 	return XDP_PASS;
 }
 

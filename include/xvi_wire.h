@@ -39,6 +39,15 @@
  * or 1 + the program's index in xvi_port_progs, a PROG_ARRAY of this many.
  */
 #define XVI_PORT_HOOK_MAX	8
+
+/*
+ * xvi_port_hook_stats[index of xvi_port_progs]: per-CPU counters of each
+ * hook, zeroed when a port takes the index (xvi_ctl__port_hook_list).
+ */
+struct xvi_port_hook_counters {
+	__u64 hooked;		/* handed to the hook's program (tail call) */
+	__u64 missing;		/* no program in the slot: passed */
+};
 #define XVI_PIN_SUBDIR		"xdp-vi"
 
 enum xvi_tag_kind {

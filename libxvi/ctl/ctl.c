@@ -874,7 +874,7 @@ int xvi_ctl__next_owner(struct xvi_ctl *ctl, __u32 *slot, struct xvi_slot_owner 
 }
 
 /* Sum a per-CPU element of @nwords u64 counters. */
-static int percpu_sum(struct xvi_ctl *ctl, int map, __u32 key, __u64 *out, size_t nwords)
+int xvi_ctl_percpu_sum(struct xvi_ctl *ctl, int map, __u32 key, __u64 *out, size_t nwords)
 {
 	__u64 *vals;
 	size_t w;
@@ -914,7 +914,7 @@ int xvi_ctl__ep_counters(struct xvi_ctl *ctl, __u32 slot, struct xvi_ep_counters
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS)
 		return xvi_err(-EINVAL);
-	err = percpu_sum(ctl, MAP_EP_STATS, slot, (__u64 *)out, sizeof(*out) / 8);
+	err = xvi_ctl_percpu_sum(ctl, MAP_EP_STATS, slot, (__u64 *)out, sizeof(*out) / 8);
 	return err ? xvi_err(err) : 0;
 }
 
@@ -924,7 +924,7 @@ int xvi_ctl__global_counters(struct xvi_ctl *ctl, struct xvi_global_counters *ou
 
 	if (!ctl)
 		return xvi_err(-EINVAL);
-	err = percpu_sum(ctl, MAP_GLOBAL_STATS, 0, (__u64 *)out, sizeof(*out) / 8);
+	err = xvi_ctl_percpu_sum(ctl, MAP_GLOBAL_STATS, 0, (__u64 *)out, sizeof(*out) / 8);
 	return err ? xvi_err(err) : 0;
 }
 
@@ -935,7 +935,7 @@ int xvi_ctl__ext_counters(struct xvi_ctl *ctl, __u32 slot, __u32 handler,
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || handler >= XVI_EXT_MAX_HANDLERS || !out)
 		return xvi_err(-EINVAL);
-	err = percpu_sum(ctl, MAP_EXT_STATS, slot * XVI_EXT_MAX_HANDLERS + handler,
+	err = xvi_ctl_percpu_sum(ctl, MAP_EXT_STATS, slot * XVI_EXT_MAX_HANDLERS + handler,
 			 (__u64 *)out, sizeof(*out) / 8);
 	return err ? xvi_err(err) : 0;
 }

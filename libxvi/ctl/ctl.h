@@ -180,6 +180,20 @@ int xvi_ctl__port_hook_set(struct xvi_ctl *ctl, const struct xvi_ctl_opts *opts,
 			   int prog_fd, bool replace);
 int xvi_ctl__port_hook_clear(struct xvi_ctl *ctl, __u16 port);
 int xvi_ctl__port_hook_get(struct xvi_ctl *ctl, __u16 port, __u32 *prog_id);
+
+/* One port hook, as xvi_ctl__port_hook_list gives it. */
+struct xvi_port_hook_info {
+	__u16 port;			/* UDP port, host order */
+	__u32 index;			/* in xvi_port_progs */
+	__u32 prog_id;			/* 0: the slot is empty (the program went away) */
+	char prog_name[16];		/* the kernel's name of the program (BPF_OBJ_NAME_LEN) */
+	struct xvi_port_hook_counters c;	/* summed over CPUs, since the port took the index */
+};
+/*
+ * The port hooks of @ctl's interface, by port, the first @max of them into
+ * @out: their number (more than @max if @out was short), or -errno.
+ */
+int xvi_ctl__port_hook_list(struct xvi_ctl *ctl, struct xvi_port_hook_info *out, int max);
 /* The trace ring buffer (struct xvi_trace_event records). */
 int xvi_ctl__trace_fd(const struct xvi_ctl *ctl);
 /* Handler @handler of @slot's counters, summed over CPUs. */

@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -98,6 +99,20 @@ static int hook_pinned(struct xvi_ctl *ctl, const struct xvi_ctl_opts *opts)
 	return -ENOENT;
 }
 
+/* Zero index @i's counters on every CPU; the caller holds the lock. */
+static int hook_stats_zero(struct xvi_ctl *ctl, __u32 i)
+{
+	struct xvi_port_hook_counters *z = calloc(ctl->ncpus, sizeof(*z));
+	int err = 0;
+
+	if (!z)
+		return -ENOMEM;
+	if (bpf_map_update_elem(ctl->fds[MAP_PORT_HOOK_STATS], &i, z, 0))
+		err = -errno;
+	free(z);
+	return err;
+}
+
 static int hook_set_locked(struct xvi_ctl *ctl, __u16 port, int prog_fd, bool replace)
 {
 	bool used[XVI_PORT_HOOK_MAX] = {};
@@ -126,6 +141,12 @@ static int hook_set_locked(struct xvi_ctl *ctl, __u16 port, int prog_fd, bool re
 		}
 	}
 	i = idx - 1;
+	/* A fresh index starts its counters from zero: they are this port's. */
+	if (!vals[port]) {
+		err = hook_stats_zero(ctl, i);
+		if (err)
+			goto out;
+	}
 	if (bpf_map_update_elem(ctl->fds[MAP_PORT_PROGS], &i, &prog_fd, BPF_ANY)) {
 		err = -errno;
 		goto out;
@@ -236,4 +257,57 @@ int xvi_ctl__port_hook_get(struct xvi_ctl *ctl, __u16 port, __u32 *prog_id)
 	if (bpf_map_lookup_elem(ctl->fds[MAP_PORT_PROGS], &idx, prog_id))
 		return xvi_err(-errno);
 	return 0;
+}
+
+/* @info's program name, from its id; empty if the program is gone. */
+static void hook_prog_name(struct xvi_port_hook_info *info)
+{
+	struct bpf_prog_info pi = {};
+	__u32 len = sizeof(pi);
+	int fd;
+
+	info->prog_name[0] = '\0';
+	if (!info->prog_id)
+		return;
+	fd = bpf_prog_get_fd_by_id(info->prog_id);
+	if (fd < 0)
+		return;
+	if (!bpf_obj_get_info_by_fd(fd, &pi, &len))
+		snprintf(info->prog_name, sizeof(info->prog_name), "%s", pi.name);
+	close(fd);
+}
+
+int xvi_ctl__port_hook_list(struct xvi_ctl *ctl, struct xvi_port_hook_info *out, int max)
+{
+	struct xvi_port_hook_info info;
+	__u32 *vals, port, idx;
+	int err, n = 0;
+
+	if (!ctl || max < 0 || (max && !out))
+		return xvi_err(-EINVAL);
+	vals = hooks_read(ctl, &err);
+	if (!vals)
+		return xvi_err(err);
+	for (port = 1; port < XVI_PORTS; port++) {
+		if (!vals[port] || vals[port] > XVI_PORT_HOOK_MAX)
+			continue;
+		if (n >= max) {
+			n++;
+			continue;
+		}
+		memset(&info, 0, sizeof(info));
+		info.port = port;
+		info.index = idx = vals[port] - 1;
+		/* From user space a PROG_ARRAY element reads as the program's id. */
+		if (bpf_map_lookup_elem(ctl->fds[MAP_PORT_PROGS], &idx, &info.prog_id))
+			info.prog_id = 0;
+		hook_prog_name(&info);
+		err = xvi_ctl_percpu_sum(ctl, MAP_PORT_HOOK_STATS, idx, (__u64 *)&info.c,
+					 sizeof(info.c) / 8);
+		if (err)
+			break;
+		out[n++] = info;
+	}
+	free(vals);
+	return err ? xvi_err(err) : n;
 }

@@ -73,6 +73,9 @@ const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 			     65536 },
 	[MAP_PORT_PROGS] = { "xvi_port_progs", BPF_MAP_TYPE_PROG_ARRAY, sizeof(__u32),
 			     sizeof(__u32), XVI_PORT_HOOK_MAX },
+	[MAP_PORT_HOOK_STATS] = { "xvi_port_hook_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
+				  sizeof(__u32), sizeof(struct xvi_port_hook_counters),
+				  XVI_PORT_HOOK_MAX },
 };
 
 int xvi_ctl_netns_ino(__u64 *ino)

@@ -36,6 +36,7 @@ enum {
 	MAP_TRACE,
 	MAP_PORT_HOOKS,
 	MAP_PORT_PROGS,
+	MAP_PORT_HOOK_STATS,
 	MAP_NR,
 };
 
@@ -107,6 +108,8 @@ int xvi_ctl_find_maps(const char *ifname, int ifindex, const struct xvi_ctl_opts
  * including the maps the program never reads (xvi_owners).
  */
 int xvi_ctl_bind_maps(int prog_fd, const int map_fds[MAP_NR]);
+/* Sum the per-CPU element @key of map @map, @nwords u64 counters, into @out. */
+int xvi_ctl_percpu_sum(struct xvi_ctl *ctl, int map, __u32 key, __u64 *out, size_t nwords);
 
 /*
  * The bpffs to pin in: the configured one (opts, $XVI_BPFFS) must be a

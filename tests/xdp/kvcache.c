@@ -490,6 +490,20 @@ static struct xvi_global_counters dp_global(void)
 	return sum;
 }
 
+/* Port hook @idx's counters in the datapath, summed over CPUs. */
+static struct xvi_port_hook_counters dp_hook(__u32 idx)
+{
+	struct xvi_port_hook_counters c[kv.ncpus], sum = {};
+	int i;
+
+	cr_assert_eq(bpf_map_lookup_elem(bpf_map__fd(dp->maps.xvi_port_hook_stats), &idx, c), 0);
+	for (i = 0; i < kv.ncpus; i++) {
+		sum.hooked += c[i].hooked;
+		sum.missing += c[i].missing;
+	}
+	return sum;
+}
+
 /*
  * The IPv4 header checksum, in network order as the datapath verifies it
  * (kv_build's suffices for the tc programs, which never read it), and the
@@ -577,6 +591,9 @@ Test(kvxdp, hit_answered_in_place)
 	cr_expect_eq(kv_stat(XVI_KV_HIT_XDP), 1);
 	cr_expect_eq(kv_stat(XVI_KV_HIT), 0, "kv_ingress cannot have run");
 	cr_expect_eq(dp_global().port_hooked, 1);
+	cr_expect_eq(dp_hook(0).hooked, 1, "the hook's own counter");
+	cr_expect_eq(dp_hook(0).missing, 0);
+	cr_expect_eq(dp_hook(1).hooked, 0, "another hook's counter moved");
 	cr_assert_eq(out.len, hdr + sizeof(fr) + strlen(body), "reply of %u bytes", out.len);
 	cr_expect_eq(memcmp(out.buf, in.buf + 6, 6), 0, "destination MAC is not the client's");
 	cr_expect_eq(memcmp(out.buf + 6, in.buf, 6), 0, "source MAC is not ours");
@@ -698,6 +715,8 @@ Test(kvxdp, missing_program_passed)
 	cr_expect(out.len == in.len && !memcmp(out.buf, in.buf, in.len), "frame changed");
 	cr_expect_eq(dp_global().port_hook_missing, 1);
 	cr_expect_eq(dp_global().port_hooked, 0);
+	cr_expect_eq(dp_hook(0).missing, 1, "the hook's own counter");
+	cr_expect_eq(dp_hook(0).hooked, 0);
 }
 
 Test(kvxdp, other_port_untouched)
