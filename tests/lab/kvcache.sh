@@ -250,6 +250,26 @@ case_xdp6_mixed() {
 
 case_xdp6_concurrent() { _concurrent xdp_hits "$MC6"; }
 
+# xdp-vi hook list: the cache's hook, on memcached's port, kv_xdp, and its
+# counters: every datagram of the XDP cases handed to it, the hits among
+# them, none missing.
+case_xdp_hook_list() {
+	local out err x
+	x=$(_stat xdp_hits) || fail "no stats" || return
+	out=$(t_xdpvi b --bpffs "$BPFFS" hook list "$LAB_IFACE" --json 2>&1) ||
+		fail "xdp-vi hook list: $out" || return
+	err=$("$PY" -c 'import json, sys
+h = json.loads(sys.argv[1])
+port, hits = int(sys.argv[2]), int(sys.argv[3])
+assert len(h) == 1, "expected one hook, got %d" % len(h)
+h = h[0]
+assert h["port"] == port and h["prog_name"] == "kv_xdp" and h["prog_id"] > 0, "not the cache hook"
+assert h["hooked"] >= hits > 0, "hooked %d, kv_xdp answered %d" % (h["hooked"], hits)
+assert h["missing"] == 0, "missing %d" % h["missing"]' "$out" "$PORT" "$x" 2>&1) ||
+		fail "hook list: $(tail -1 <<<"$err") ($out)" || return
+	t_log "hook list: $out"
+}
+
 case_detached() {
 	local err out ids=
 	if [ -s "$T_TMP/kv.json" ] || _kv stats "$LAB_IFACE" >/dev/null 2>&1; then
@@ -273,6 +293,8 @@ case_detached() {
 	[ -z "$ids" ] || t_ids_gone prog $ids >/dev/null ||
 		fail "the cache's programs ($ids) are still loaded after detach" || return
 	if [ -n "$BPFFS" ]; then
+		out=$(t_xdpvi b --bpffs "$BPFFS" hook list "$LAB_IFACE" --json 2>&1)
+		[ "$out" = "[]" ] || fail "port hooks left after detach: $out" || return
 		err=$(t_xdpvi b --bpffs "$BPFFS" detach "$LAB_IFACE" 2>&1 >/dev/null) ||
 			fail "xdp-vi detach: $err" || return
 		umount "$BPFFS" || fail "cannot unmount $BPFFS"
@@ -296,6 +318,7 @@ CASES=(
 	xdp6_hit	case_xdp6_hit		"IPv6 GETs answered by kv_xdp, byte-exact, checksummed"
 	xdp6_mixed	case_xdp6_mixed		"with kv_xdp: IPv4 writes, IPv6 reads and back"
 	xdp6_concurrent	case_xdp6_concurrent	"with kv_xdp over IPv6: 4 writers and 4 readers"
+	xdp_hook_list	case_xdp_hook_list	"xdp-vi hook list: the cache's hook and its counters"
 	detached	case_detached		"detach: memcached alone answers, programs gone"
 )
 # shellcheck disable=SC2034 # read by t_main

@@ -77,6 +77,7 @@ int cmd_serve(const struct xvi_cfg *cfg);
 int cmd_ext_load(const struct xvi_cfg *cfg);
 int cmd_ext_list(const struct xvi_cfg *cfg);
 int cmd_ext_unload(const struct xvi_cfg *cfg);
+int cmd_hook_list(const struct xvi_cfg *cfg);
 int cmd_router_enable(const struct xvi_cfg *cfg);
 int cmd_router_disable(const struct xvi_cfg *cfg);
 int cmd_router_status(const struct xvi_cfg *cfg);

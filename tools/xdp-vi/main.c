@@ -203,6 +203,18 @@ static const struct cmd_def router_cmds[] = {
 	{ NULL },
 };
 
+static const struct cmd_def hook_cmds[] = {
+	{ "hook list", cmd_hook_list, "IFACE", 1, 1, status_opts,
+	  "list the port hooks of IFACE",
+	  "List the port hooks of IFACE's datapath: programs root installed for UDP\n"
+	  "ports that no endpoint holds (xvi-kvcache attach --xdp).  For each: the\n"
+	  "port, its index in the hook table, the program's id and name, and its\n"
+	  "counters: hooked (datagrams handed to the program) and missing (none\n"
+	  "there: passed to the kernel).  Needs root.  See docs/EXTENSIONS.md,\n"
+	  "\"Port hooks\"." },
+	{ NULL },
+};
+
 static const struct cmd_def cmds[] = {
 	{ "attach", cmd_attach, "IFACE", 1, 1, attach_opts,
 	  "load the datapath on IFACE and pin its maps",
@@ -243,6 +255,8 @@ static const struct cmd_def cmds[] = {
 	  "steering rules: steer add, steer del", .verbs = steer_cmds },
 	{ "router", NULL, "VERB ...", 0, 0, NULL,
 	  "IP router: router enable, router disable, router status", .verbs = router_cmds },
+	{ "hook", NULL, "VERB ...", 0, 0, NULL,
+	  "port hooks: hook list", .verbs = hook_cmds },
 	{ NULL },
 };
 
