@@ -58,24 +58,7 @@ struct {
 
 #include "ep_stats.h"
 
-/* Interface-wide counters, one element.  Written by XDP, read by ctl (stats). */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct xvi_global_counters);
-} xvi_global_stats SEC(".maps");
-
-/*
- * Interface configuration (struct xvi_config), one element.  Written by the
- * control plane at attach, read by XDP: the station's own MAC address.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
-	__type(key, __u32);
-	__type(value, struct xvi_config);
-} xvi_config SEC(".maps");
+#include "trace.h"
 
 /*
  * The host's own addresses, of every interface: key {kind = XVI_TAG_UDP4 or
@@ -177,15 +160,6 @@ struct {
 	__type(key, __u32);
 	__type(value, struct xvi_ext_counters);
 } xvi_ext_stats SEC(".maps");
-
-/*
- * Trace events (struct xvi_trace_event) while XVI_CFG_TRACE is set.
- * Written by XDP, read by xdp-vi trace.
- */
-struct {
-	__uint(type, BPF_MAP_TYPE_RINGBUF);
-	__uint(max_entries, XVI_TRACE_RING_SIZE);
-} xvi_trace SEC(".maps");
 
 /*
  * Per-CPU bounce buffer for the checksum: bytes that are not reachable by

@@ -18,7 +18,8 @@
  * through xdp-vid") run here, not in xvi_demux: an XDP_TX from this end
  * goes to the host end, whose TC ingress guard checks it like any frame
  * the client sends.  The tables are this endpoint's own, so a handler
- * runs only on its owner's frames.
+ * runs only on its owner's frames.  Their events go to the datapath's
+ * trace (bpf/trace.h), whose maps xdp-vid gives this program.
  */
 #include <linux/bpf.h>
 #include <linux/pkt_cls.h>
@@ -89,6 +90,9 @@ struct {
 struct xvi_cext_cur {
 	__u32 armed;		/* 1 from the tail call to the return path */
 	__u32 handler;
+	__u32 trace;		/* XVI_CFG_TRACE at dispatch */
+	__u32 pad;
+	__u64 start_ns;		/* dispatch time, when tracing */
 };
 
 struct {
@@ -103,6 +107,8 @@ struct {
  * load, so drops here appear next to the endpoint's other counters.
  */
 #include "ep_stats.h"
+/* xvi_trace, xvi_config, xvi_global_stats: replaced likewise. */
+#include "trace.h"
 
 static __always_inline struct xvi_ep_counters *ep_of(__u32 slot)
 {
@@ -124,7 +130,7 @@ static __always_inline void xvi_client_dispatch(struct xdp_md *ctx, __u32 slot,
 	struct xvi_ep_counters *ep;
 	struct xvi_cext_cur *cur;
 	struct xvi_am_hdr *am;
-	__u32 zero = 0, off, *gen, key;
+	__u32 zero = 0, off, *gen, key, trace;
 	__u16 h;
 
 	if (meta->payload_len < XVI_AM_HDR_LEN)
@@ -140,12 +146,16 @@ static __always_inline void xvi_client_dispatch(struct xdp_md *ctx, __u32 slot,
 	if (!ep)
 		return;
 	h = bpf_ntohs(am->handler);
+	trace = xvi_tracing();
 	if (h >= XVI_EXT_MAX_HANDLERS) {
-		/* An index past the table has no counters: its error is the endpoint's. */
+		/* An index past the table has no counters: its error is the
+		 * endpoint's, traced at index 0 as xvi_demux does. */
 		if (am->version != XVI_AM_VERSION)
 			ep->ext_bad_version++;
 		else
 			ep->ext_bad_index++;
+		if (trace)
+			xvi_trace_emit(ctx, 0, slot, 0, XVI_EXT_ACT_ERROR);
 		return;
 	}
 	key = h;
@@ -155,6 +165,8 @@ static __always_inline void xvi_client_dispatch(struct xdp_md *ctx, __u32 slot,
 	if (am->version != XVI_AM_VERSION) {
 		ep->ext_bad_version++;
 		hs->act[XVI_EXT_ACT_ERROR]++;
+		if (trace)
+			xvi_trace_emit(ctx, 0, slot, h, XVI_EXT_ACT_ERROR);
 		return;
 	}
 	gen = bpf_map_lookup_elem(&xvi_client_gen, &zero);
@@ -164,6 +176,8 @@ static __always_inline void xvi_client_dispatch(struct xdp_md *ctx, __u32 slot,
 	ep->ext_msgs++;
 	hs->runs++;
 	cur->handler = h;
+	cur->trace = trace;
+	cur->start_ns = trace ? bpf_ktime_get_ns() : 0;
 	cur->armed = 1;
 	bpf_tail_call(ctx, &xvi_client_ext, (*gen & 1) * XVI_EXT_MAX_HANDLERS + h);
 	/* No handler there: counted as a miss, delivered as an ordinary message. */
@@ -171,6 +185,8 @@ static __always_inline void xvi_client_dispatch(struct xdp_md *ctx, __u32 slot,
 	hs->runs--;
 	hs->act[XVI_EXT_ACT_MISS]++;
 	ep->ext_missing++;
+	if (trace)
+		xvi_trace_emit(ctx, 0, slot, h, XVI_EXT_ACT_MISS);
 }
 
 SEC("xdp")
@@ -202,12 +218,13 @@ int xvi_client(struct xdp_md *ctx)
 /*
  * The handlers' return paths, this object's xvi_ext_ret[] (installed by
  * xdp-vid): a handler's action ends with a tail call to one of them, the
- * one place after the handler that sees how it ended; it counts the action
- * for the index the dispatch recorded, then carries it out.  Entered with
- * no dispatch in progress (cannot happen: only dispatched handlers hold
- * the map), nothing is counted.
+ * one place after the handler that sees how it ended; it counts (and, if
+ * the dispatch saw tracing on, traces) the action for the index the
+ * dispatch recorded, then carries it out.  Entered with no dispatch in
+ * progress (cannot happen: only dispatched handlers hold the map), nothing
+ * is counted.
  */
-static __always_inline void xvi_client_ret_count(__u8 action)
+static __always_inline void xvi_client_ret_count(struct xdp_md *ctx, __u8 action)
 {
 	struct xvi_ext_counters *hs;
 	struct xvi_cext_cur *cur;
@@ -221,6 +238,8 @@ static __always_inline void xvi_client_ret_count(__u8 action)
 	hs = bpf_map_lookup_elem(&xvi_cext_stats, &key);
 	if (hs)
 		hs->act[action]++;
+	if (cur->trace)
+		xvi_trace_emit(ctx, cur->start_ns, xvi_slot, key, action);
 }
 
 /*
@@ -233,7 +252,7 @@ int xvi_client_deliver(struct xdp_md *ctx)
 {
 	struct xvi_ep_counters *ep = ep_of(xvi_slot);
 
-	xvi_client_ret_count(XVI_EXT_ACT_DELIVER);
+	xvi_client_ret_count(ctx, XVI_EXT_ACT_DELIVER);
 	if (ep)
 		ep->ext_delivered++;
 	return bpf_redirect_map(&xvi_client_xsk, 0, XDP_DROP);
@@ -243,7 +262,7 @@ int xvi_client_deliver(struct xdp_md *ctx)
 SEC("xdp")								\
 int name(struct xdp_md *ctx)						\
 {									\
-	xvi_client_ret_count(action);					\
+	xvi_client_ret_count(ctx, action);				\
 	return verdict;							\
 }
 

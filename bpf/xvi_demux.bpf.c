@@ -198,50 +198,12 @@ static __always_inline int xvi_deliver(struct xdp_md *ctx, struct xvi_ep_counter
 	return xvi_redirect(ctx, ep, m, frame_len, vflags);
 }
 
-/*
- * Trace what became of an active message (XVI_CFG_TRACE): one ring buffer
- * record, with the frame's first bytes as they are now.  A full ring
- * buffer loses the event, counted; the frame goes on either way.
- */
+/* Trace (bpf/trace.h) what became of the message to handler table entry @key. */
 static __always_inline void xvi_trace_event(struct xdp_md *ctx, __u64 start_ns, __u32 key,
 					    __u8 action)
 {
-	struct xvi_global_counters *g;
-	struct xvi_trace_event *ev;
-	__u64 len, cap;			/* 64-bit: no copy the verifier loses bounds on */
-	__u32 zero = 0;
-
-	ev = bpf_ringbuf_reserve(&xvi_trace, sizeof(*ev), 0);
-	if (!ev) {
-		g = bpf_map_lookup_elem(&xvi_global_stats, &zero);
-		if (g)
-			g->trace_lost++;
-		return;
-	}
-	ev->end_ns = bpf_ktime_get_ns();
-	ev->start_ns = start_ns ? start_ns : ev->end_ns;
-	ev->slot = key / XVI_EXT_MAX_HANDLERS;
-	ev->handler = key % XVI_EXT_MAX_HANDLERS;
-	ev->action = action;
-	ev->cpu = bpf_get_smp_processor_id();
-	len = bpf_xdp_get_buff_len(ctx);
-	ev->len = len;
-	cap = len < XVI_TRACE_SNAP ? len : XVI_TRACE_SNAP;
-	barrier_var(cap);
-	if (cap < 1 || cap > XVI_TRACE_SNAP || bpf_xdp_load_bytes(ctx, 0, ev->data, cap))
-		cap = 0;
-	ev->cap_len = cap;
-	bpf_ringbuf_submit(ev, 0);
-}
-
-/* Tracing on?  Read once per active message, where it is dispatched. */
-static __always_inline __u32 xvi_tracing(void)
-{
-	struct xvi_config *cfg;
-	__u32 zero = 0;
-
-	cfg = bpf_map_lookup_elem(&xvi_config, &zero);
-	return cfg && (cfg->flags & XVI_CFG_TRACE);
+	xvi_trace_emit(ctx, start_ns, key / XVI_EXT_MAX_HANDLERS, key % XVI_EXT_MAX_HANDLERS,
+		       action);
 }
 
 /* A message for index @h that no handler ran on: counted for the index. */

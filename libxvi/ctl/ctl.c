@@ -844,6 +844,16 @@ int xvi_ctl__ep_stats_fd(const struct xvi_ctl *ctl)
 	return ctl ? ctl->fds[MAP_EP_STATS] : xvi_err(-EINVAL);
 }
 
+int xvi_ctl__config_fd(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->fds[MAP_CONFIG] : xvi_err(-EINVAL);
+}
+
+int xvi_ctl__global_stats_fd(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->fds[MAP_GLOBAL_STATS] : xvi_err(-EINVAL);
+}
+
 int xvi_ctl__release(struct xvi_ctl *ctl, __u32 slot)
 {
 	int err;

@@ -120,6 +120,14 @@ int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot,
  * in the endpoint's slot.
  */
 int xvi_ctl__ep_stats_fd(const struct xvi_ctl *ctl);
+/*
+ * fds of the datapath's xvi_config and xvi_global_stats maps, owned by
+ * @ctl (do not close): xdp-vid hands them, with xvi_ctl__trace_fd's ring
+ * buffer, to a protected endpoint's client-end program, whose handlers
+ * trace into the datapath's trace (bpf/trace.h).
+ */
+int xvi_ctl__config_fd(const struct xvi_ctl *ctl);
+int xvi_ctl__global_stats_fd(const struct xvi_ctl *ctl);
 
 /*
  * Extension handlers (xvi_ext_progs, docs/EXTENSIONS.md).  ext_set puts

@@ -351,11 +351,33 @@ print(" ".join(str(p["id"]) for p in json.load(sys.stdin)
 }
 
 # shellcheck disable=SC2034 # read by t_main
+# Root's xdp-vi trace shows the handlers on protected endpoints' client
+# ends with the datapath's: 10 messages that uid A's handler 1 echoes, 10
+# events naming its endpoint, index 1 and reply, none lost.
+case_trace_client_end() {
+	local pid out rc n tr=$T_TMP/trace
+	t_x -T 60 b "$XDPVI" trace "$LAB_IFACE" --count 10 --duration 30 >"$tr.out" \
+		2>"$tr.err" &
+	pid=$!
+	t_wait_grep "$tr.err" "tracing $LAB_IFACE" ||
+		{ t_stop $pid; fail "trace never started: $(head -c 300 "$tr.err")"; return 1; }
+	out=$(t_x -T 60 a "$PY" "$T_HELPERS/am_client.py" 198.18.0.2 7400 1 --count 10 \
+		--expect-echo 2>&1) || { t_stop $pid; fail "echo under trace: $out"; return 1; }
+	wait $pid && rc=0 || rc=$?
+	[ $rc -eq 0 ] || fail "trace exited $rc: $(head -c 300 "$tr.err")" || return
+	grep -q "10 events, 0 lost" "$tr.err" || fail "trace summary: $(tail -1 "$tr.err")" ||
+		return
+	n=$(grep -c "udp4 $EPA  *handler 1  *reply " "$tr.out")
+	[ "$n" -eq 10 ] ||
+		fail "$n of 10 events name udp4 $EPA, handler 1, reply: $(head -3 "$tr.out")"
+}
+
 CASES=(
 	no_grant	case_no_grant		"uid B, no ext in its rule: the load is refused, saying why"
 	load_echo	case_load_echo		"uid A loads the echo handler; 20 replies pass the guard"
 	other_owner	case_other_owner	"uid B cannot load or unload on uid A's endpoint"
 	list_counts	case_list_counts	"uid A lists its handler's counts moving; uid B sees none; root sees them"
+	trace_client_end case_trace_client_end	"root's xdp-vi trace shows the client end's handler"
 	verifier_log	case_verifier_log	"a handler the verifier rejects: refused with its log"
 	helpers		case_helpers		"a handler calling bpf_redirect (in a subprogram) is refused"
 	limits		case_limits		"ext-map-bytes and ext-handlers-per-uid refuse, named"

@@ -304,3 +304,70 @@ Test(client_ext, miss_and_error_per_handler, .init = ce_setup, .fini = ce_teardo
 	cr_expect_eq(c.act[XVI_EXT_ACT_ERROR], 1);
 	cr_expect_eq(counters().ext_bad_version, 1);
 }
+
+/* ---- tracing into the datapath's trace (bpf/trace.h) ---------------------- */
+
+struct ce_events {
+	struct xvi_trace_event ev[8];
+	int n;
+};
+
+static int ce_event(void *ctx, void *data, size_t len)
+{
+	struct ce_events *e = ctx;
+
+	if (e->n < 8 && len >= sizeof(e->ev[0]))
+		memcpy(&e->ev[e->n], data, sizeof(e->ev[0]));
+	e->n++;
+	return 0;
+}
+
+/* XVI_CFG_TRACE in the program's xvi_config, which xdp-vid makes the datapath's. */
+static void ce_trace(bool on)
+{
+	struct xvi_config cfg = { .flags = on ? XVI_CFG_TRACE : 0 };
+	__u32 zero = 0;
+
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(ce.skel->maps.xvi_config), &zero, &cfg, 0),
+		     0);
+}
+
+/*
+ * With tracing on, a handler's action, a miss and a bad header each become
+ * an event naming the endpoint's slot, the index and the action, as the
+ * datapath's own do; with it off, none.
+ */
+Test(client_ext, traced_like_the_datapath, .init = ce_setup, .fini = ce_teardown)
+{
+	static const struct { __u16 handler; __u8 act; } want[] = {
+		{ 2, XVI_EXT_ACT_REPLY }, { 3, XVI_EXT_ACT_MISS }, { 4, XVI_EXT_ACT_ERROR },
+	};
+	struct ce_events e = {};
+	struct ring_buffer *rb;
+	int fd, i;
+
+	install_rets();
+	fd = tail_stand_in(XVI_EXT_RET_REPLY);
+	put(0, 2, fd);
+	close(fd);
+	ce_trace(true);
+	cr_expect_eq(run(true, 2), XDP_TX);
+	cr_expect_eq(run(true, 3), XDP_REDIRECT, "an empty index delivers");
+	cr_expect_eq(run_v(true, 4, XVI_AM_VERSION + 1), XDP_REDIRECT, "a bad header delivers");
+	ce_trace(false);
+	cr_expect_eq(run(true, 2), XDP_TX);
+	rb = ring_buffer__new(bpf_map__fd(ce.skel->maps.xvi_trace), ce_event, &e, NULL);
+	cr_assert_not_null(rb, "ring_buffer__new: %s", strerror(errno));
+	ring_buffer__consume(rb);
+	ring_buffer__free(rb);
+	cr_assert_eq(e.n, 3, "%d events, expected 3 (the last message untraced)", e.n);
+	for (i = 0; i < 3; i++) {
+		cr_expect_eq(e.ev[i].slot, CE_SLOT, "event %d: slot %u", i, e.ev[i].slot);
+		cr_expect_eq(e.ev[i].handler, want[i].handler, "event %d: index %u", i,
+			     e.ev[i].handler);
+		cr_expect_eq(e.ev[i].action, want[i].act, "event %d: action %u", i,
+			     e.ev[i].action);
+		cr_expect(e.ev[i].len > 0 && e.ev[i].cap_len > 0, "event %d: no frame", i);
+		cr_expect_leq(e.ev[i].start_ns, e.ev[i].end_ns, "event %d: times", i);
+	}
+}

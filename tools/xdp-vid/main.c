@@ -588,6 +588,14 @@ static int load_programs(struct xvid_ep *e, const struct xvi_tag *tag, __u32 fra
 	}
 	e->cskel->rodata->xvi_slot = e->slot;
 	err = bpf_map__reuse_fd(e->cskel->maps.xvi_ep_stats, xvi_ctl__ep_stats_fd(d.ctl));
+	/* Its handlers trace into the datapath's trace, under its switch. */
+	if (!err)
+		err = bpf_map__reuse_fd(e->cskel->maps.xvi_trace, xvi_ctl__trace_fd(d.ctl));
+	if (!err)
+		err = bpf_map__reuse_fd(e->cskel->maps.xvi_config, xvi_ctl__config_fd(d.ctl));
+	if (!err)
+		err = bpf_map__reuse_fd(e->cskel->maps.xvi_global_stats,
+					xvi_ctl__global_stats_fd(d.ctl));
 	if (!err)
 		err = xvi_client_bpf__load(e->cskel);
 	if (err) {
