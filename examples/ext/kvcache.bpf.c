@@ -1038,8 +1038,9 @@ static __always_inline int kv_xdp_answer(struct xdp_md *ctx, const struct xvi_kv
  * misses and writes included, goes on (XDP_PASS) to kv_ingress and
  * memcached, which see it as they would without this program.  IPv4
  * without options and IPv6 without extension headers (the datapath hands
- * over no other); not a multicast IPv6 source, which the kernel drops
- * (a reply to it would go to a group).
+ * over no other); not from a source the kernel drops as a martian, whose
+ * reply would go to a group, everyone or nowhere: IPv6 multicast, IPv4
+ * 0/8, 127/8 and 224/4 and above (multicast, reserved, broadcast).
  */
 SEC("xdp.frags")
 int kv_xdp(struct xdp_md *ctx)
@@ -1062,9 +1063,14 @@ int kv_xdp(struct xdp_md *ctx)
 	if (eth->h_proto == bpf_htons(ETH_P_IP)) {
 		struct iphdr *iph = (void *)(eth + 1);
 
+		__u8 a0;
+
 		uh = (void *)(iph + 1);
 		if ((void *)(uh + 1) > end || iph->ihl != 5 || iph->protocol != IPPROTO_UDP ||
 		    (iph->frag_off & bpf_htons(0x3fff)))
+			return XDP_PASS;
+		a0 = bpf_ntohl(iph->saddr) >> 24;
+		if (a0 == 0 || a0 == 127 || a0 >= 224)
 			return XDP_PASS;
 		l3_len = bpf_ntohs(iph->tot_len) - sizeof(*iph);
 		hlen = KV_XDP_HDRS4;

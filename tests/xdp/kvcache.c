@@ -740,6 +740,32 @@ Test(kvxdp, bad_checksum_untouched)
 	expect_untouched(KV_PORT, true);
 }
 
+/* From a source the kernel drops as a martian: no reply to it from XDP. */
+Test(kvxdp, martian_source_passed)
+{
+	static const char *const src[] = {
+		"224.0.0.1", "239.1.2.3", "255.255.255.255", "240.0.0.1", "0.0.0.0",
+		"127.0.0.1",
+	};
+	struct kv_frame in, out;
+	size_t i;
+	int v;
+
+	fill_k1(1, VAL_HELLO);
+	for (i = 0; i < sizeof(src) / sizeof(src[0]); i++) {
+		kv_build(&in, false, 2, "get k1\r\n", 8);
+		inet_pton(AF_INET, src[i], &((struct iphdr *)(in.buf + ETH_HLEN))->saddr);
+		kv_csums(&in);
+		v = dp_run(&in, &out);
+		cr_expect_eq(v, XDP_PASS, "source %s: verdict %d, expected XDP_PASS", src[i], v);
+		cr_expect(out.len == in.len && !memcmp(out.buf, in.buf, in.len),
+			  "source %s: frame changed", src[i]);
+	}
+	cr_expect_eq(kv_stat(XVI_KV_HIT_XDP), 0);
+	/* The same GET from the client is answered. */
+	cr_expect_eq(dp_get(3, KV_PORT, false, &in, &out), XDP_TX);
+}
+
 /* To an address the host only routes: no local port's datagram. */
 Test(kvxdp, not_local_untouched)
 {
