@@ -29,14 +29,15 @@
 # (tests/bench/prog_run_each.py), since kv_xdp rewrites the frame into a
 # reply and repeated runs (live frames too, whose recycled pages keep the
 # bytes) would time the reply's way, not the request's.  With
-# KV_OBJ_BASE=FILE, another build of kvcache.bpf.o (attached with --obj)
-# is timed on the same frames, alternated with the built-in one: a
-# before/after comparison of kv_xdp in one run.
+# B_BASE=DIR, the build directory of another tree (its bin/xdp-vi and
+# bin/xvi-kvcache: datapath and cache), every one of these rows is timed
+# for that build too, node b's datapath attached by each build in turn,
+# alternated: a before/after comparison in one run.
 #
 # The last column is the cache's own count of the GETs it answered
 # (xvi-kvcache stats), so that each row says who answered.
 #
-# usage: B=build [KV_OBJ_BASE=FILE] tests/bench/kvcache.sh [-t SEC] [-w WINDOW] [-r ROUNDS]
+# usage: B=build [B_BASE=DIR] tests/bench/kvcache.sh [-t SEC] [-w WINDOW] [-r ROUNDS]
 
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
@@ -133,14 +134,6 @@ prog_run() {	# VARIANT FILE: one line "variant ns_per_frame"
 	[ -n "$ns" ] || die "BPF_PROG_RUN ($1): $(tr '\n' ' ' <<<"$out")"
 	echo "$1 $ns"
 }
-for _ in $(seq "$ROUNDS"); do
-	prog_run pass-no-hook "$TMP/pass.bin" | tee -a "$TMP/cost" >&2
-	x b "$BB/bin/xvi-kvcache" attach xv0 --port "$PORT" --xdp --bpffs "$FS" >/dev/null ||
-		die "attach --xdp"
-	prog_run pass-hook-on "$TMP/pass.bin" | tee -a "$TMP/cost" >&2
-	x b "$BB/bin/xvi-kvcache" detach xv0 >/dev/null || die "detach"
-done
-
 # The cache's own frames, a -> b: "get hot" (cached: a hit) and "get cold"
 # (never set: a miss), over IPv4 and IPv6, memcached's frame header in front.
 python3 - "$ROOT/tests/lab/helpers" "$mac_b" "$PORT" "$TMP" <<'PY'
@@ -167,19 +160,35 @@ prog_each() {	# VARIANT FILE: one line "variant ns_median verdict"
 	[[ $out == ns_median* ]] || die "BPF_PROG_RUN ($1): $(tr '\n' ' ' <<<"$out")"
 	echo "$1 $(cut -d' ' -f2,4 <<<"$out")"
 }
-objs=new
-[ -z "${KV_OBJ_BASE:-}" ] || objs="base new"
+builds=new cur=$BB/bin
+if [ -n "${B_BASE:-}" ]; then
+	builds="base new"
+	case $B_BASE in /*) ;; *) B_BASE=$ROOT/$B_BASE ;; esac
+	for b in "$B_BASE/bin/xdp-vi" "$B_BASE/bin/xvi-kvcache"; do
+		[ -x "$b" ] || die "B_BASE: $b missing"
+	done
+fi
 for _ in $(seq "$ROUNDS"); do
-	for o in $objs; do
-		# shellcheck disable=SC2046 # no word or two
-		x b "$BB/bin/xvi-kvcache" attach xv0 --port "$PORT" --xdp --bpffs "$FS" \
-			$([ "$o" = base ] && echo "--obj $KV_OBJ_BASE") >/dev/null || die "attach $o"
+	for o in $builds; do
+		bin=$BB/bin
+		[ "$o" = new ] || bin=$B_BASE/bin
+		if [ "$bin" != "$cur" ]; then	# node b's datapath from this build
+			x b "$cur/xdp-vi" --bpffs "$FS" detach xv0 >/dev/null || die "detach on b"
+			x b "$bin/xdp-vi" --bpffs "$FS" attach xv0 >/dev/null || die "attach $o on b"
+			cur=$bin
+			prog=$(x b ip -d link show dev xv0 | grep -oE 'prog/xdp id [0-9]+' |
+				awk '{ print $3 }')
+		fi
+		prog_run "$o-pass-no-hook" "$TMP/pass.bin" | tee -a "$TMP/cost" >&2
+		x b "$bin/xvi-kvcache" attach xv0 --port "$PORT" --xdp --bpffs "$FS" >/dev/null ||
+			die "attach --xdp ($o)"
+		prog_run "$o-pass-hook-on" "$TMP/pass.bin" | tee -a "$TMP/cost" >&2
 		x a python3 "$ROOT/tests/lab/helpers/memcache_udp.py" 198.18.0.2 "$PORT" get hot \
 			>/dev/null || die "warm-up GET"
 		for k in hot4 hot6 cold4 cold6; do
 			prog_each "$o-$k" "$TMP/$k.bin" | tee -a "$TMP/cost" >&2
 		done
-		x b "$BB/bin/xvi-kvcache" detach xv0 >/dev/null || die "detach"
+		x b "$bin/xvi-kvcache" detach xv0 >/dev/null || die "detach ($o)"
 	done
 done
 
@@ -216,19 +225,22 @@ import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 def col(v):
     return [float(r[1]) for r in rows if r[0] == v]
+builds = {"base": "B_BASE", "new": "this build"}
 print("\nxvi_demux by BPF_PROG_RUN, ns per frame, median (min-max) of %s rounds" % sys.argv[2])
-print("| frame | ns/frame |")
-print("|---|---|")
+print("| frame | build | ns/frame |")
+print("|---|---|---|")
 for v, name in (("pass-no-hook", "UDP to a port nobody holds, no hook installed (passed)"),
                 ("pass-hook-on", "the same, the cache's hook on another port (passed)")):
-    xs = col(v)
-    if xs:
-        print("| %s | %.0f (%.0f-%.0f) |" % (name, statistics.median(xs), min(xs), max(xs)))
+    for o in ("base", "new"):
+        xs = col("%s-%s" % (o, v))
+        if xs:
+            print("| %s | %s | %.0f (%.0f-%.0f) |" % (name, builds[o], statistics.median(xs),
+                                                   min(xs), max(xs)))
 acts = {"1": "drop", "2": "pass", "3": "tx"}
 print("\nThe cache's GETs through xvi_demux and kv_xdp, one repetition per BPF_PROG_RUN,"
       "\nns per frame: median over %s rounds of each round's median of 2,000 runs (min-max)"
       % sys.argv[2])
-print("| GET | kv_xdp | ns/frame | verdict |")
+print("| GET | build | ns/frame | verdict |")
 print("|---|---|---|---|")
 for k, name in (("hot4", "cached key, IPv4"), ("hot6", "cached key, IPv6"),
                 ("cold4", "key never set, IPv4"), ("cold6", "key never set, IPv6")):
@@ -237,6 +249,6 @@ for k, name in (("hot4", "cached key, IPv4"), ("hot6", "cached key, IPv6"),
         if xs:
             vs = sorted({acts.get(r[2], r[2]) for r in rows if r[0] == "%s-%s" % (o, k)})
             print("| %s | %s | %.0f (%.0f-%.0f) | %s |" % (
-                name, "KV_OBJ_BASE" if o == "base" else "this build", statistics.median(xs),
+                name, builds[o], statistics.median(xs),
                 min(xs), max(xs), ",".join(vs)))
 PY
