@@ -406,6 +406,8 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 		s.ip_id = ep->ip_id++;
 		if (!have_sum && !ep->tx_csum_md)
 			psum = xvi_csum_partial(data, len, 0);
+		/* A checksum request: xvi_tx_md__udp_csum() writes the field. */
+		s.udp_csum_later = ep->tx_csum_md;
 	}
 	hlen = xvi_frame__put_hdrs(data, len, psum, &s);
 	if (unlikely(hlen < 0))
@@ -416,7 +418,7 @@ static int tx_build(struct xvi_endpoint *ep, void *data, __u32 len, __u64 psum,
 	if (ep->kind == XVI_EP_RAW)
 		return 0;
 	if (ep->tx_csum_md) {
-		/* replaces put_hdrs' sum (of header and pseudo-header only) */
+		/* the field put_hdrs left to it (udp_csum_later) */
 		xvi_tx_md__udp_csum((char *)data - hlen, hlen - XVI_UDP_HLEN, s.family,
 				    s.src.a, s.dst.a, XVI_UDP_HLEN + len);
 		d->options = XDP_TX_METADATA;

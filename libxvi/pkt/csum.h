@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <linux/types.h>
 #include "common/ip.h"
 
@@ -55,7 +56,17 @@ static inline __u16 xvi_csum_finish(__u64 sum)
 /* IPv4 header checksum over @ihl_bytes (the field must be 0 or the stored one). */
 static inline __u16 xvi_csum_ip4_hdr(const void *iph, size_t ihl_bytes)
 {
-	return xvi_csum_finish(xvi_csum_partial(iph, ihl_bytes, 0));
+	__u64 a, b;
+	__u32 c;
+
+	if (ihl_bytes != 20)
+		return xvi_csum_finish(xvi_csum_partial(iph, ihl_bytes, 0));
+	/* The header of every datagram sent: three loads, no call. */
+	memcpy(&a, iph, 8);
+	memcpy(&b, (const char *)iph + 8, 8);
+	memcpy(&c, (const char *)iph + 16, 4);
+	return xvi_csum_finish((a & 0xffffffffULL) + (a >> 32) + (b & 0xffffffffULL) +
+			       (b >> 32) + c);
 }
 
 /*

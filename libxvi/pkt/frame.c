@@ -244,7 +244,7 @@ static void put_udp(__u8 *p, const struct xvi_frame_spec *s, __u32 ulen,
 	put16(p + 2, s->dport);
 	put16(p + 4, ulen);
 	p[6] = p[7] = 0;
-	if (s->family == AF_INET && s->no_udp_csum)
+	if ((s->family == AF_INET && s->no_udp_csum) || s->udp_csum_later)
 		return;
 	psum = xvi_csum_partial(p, XVI_UDP_HLEN, psum);
 	psum += xvi_csum_pseudo(s->family, s->src.a, s->dst.a, ulen);

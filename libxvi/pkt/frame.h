@@ -99,6 +99,7 @@ struct xvi_frame_spec {
 	__u16 ip_id;		/* IPv4 identification */
 	__u8 ttl;		/* TTL / hop limit, 0 means 64 */
 	bool no_udp_csum;	/* IPv4 only: send checksum 0 */
+	bool udp_csum_later;	/* leave the UDP checksum field to the caller */
 };
 
 /* Header bytes in front of the payload for @s (0 for a bad family). */
