@@ -138,9 +138,13 @@ Test(txcsum, request_matches_software_frame)
 
 		memset(seg, 0xa5, sizeof(seg));
 		memcpy(data, payload, t->len);
+		/* As tx.c asks: the request, not put_hdrs, fills the field. */
+		s.udp_csum_later = true;
 		hlen = xvi_frame__put_hdrs(data, t->len, 0, &s);
 		cr_assert_eq((__u32)hlen, t->l4_off + XVI_UDP_HLEN, "case %zu", i);
 		frame = data - hlen;
+		cr_expect(!frame[t->l4_off + 6] && !frame[t->l4_off + 7],
+			  "case %zu: put_hdrs summed a field left to the request", i);
 		xvi_tx_md__udp_csum(frame, hlen - XVI_UDP_HLEN, s.family, s.src.a, s.dst.a,
 				    XVI_UDP_HLEN + t->len);
 
