@@ -44,11 +44,15 @@ static __always_inline __u16 xvi_csum_fold(__u32 sum)
  * Add the @n 16-bit words at @p, loaded in memory order like
  * bpf_csum_diff's sum, to @sum (unfolded: @n up to 65536 words fit).  For
  * the few words of a header on the per-frame path: inline loads and adds
- * cost a fraction of a helper call.
+ * cost a fraction of a helper call.  The words may be a struct of other
+ * types just written on the stack (a pseudo-header tail with a __be32
+ * length): without may_alias, clang may load them before those stores.
  */
+typedef __u16 __attribute__((__may_alias__)) xvi_csum_word_t;
+
 static __always_inline __u32 xvi_csum_words(const void *p, const int n, __u32 sum)
 {
-	const __u16 *w = p;
+	const xvi_csum_word_t *w = p;
 	int i;
 
 #pragma unroll
