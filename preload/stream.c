@@ -989,8 +989,10 @@ ssize_t xps_recv(int fd, const struct iovec *iov, int n, int flags)
 			__atomic_fetch_add(&cnt.rx_bytes, r, __ATOMIC_RELAXED);
 			continue;
 		}
-		if (r == 0)
+		if (r == 0) {
+			err = 0;	/* an EOF after a wait is no EAGAIN */
 			break;				/* end of stream */
+		}
 		if (r == -EAGAIN) {
 			/* Once something came, wait for more only with MSG_WAITALL. */
 			if (done && !(flags & MSG_WAITALL))
