@@ -37,6 +37,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/tcp.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
 #include "stream.h"
@@ -74,6 +75,7 @@ struct xps {
 	struct xps_ctx *c;
 	struct xvi_stream *s;
 	union xvi_sockaddr local, peer;
+	int pair[2];		/* at a fork: the relay's socketpair (fork section) */
 };
 
 struct xps_peer {
@@ -113,11 +115,12 @@ static __thread bool held;
 
 static void epoll_promote(int fd, struct xps *x);
 static void epoll_drop(struct xps *x);
+static void fork_setup(void);
 
 static struct {
 	unsigned int connect_xvi, connect_tcp_timeout, connect_tcp_refused,
 		connect_tcp_known, connect_tcp_other, accept_xvi, accept_tcp,
-		listen_xvi, listen_tcp;
+		listen_xvi, listen_tcp, relays;
 	__u64 tx_bytes, rx_bytes;
 } cnt;
 
@@ -126,6 +129,8 @@ __attribute__((constructor)) static void xps_conf(void)
 	const char *s = getenv("XVI_RUN_STREAMS");
 
 	xps_enabled = s && *s && strcmp(s, "0");
+	if (xps_enabled)
+		fork_setup();
 	s = getenv("XVI_RUN_CONNECT_MS");
 	if (s && *s && atoi(s) > 0)
 		connect_ms = atoi(s);
@@ -275,10 +280,15 @@ static void drive_fired(const struct pollfd *p, int n)
 
 /* ---- fd table ---- */
 
+static int top = -1;	/* the highest fd ever in the table (fork walks to it) */
+
 static void put(int fd, struct xps *x)
 {
-	if ((unsigned int)fd < XP_FD_MAX)
-		__atomic_store_n(&xps_fds[fd], x, __ATOMIC_RELEASE);
+	if ((unsigned int)fd >= XP_FD_MAX)
+		return;
+	__atomic_store_n(&xps_fds[fd], x, __ATOMIC_RELEASE);
+	if (x && fd > __atomic_load_n(&top, __ATOMIC_RELAXED))
+		__atomic_store_n(&top, fd, __ATOMIC_RELAXED);
 }
 
 /* Lock held: the last fd of @x went; end its stream. */
@@ -322,6 +332,7 @@ static struct xps *add(int fd, enum xps_state st, bool nonblock)
 	x->state = st;
 	x->refs = 1;
 	x->nonblock = nonblock;
+	x->pair[0] = x->pair[1] = -1;
 	put(fd, x);
 	return x;
 }
@@ -533,12 +544,14 @@ __attribute__((destructor)) static void xps_exit(void)
 	n = snprintf(line, sizeof(line),
 		     "streams pid=%d connect_xvi=%u connect_tcp=%u (timeout %u, refused %u, "
 		     "known %u, other %u) accept_xvi=%u accept_tcp=%u listen_xvi=%u "
-		     "listen_tcp=%u tx_bytes=%llu rx_bytes=%llu\n", getpid(), cnt.connect_xvi,
+		     "listen_tcp=%u tx_bytes=%llu rx_bytes=%llu relays=%u\n", getpid(),
+		     cnt.connect_xvi,
 		     cnt.connect_tcp_timeout + cnt.connect_tcp_refused + cnt.connect_tcp_known +
 		     cnt.connect_tcp_other, cnt.connect_tcp_timeout, cnt.connect_tcp_refused,
 		     cnt.connect_tcp_known, cnt.connect_tcp_other, cnt.accept_xvi,
 		     cnt.accept_tcp, cnt.listen_xvi, cnt.listen_tcp,
-		     (unsigned long long)cnt.tx_bytes, (unsigned long long)cnt.rx_bytes);
+		     (unsigned long long)cnt.tx_bytes, (unsigned long long)cnt.rx_bytes,
+		     cnt.relays);
 	xp_info("%.*s", n - 1, line);
 	xp_stats_line(line, n);
 	for (i = 0; i < nctx; i++)
@@ -1782,4 +1795,351 @@ int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 		if (!timeout_ms || (timeout_ms > 0 && (__s64)(end - now_ms()) <= 0))
 			return 0;
 	}
+}
+
+/*
+ * ---- fork: a stream shared with a child, through a relay ----
+ *
+ * A stream lives in this process's stream context (the AF_XDP socket and
+ * its rings, the engine's state in private memory), which the listener's
+ * other connections share; a child that inherits a copy of that state
+ * cannot drive it without fighting the parent over one ring and one set
+ * of sequence numbers.  So at fork every stream the process holds an fd
+ * of gets a socketpair: in the child the fds of the stream become one
+ * end (dup3 onto the same numbers, FD_CLOEXEC and O_NONBLOCK kept), a
+ * plain kernel socket from then on, which the child may use, pass on,
+ * fork again or exec with; in the parent a relay thread moves bytes
+ * between the other end and the stream (recv_zc into writev, read into
+ * send_alloc: one copy more than a direct send or receive, each way).
+ * The relay holds the stream like another fd: the parent's close (the
+ * usual accept-then-fork server closes its copy at once) leaves it open
+ * until the child's side closes too.  Carried across:
+ *   - the peer's FIN: SHUT_WR on the relay's end, the child reads EOF;
+ *   - the child's shutdown(SHUT_WR): read() of 0 while the end is not
+ *     hung up, the stream's SHUT_WR (as TCP: one holder's shutdown is
+ *     everyone's);
+ *   - the child's last close: the end hangs up (POLLHUP), the relay's
+ *     reference goes, the stream closes if it was the last (FIN after
+ *     queued data); closed with bytes it never read, the kernel reports
+ *     ECONNRESET to the relay and the stream is aborted (RST), as TCP's
+ *     close with unread data;
+ *   - a reset or timeout of the stream: the relay's end is closed, the
+ *     child reads EOF and gets EPIPE on write (not ECONNRESET).
+ * The child's stream mode starts empty: no context, no listener (an
+ * inherited listener is a kernel-only listener there), so sockets it
+ * makes get endpoints and contexts of its own.
+ */
+#define RELAY_BURST (256 * 1024)	/* bytes one relay moves per direction per round */
+
+struct xps_relay {
+	struct xps *x;
+	int ufd;		/* the parent's end of the socketpair */
+	bool child_eof;		/* the child's side shut for writing */
+	bool stream_eof;	/* the peer's FIN passed on */
+	bool out_full;		/* ufd full: wait for POLLOUT */
+};
+
+static struct xps_relay *relays;
+static int nrelays, caprelays;
+static struct xps **forking;	/* streams getting a socketpair at this fork */
+static int nforking, capforking;
+static int relay_wake = -1;	/* eventfd: a relay was added */
+static bool relay_running;
+
+/* Lock held: relay @i is over; @reset: the child closed with bytes unread. */
+static void relay_end(int i, bool reset)
+{
+	struct xps_relay r = relays[i];
+
+	relays[i] = relays[--nrelays];
+	REAL(close)(r.ufd);
+	if (reset && r.x->refs == 1 && r.x->s) {
+		xvi_stream__abort(r.x->s);
+		r.x->s = NULL;
+	}
+	if (--r.x->refs == 0)
+		release(r.x);
+}
+
+/* Lock held: the peer's bytes to the child.  False if the relay is over. */
+static bool relay_down(struct xps_relay *r)
+{
+	struct iovec v[2];
+	size_t want, moved = 0;
+	ssize_t n;
+	int k;
+
+	r->out_full = false;
+	while (!r->stream_eof && moved < RELAY_BURST) {
+		k = xvi_stream__recv_zc(r->x->s, v, 2);
+		if (k == -EAGAIN)
+			return true;
+		if (k == 0) {
+			REAL(shutdown)(r->ufd, SHUT_WR);
+			r->stream_eof = true;
+			return true;
+		}
+		if (k < 0)
+			return false;	/* reset or timed out: the child reads EOF */
+		want = v[0].iov_len + (k > 1 ? v[1].iov_len : 0);
+		n = REAL(writev)(r->ufd, v, k);
+		if (n < 0 && errno == EAGAIN) {
+			r->out_full = true;
+			return true;
+		}
+		if (n < 0)
+			return false;	/* the child's side is gone */
+		xvi_stream__recv_release(r->x->s, n);
+		cnt.rx_bytes += n;
+		moved += n;
+		if ((size_t)n < want) {
+			r->out_full = true;
+			return true;
+		}
+	}
+	return true;
+}
+
+/*
+ * Lock held: the child's bytes to the peer.  0 to go on, 1 when the
+ * child's side hung up (its last fd closed), 2 when it closed with bytes
+ * unread or the stream broke.
+ */
+static int relay_up(struct xps_relay *r)
+{
+	struct pollfd hup = { .fd = r->ufd };
+	size_t moved = 0;
+	ssize_t room, n;
+	void *p;
+
+	while (!r->child_eof && moved < RELAY_BURST) {
+		room = xvi_stream__send_alloc(r->x->s, &p, 0);
+		if (room == -EAGAIN)
+			return 0;	/* the context's fd wakes us when ACKs make room */
+		if (room < 0)
+			return 2;
+		n = REAL(read)(r->ufd, p, room);
+		xvi_stream__send_commit(r->x->s, n > 0 ? (size_t)n : 0);
+		if (n > 0) {
+			cnt.tx_bytes += n;
+			moved += n;
+			continue;
+		}
+		if (n < 0)
+			return errno == EAGAIN ? 0 : 2;
+		/* EOF: a close hangs the end up, a shutdown(SHUT_WR) does not. */
+		REAL(poll)(&hup, 1, 0);
+		if (hup.revents & POLLHUP)
+			return 1;
+		xvi_stream__shutdown(r->x->s, SHUT_WR);
+		r->child_eof = true;
+	}
+	if (r->child_eof) {
+		REAL(poll)(&hup, 1, 0);
+		return hup.revents & POLLHUP ? 1 : 0;
+	}
+	return 0;
+}
+
+static void *relay_main(void *arg)
+{
+	struct pollfd *p = NULL;
+	int cap = 0, n, i, j, nr, ms;
+	__u64 buf;
+
+	(void)arg;
+	for (;;) {
+		lock();
+		for (i = 0; i < nrelays; i++) {
+			int up;
+
+			if (!relay_down(&relays[i])) {
+				relay_end(i--, false);
+				continue;
+			}
+			up = relay_up(&relays[i]);
+			if (up)
+				relay_end(i--, up == 2);
+		}
+		if (__atomic_load_n(&closing, __ATOMIC_RELAXED))
+			closing_check();
+		nr = nrelays;
+		if (cap < 1 + nr + nctx) {
+			cap = 2 * (1 + nr + nctx);
+			free(p);
+			p = malloc(cap * sizeof(*p));
+			if (!p) {
+				unlock();
+				xp_info("fork relay: out of memory: relayed streams stall");
+				return NULL;
+			}
+		}
+		p[0] = (struct pollfd){ .fd = relay_wake, .events = POLLIN };
+		for (i = 0; i < nr; i++) {
+			struct xps_relay *r = &relays[i];
+
+			p[1 + i] = (struct pollfd){
+				.fd = r->ufd,
+				.events = (r->child_eof ? 0 : POLLIN) | (r->out_full ? POLLOUT : 0),
+			};
+		}
+		/* Every context: relayed streams' and orphans' (fd -1 in free slots). */
+		n = nctx;
+		for (j = 0; j < n; j++)
+			p[1 + nr + j] = (struct pollfd){ .fd = ctxs[j].fd, .events = POLLIN };
+		/*
+		 * The program's own calls process the same contexts and may take
+		 * the segment that woke us before we look: bounded sleeps while
+		 * anything is relayed (as sleep_on with several threads).
+		 */
+		ms = nr || __atomic_load_n(&closing, __ATOMIC_RELAXED) ? 2 : -1;
+		if (ms)
+			release_acks();
+		unlock();
+		if (REAL(poll)(p, 1 + nr + n, ms) < 0 && errno != EINTR)
+			continue;
+		if (p[0].revents & POLLIN)
+			(void)!REAL(read)(relay_wake, &buf, sizeof(buf));
+		drive_fired(p + 1 + nr, n);
+	}
+	return NULL;
+}
+
+/* Before fork: a socketpair for every stream the process holds an fd of. */
+static void xps_prefork(void)
+{
+	int fd, t = __atomic_load_n(&top, __ATOMIC_RELAXED);
+
+	lock();
+	nforking = 0;
+	for (fd = 0; fd <= t; fd++) {
+		struct xps *x = xps_fds[fd];
+
+		if (!x || x->state != XPS_CONN || x->pair[0] >= 0)
+			continue;
+		if (nforking == capforking) {
+			int c = capforking ? 2 * capforking : 16;
+			struct xps **f = realloc(forking, c * sizeof(*f));
+
+			if (!f)
+				break;
+			forking = f;
+			capforking = c;
+		}
+		/* CLOEXEC: a posix_spawn or vfork (no fork handlers) inherits neither end. */
+		if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->pair)) {
+			xp_info("fork: fd %d: no socketpair (%s): the child gets a dead socket",
+				fd, strerror(errno));
+			x->pair[0] = x->pair[1] = -1;
+			continue;
+		}
+		forking[nforking++] = x;
+	}
+	/* mu stays held across the fork: the child gets a consistent copy. */
+}
+
+static void xps_postfork_parent(void)
+{
+	sigset_t all, old;
+	pthread_t t;
+	int i;
+
+	for (i = 0; i < nforking; i++) {
+		struct xps *x = forking[i];
+		struct xps_relay *r;
+
+		REAL(close)(x->pair[1]);
+		if (nrelays == caprelays) {
+			int c = caprelays ? 2 * caprelays : 16;
+			struct xps_relay *n = realloc(relays, c * sizeof(*n));
+
+			if (!n) {
+				REAL(close)(x->pair[0]);
+				x->pair[0] = x->pair[1] = -1;
+				xp_info("fork: out of memory: a child's stream is cut off");
+				continue;
+			}
+			relays = n;
+			caprelays = c;
+		}
+		REAL(fcntl)(x->pair[0], F_SETFL, O_NONBLOCK);
+		r = &relays[nrelays++];
+		*r = (struct xps_relay){ .x = x, .ufd = x->pair[0] };
+		x->pair[0] = x->pair[1] = -1;
+		x->refs++;
+		cnt.relays++;
+	}
+	if (nforking && !relay_running) {
+		relay_wake = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+		/* Signals stay the program's threads' (EINTR where it expects it). */
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		relay_running = relay_wake >= 0 &&
+				!pthread_create(&t, NULL, relay_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		if (relay_running)
+			pthread_detach(t);
+		else
+			xp_info("fork: no relay thread: a child's streams stall");
+	}
+	if (nforking)
+		xp_info("fork: %d xvi stream(s) shared with the child through a relay", nforking);
+	nforking = 0;
+	unlock();
+	if (relay_wake >= 0) {
+		__u64 one = 1;
+
+		(void)!REAL(write)(relay_wake, &one, sizeof(one));
+	}
+}
+
+static void xps_postfork_child(void)
+{
+	int fd, i, k, t = __atomic_load_n(&top, __ATOMIC_RELAXED);
+
+	for (fd = 0; fd <= t; fd++) {
+		struct xps *x = xps_fds[fd];
+		int fl;
+
+		if (!x || x->state == XPS_NEW)
+			continue;	/* a candidate is the child's own from now on */
+		if (x->state == XPS_CONN && x->pair[1] >= 0) {
+			fl = REAL(fcntl)(fd, F_GETFD);
+			REAL(dup3)(x->pair[1], fd, fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
+			if (x->nonblock)
+				REAL(fcntl)(fd, F_SETFL, O_NONBLOCK);
+		}
+		xps_fds[fd] = NULL;	/* the parent's memory: left as it is */
+	}
+	for (i = 0; i < nforking; i++) {
+		REAL(close)(forking[i]->pair[0]);
+		REAL(close)(forking[i]->pair[1]);
+	}
+	nforking = 0;
+	for (i = 0; i < nrelays; i++)
+		REAL(close)(relays[i].ufd);
+	nrelays = 0;
+	if (relay_wake >= 0)
+		REAL(close)(relay_wake);
+	relay_wake = -1;
+	relay_running = false;
+	/* The parent's contexts, listeners and their epoll markers are not ours. */
+	for (i = 0; i < nctx; i++)
+		ctxs[i] = (struct xps_ctx){ .fd = -1 };
+	nctx = 0;
+	for (i = 0, k = 0; i < nregs; i++)
+		if (regs[i].x->state == XPS_NEW)
+			regs[k++] = regs[i];
+	nregs = k;
+	memset(&cnt, 0, sizeof(cnt));
+	closing = 0;
+	threads = 1;
+	thread_seen = true;
+	held = false;
+	pthread_mutex_init(&mu, NULL);
+}
+
+static void fork_setup(void)
+{
+	pthread_atfork(xps_prefork, xps_postfork_parent, xps_postfork_child);
 }
