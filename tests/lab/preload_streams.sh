@@ -305,6 +305,49 @@ socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10).close()' \
 		fail "the client's SYNs did not go over xvi unanswered" || return
 }
 
+# A forking server under xvi-run --streams (tests/lab/preload_fork.c on b:
+# accept, fork, the parent closes its copy at once and accepts again) and
+# its client under xvi-run --streams on a: an echo of 4 MiB through the
+# first child with EOF each way, then 1 MiB each way around the second
+# child's shutdown.  Both connections over xvi, both streams relayed to
+# the children by the parent (relays=2), the bytes through the parent's
+# streams, kernel TCP opens unchanged on both nodes.
+case_fork() {
+	local bin=$T_B/tests/preload_fork port=5304 spid rc src oa ob na nb
+	local cs=$T_TMP/fork-c.stats ss=$T_TMP/fork-s.stats
+	t_need "$bin" || return
+	rm -f "$cs" "$ss"
+	t_x -T 150 b "$XVIRUN" --streams -v --stats "$ss" "$bin" server 198.18.0.2 "$port" \
+		>"$T_TMP/fork-s.out" 2>"$T_TMP/fork-s.err" &
+	spid=$!
+	_srv_ready xvi "$port" "$spid" "preload_fork server" || return
+	oa=$(_tcp_opens a)
+	ob=$(_tcp_opens b)
+	t_x -T 130 a "$XVIRUN" --streams -v --stats "$cs" "$bin" client 198.18.0.2 "$port" \
+		>"$T_TMP/fork-c.out" 2>"$T_TMP/fork-c.err"
+	rc=$?
+	wait "$spid"
+	src=$?
+	na=$(_tcp_opens a)
+	nb=$(_tcp_opens b)
+	sed 's/^/# client: /' "$T_TMP/fork-c.out" "$T_TMP/fork-c.err" >&2
+	sed 's/^/# server: /' "$T_TMP/fork-s.out" "$T_TMP/fork-s.err" >&2
+	[ $rc -eq 0 ] || fail "client exit $rc: $(grep FAIL "$T_TMP/fork-c.out")" || return
+	[ $src -eq 0 ] || fail "server exit $src: $(grep FAIL "$T_TMP/fork-s.out")" || return
+	[ "$(_stat "$cs" streams connect_xvi)" = 2 ] && [ "$(_stat "$cs" streams connect_tcp)" = 0 ] ||
+		fail "the client's connects not both over xvi: $(head -1 "$cs")" || return
+	[ "$(_stat "$ss" streams accept_xvi)" = 2 ] && [ "$(_stat "$ss" streams relays)" = 2 ] ||
+		fail "the server did not accept both over xvi and relay both:" \
+			"$(grep '^streams' "$ss")" || return
+	[ "$(_stat "$ss" streams rx_bytes)" -ge $((5 << 20)) ] &&
+		[ "$(_stat "$ss" streams tx_bytes)" -ge $((5 << 20)) ] ||
+		fail "the children's bytes did not go through the parent's streams:" \
+			"$(grep '^streams' "$ss")" || return
+	[ "${oa% *}" = "${na% *}" ] && [ "${ob#* }" = "${nb#* }" ] ||
+		fail "kernel TCP opens moved: a $oa -> $na, b $ob -> $nb" || return
+	t_log "server: $(grep '^streams' "$ss" | cut -d' ' -f3-)"
+}
+
 # shellcheck disable=SC2034 # read by t_main
 CASES=(
 	curl_xvi	case_curl_xvi	"curl and python3 http.server both under xvi-run --streams: 4 MiB over an xvi stream, byte-exact"
@@ -315,6 +358,7 @@ CASES=(
 	epoll		case_epoll	"an asyncio (epoll) HTTP server under xvi-run --streams: curl under xvi-run over a stream, plain curl over TCP"
 	iperf3		case_iperf3	"iperf3 TCP under xvi-run --streams at both ends: 32 MiB over xvi streams"
 	sockperf	case_sockperf	"sockperf TCP ping-pong under xvi-run --streams at both ends (server in epoll): over an xvi stream"
+	fork		case_fork	"a forking server (accept, fork, the parent closes its copy) under xvi-run --streams: echo and EOF both ways through the children, over xvi"
 	epoll_unreg	case_epoll_unreg	"a listener taken out of an epoll set under xvi-run --streams: a wait on the set with a pipe alone gets no marker event while xvi SYNs come"
 )
 
