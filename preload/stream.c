@@ -76,6 +76,7 @@ struct xps {
 	struct xvi_stream *s;
 	union xvi_sockaddr local, peer;
 	int pair[2];		/* at a fork: the relay's socketpair (fork section) */
+	int linger_s;		/* SO_LINGER on: seconds a blocking close waits; -1 off */
 };
 
 struct xps_peer {
@@ -333,6 +334,7 @@ static struct xps *add(int fd, enum xps_state st, bool nonblock)
 	x->refs = 1;
 	x->nonblock = nonblock;
 	x->pair[0] = x->pair[1] = -1;
+	x->linger_s = -1;
 	put(fd, x);
 	return x;
 }
@@ -367,9 +369,51 @@ void xps_dup(int old, int fd)
 	put(fd, x);
 }
 
+/*
+ * SO_LINGER on the last fd of a blocking stream: close waits until the
+ * stream's data and FIN are acknowledged, at most the linger time (0:
+ * abort, RST, as TCP).  vsftpd closes a download's data connection so
+ * and then blocks in a read of its control connection, where nothing
+ * drives the stream: without the wait the file's tail stayed queued.
+ */
+static void linger(struct xps *x)
+{
+	XVI_OPTS(xvi_stream_info, info);
+	__u64 end = now_ms() + (__u64)x->linger_s * 1000;
+
+	lock();
+	if (!x->linger_s) {
+		xvi_stream__abort(x->s);
+		x->s = NULL;
+		unlock();
+		return;
+	}
+	xvi_stream__shutdown(x->s, SHUT_WR);
+	for (;;) {
+		xvi_stream_ctx__process(x->c->ctx);
+		xvi_stream__info(x->s, &info);
+		if (info.error || info.state == XVI_SS_FIN_WAIT_2 ||
+		    info.state == XVI_SS_TIME_WAIT || info.state == XVI_SS_CLOSED ||
+		    (__s64)(end - now_ms()) <= 0)
+			break;
+		unlock();
+		if (sleep_on(x->c, -1, (int)(end - now_ms())) < 0) {
+			lock();
+			break;	/* a signal: the rest finishes in the background */
+		}
+		lock();
+	}
+	unlock();
+}
+
 int xps_close(int fd)
 {
+	struct xps *x = xps_get(fd);
+
 	xps_epoll_forget(fd);
+	if (x && x->state == XPS_CONN && x->refs == 1 && x->linger_s >= 0 && !x->nonblock &&
+	    x->s)
+		linger(x);
 	drop(fd);
 	return REAL(close)(fd);
 }
@@ -1178,6 +1222,11 @@ int xps_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 					      (v ? XVI_STREAM_NODELAY : 0));
 			unlock();
 		}
+	} else if (level == SOL_SOCKET && name == SO_LINGER && val &&
+		   len >= sizeof(struct linger)) {
+		const struct linger *l = val;
+
+		x->linger_s = l->l_onoff ? (l->l_linger > 0 ? l->l_linger : 0) : -1;
 	} else if (x->state == XPS_CONN && level != SOL_SOCKET) {
 		xp_info("fd %d: option level %d name %d kept by the kernel socket, not "
 			"applied to the xvi stream", fd, level, name);
