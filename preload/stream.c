@@ -64,6 +64,7 @@ enum xps_state {
 	XPS_NEW,	/* candidate: the kernel socket serves */
 	XPS_LISTEN,	/* kernel listener and xvi listener */
 	XPS_CONN,	/* an xvi stream */
+	XPS_RELAYED,	/* in a forked child: the socketpair end the parent relays */
 };
 
 struct xps {
@@ -1076,6 +1077,9 @@ ssize_t xps_sendto(int fd, const void *buf, size_t len, int flags,
 {
 	struct iovec v = { .iov_base = (void *)buf, .iov_len = len };
 
+	/* TCP ignores @to on a connection; a connected Unix socket refuses it. */
+	if (xps_get(fd)->state == XPS_RELAYED)
+		return REAL(sendto)(fd, buf, len, flags, NULL, 0);
 	/* A candidate's sendto may carry an address (MSG_FASTOPEN): the kernel's. */
 	if (xps_get(fd)->state != XPS_CONN)
 		return REAL(sendto)(fd, buf, len, flags, to, tolen);
@@ -1086,6 +1090,13 @@ ssize_t xps_sendmsg(int fd, const struct msghdr *msg, int flags)
 {
 	struct xps *x = xps_get(fd);
 
+	if (x->state == XPS_RELAYED && msg && msg->msg_name) {
+		struct msghdr m = *msg;		/* as sendto above */
+
+		m.msg_name = NULL;
+		m.msg_namelen = 0;
+		return REAL(sendmsg)(fd, &m, flags);
+	}
 	if (x->state != XPS_CONN || !msg)
 		return REAL(sendmsg)(fd, msg, flags);
 	return xps_send(fd, msg->msg_iov, (int)msg->msg_iovlen, flags);
@@ -1208,6 +1219,13 @@ int xps_setsockopt(int fd, int level, int name, const void *val, socklen_t len)
 	struct xps *x = xps_get(fd);
 	int r, v = 0;
 
+	/*
+	 * A relayed fd is a Unix socket: TCP and IP options are not the
+	 * stream's anyway (not applied to a stream either), and a program
+	 * such as vsftpd gives up when TCP_NODELAY fails.
+	 */
+	if (x->state == XPS_RELAYED && level != SOL_SOCKET)
+		return 0;
 	/* The kernel socket keeps every value, for getsockopt and fallback. */
 	r = REAL(setsockopt)(fd, level, name, val, len);
 	if (r)
@@ -1254,7 +1272,7 @@ int xps_getsockname(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct xps *x = xps_get(fd);
 
-	if (x->state != XPS_CONN)
+	if (x->state != XPS_CONN && x->state != XPS_RELAYED)
 		return REAL(getsockname)(fd, addr, len);
 	if (!addr || !len)
 		return fail(EFAULT);
@@ -1266,7 +1284,7 @@ int xps_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 {
 	struct xps *x = xps_get(fd);
 
-	if (x->state != XPS_CONN)
+	if (x->state != XPS_CONN && x->state != XPS_RELAYED)
 		return REAL(getpeername)(fd, addr, len);
 	if (!addr || !len)
 		return fail(EFAULT);
@@ -1276,11 +1294,15 @@ int xps_getpeername(int fd, struct sockaddr *addr, socklen_t *len)
 
 /* ---- readiness ---- */
 
+/* A listener or a stream: readiness is the library's (a relayed fd's is the kernel's). */
+static bool on_stream(const struct xps *x)
+{
+	return x && (x->state == XPS_LISTEN || x->state == XPS_CONN);
+}
+
 static bool is_stream(int fd)
 {
-	struct xps *x = xps_get(fd);
-
-	return x && x->state != XPS_NEW;
+	return on_stream(xps_get(fd));
 }
 
 bool xps_any_poll(struct pollfd *fds, nfds_t n)
@@ -1344,7 +1366,7 @@ static bool spin_poll(const struct pollfd *fds, nfds_t n)
 		for (i = 0; i < n && !any; i++) {
 			struct xps *x = xps_get(fds[i].fd);
 
-			if (!x || x->state == XPS_NEW)
+			if (!on_stream(x))
 				continue;
 			sp.s = x->s;
 			sp.events = stream_poll_events(fds[i].events);
@@ -1383,7 +1405,7 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 
 			fds[i].revents = 0;
 			map[i] = -1;
-			if (x && x->state != XPS_NEW) {
+			if (on_stream(x)) {
 				sp.s = x->s;
 				sp.events = stream_poll_events(fds[i].events);
 				if (xvi_stream__poll(&sp, 1, 0) > 0) {
@@ -1652,7 +1674,7 @@ int xps_epoll_ctl(int epfd, int op, int fd, struct epoll_event *ev)
 	struct xps_reg *r;
 	int err = 0;
 
-	if (held)
+	if (held || x->state == XPS_RELAYED)
 		return REAL(epoll_ctl)(epfd, op, fd, ev);
 	lock();
 	r = find_reg(epfd, fd);
@@ -2146,23 +2168,36 @@ static void xps_postfork_child(void)
 {
 	int fd, i, k, t = __atomic_load_n(&top, __ATOMIC_RELAXED);
 
+	/* The copies of the streams handed over: relayed entries, counting our fds. */
+	for (i = 0; i < nforking; i++)
+		forking[i]->refs = 0;
 	for (fd = 0; fd <= t; fd++) {
 		struct xps *x = xps_fds[fd];
 		int fl;
 
-		if (!x || x->state == XPS_NEW)
+		if (!x || x->state == XPS_NEW || x->state == XPS_RELAYED)
 			continue;	/* a candidate is the child's own from now on */
 		if (x->state == XPS_CONN && x->pair[1] >= 0) {
 			fl = REAL(fcntl)(fd, F_GETFD);
 			REAL(dup3)(x->pair[1], fd, fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
 			if (x->nonblock)
 				REAL(fcntl)(fd, F_SETFL, O_NONBLOCK);
+			/* getsockname/getpeername still answer the stream's addresses. */
+			x->refs++;
+			continue;
 		}
 		xps_fds[fd] = NULL;	/* the parent's memory: left as it is */
 	}
 	for (i = 0; i < nforking; i++) {
-		REAL(close)(forking[i]->pair[0]);
-		REAL(close)(forking[i]->pair[1]);
+		struct xps *x = forking[i];
+
+		REAL(close)(x->pair[0]);
+		REAL(close)(x->pair[1]);
+		x->pair[0] = x->pair[1] = -1;
+		x->state = XPS_RELAYED;
+		x->s = NULL;
+		x->c = NULL;
+		x->linger_s = -1;
 	}
 	nforking = 0;
 	for (i = 0; i < nrelays; i++)
@@ -2178,7 +2213,7 @@ static void xps_postfork_child(void)
 	nctx = 0;
 	for (i = 0, k = 0; i < nregs; i++)
 		if (regs[i].x->state == XPS_NEW)
-			regs[k++] = regs[i];
+			regs[k++] = regs[i];	/* a relayed fd's registration is the kernel's */
 	nregs = k;
 	memset(&cnt, 0, sizeof(cnt));
 	closing = 0;
