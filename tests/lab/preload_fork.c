@@ -13,7 +13,8 @@
  * EOF and closes, the client reads EOF.  Connection 2, the other way
  * round: the child sends 1 MiB and shuts its side down, the client reads
  * it and EOF, then sends 1 MiB and closes; the child reads it and EOF and
- * exits with its verdict.  The parent accepts connection 2 while child 1
+ * exits with its verdict.  Each child first checks that its socket
+ * still names an IPv4 connection (getsockname, getpeername).  The parent accepts connection 2 while child 1
  * may still run, and exits 1 unless both children exited 0.  Each check
  * prints "ok NAME" or "FAIL NAME: why".
  */
@@ -104,12 +105,25 @@ static int recv_pat(int fd, size_t len, int seed)
 	}
 }
 
+/* The child's socket still names an IPv4 connection at both ends (vsftpd asks). */
+static int inet_names(int fd)
+{
+	struct sockaddr_in sa, pa;
+	socklen_t sl = sizeof(sa), pl = sizeof(pa);
+
+	return getsockname(fd, (struct sockaddr *)&sa, &sl) ||
+	       getpeername(fd, (struct sockaddr *)&pa, &pl) || sa.sin_family != AF_INET ||
+	       pa.sin_family != AF_INET || !pa.sin_port;
+}
+
 /* Child 1: echo every byte back until EOF, then close. */
 static int child_echo(int fd)
 {
 	unsigned char b[PIECE];
 	ssize_t n;
 
+	if (inet_names(fd))
+		return 1;
 	for (;;) {
 		n = read(fd, b, sizeof(b));
 		if (n < 0 && errno == EINTR)
@@ -127,7 +141,7 @@ static int child_echo(int fd)
 /* Child 2: speak first and shut down, then read the client's bytes to EOF. */
 static int child_half(int fd)
 {
-	if (send_pat(fd, HALF_BYTES, 7) || shutdown(fd, SHUT_WR))
+	if (inet_names(fd) || send_pat(fd, HALF_BYTES, 7) || shutdown(fd, SHUT_WR))
 		return 1;
 	if (recv_pat(fd, HALF_BYTES, 9))
 		return 1;
