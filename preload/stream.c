@@ -373,9 +373,10 @@ void xps_dup(int old, int fd)
 /*
  * SO_LINGER on the last fd of a blocking stream: close waits until the
  * stream's data and FIN are acknowledged, at most the linger time (0:
- * abort, RST, as TCP).  vsftpd closes a download's data connection so
- * and then blocks in a read of its control connection, where nothing
- * drives the stream: without the wait the file's tail stayed queued.
+ * abort, RST, as TCP).  A program that closes a data connection so
+ * (vsftpd does) and then blocks in a read of another socket, where
+ * nothing drives the stream, relies on the wait: the stream's tail
+ * would otherwise wait for its later calls into the preload.
  */
 static void linger(struct xps *x)
 {
@@ -1896,9 +1897,9 @@ int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
  *     close with unread data;
  *   - a reset or timeout of the stream: the relay's end is closed, the
  *     child reads EOF and gets EPIPE on write (not ECONNRESET).
- * The child's stream mode starts empty: no context, no listener (an
- * inherited listener is a kernel-only listener there), so sockets it
- * makes get endpoints and contexts of its own.
+ * The child's stream mode is off: no context, no listener (an inherited
+ * listener is a kernel-only listener there), and the sockets it makes
+ * stay on kernel TCP (see xps_postfork_child).
  */
 #define RELAY_BURST (256 * 1024)	/* bytes one relay moves per direction per round */
 
@@ -2166,7 +2167,7 @@ static void xps_postfork_parent(void)
 
 static void xps_postfork_child(void)
 {
-	int fd, i, k, t = __atomic_load_n(&top, __ATOMIC_RELAXED);
+	int fd, i, t = __atomic_load_n(&top, __ATOMIC_RELAXED);
 
 	/* The copies of the streams handed over: relayed entries, counting our fds. */
 	for (i = 0; i < nforking; i++)
@@ -2175,8 +2176,8 @@ static void xps_postfork_child(void)
 		struct xps *x = xps_fds[fd];
 		int fl;
 
-		if (!x || x->state == XPS_NEW || x->state == XPS_RELAYED)
-			continue;	/* a candidate is the child's own from now on */
+		if (!x || x->state == XPS_RELAYED)
+			continue;
 		if (x->state == XPS_CONN && x->pair[1] >= 0) {
 			fl = REAL(fcntl)(fd, F_GETFD);
 			REAL(dup3)(x->pair[1], fd, fl > 0 && (fl & FD_CLOEXEC) ? O_CLOEXEC : 0);
@@ -2211,11 +2212,17 @@ static void xps_postfork_child(void)
 	for (i = 0; i < nctx; i++)
 		ctxs[i] = (struct xps_ctx){ .fd = -1 };
 	nctx = 0;
-	for (i = 0, k = 0; i < nregs; i++)
-		if (regs[i].x->state == XPS_NEW)
-			regs[k++] = regs[i];	/* a relayed fd's registration is the kernel's */
-	nregs = k;
+	nregs = 0;	/* a relayed fd's registrations are the kernel's */
 	memset(&cnt, 0, sizeof(cnt));
+	/*
+	 * The child's own TCP sockets stay on the kernel: an endpoint opened
+	 * here would join this process's segment on the queue (libxvi keeps
+	 * one per process and queue, docs/KERNEL.md fact 1), whose fill ring
+	 * the parent keeps producing to: two producers on one ring.  In the
+	 * lab a passive FTP listener of vsftpd's session never answered an
+	 * xvi SYN so.  Candidates made before the fork go with them.
+	 */
+	xps_enabled = false;
 	closing = 0;
 	threads = 1;
 	thread_seen = true;
