@@ -30,6 +30,8 @@ PKGS=(
 	# FTP over xvi-run --streams (tests/lab/preload_ftp.sh, tests/bench/ftp.sh):
 	# a single-process FTP server and a client
 	python3-pyftpdlib lftp
+	# a forking FTP server (xvi-run --streams across fork, tests/lab/preload_ftp.sh)
+	vsftpd
 )
 
 missing=()

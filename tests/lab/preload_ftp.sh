@@ -3,7 +3,9 @@
 #
 # preload_ftp.sh: FTP over xvi streams with unmodified Debian programs on
 # the two-node lab, datapath on both nodes: pyftpdlib's server (one
-# process: streams under xvi-run are one process's) on b and lftp on a.
+# process) or vsftpd's (a process per connection: its control connection
+# goes through the parent's relay, its data connections over kernel TCP)
+# on b and lftp on a.
 # Each session lists the server's directory (checked against the real
 # one), gets a 64 MiB file and puts it back (both byte-exact, sha256).
 # A session with both ends under xvi-run --streams checks that every
@@ -27,7 +29,7 @@ BIG=$((64 * 1024 * 1024))
 
 t_setup() {
 	t_need "$XDPVI" "$XVIRUN" "$T_B/lib/libxvi-preload.so" "$(command -v lftp)" \
-		"$FTPD_PY" || return 1
+		"$FTPD_PY" "$(command -v vsftpd)" || return 1
 	"$FTPD_PY" -c 'import pyftpdlib' 2>/dev/null ||
 		{ fail "no pyftpdlib for $FTPD_PY: install python3-pyftpdlib" \
 			"(scripts/install-deps.sh)"; return 1; }
@@ -81,10 +83,10 @@ _lftp() {
 	local mode=$1 port=$2 pasv=$3 pre=() rc dir=$T_TMP/srv-$2
 	rm -f "$T_TMP/cli/got" "$T_TMP/cli/list" "$T_TMP/cli.stats"
 	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v --stats "$T_TMP/cli.stats")
-	t_x -T 150 a "${pre[@]}" lftp -c "set cmd:fail-exit yes; set net:max-retries 1;
+	t_x -T 150 a "${pre[@]}" lftp ${FTP_DEBUG:+-d} -c "set cmd:fail-exit yes; set net:max-retries 1;
 		set net:timeout 60; set ftp:ssl-allow no; set ftp:passive-mode $pasv;
 		set xfer:clobber yes; open ftp://198.18.0.2:$port;
-		ls >$T_TMP/cli/list; get big -o $T_TMP/cli/got; put $T_TMP/cli/big -o up" \
+		ls >$T_TMP/cli/list; get big -o $T_TMP/cli/got; put $T_TMP/cli/big -o ${FTP_UP:-up}" \
 		>"$T_TMP/lftp.out" 2>"$T_TMP/lftp.err"
 	rc=$?
 	sed 's/^/# lftp: /' "$T_TMP/lftp.err" >&2
@@ -93,8 +95,9 @@ _lftp() {
 	[ "$(sha256sum <"$T_TMP/cli/got" | cut -d' ' -f1)" = "$BIG_SUM" ] ||
 		fail "get: the copy differs ($(stat -c %s "$T_TMP/cli/got") of $BIG bytes)" ||
 		return 1
-	[ "$(sha256sum <"$dir/up" | cut -d' ' -f1)" = "$BIG_SUM" ] ||
-		fail "put: the copy differs ($(stat -c %s "$dir/up") of $BIG bytes)" || return 1
+	[ "$(sha256sum <"$dir/${FTP_UP:-up}" | cut -d' ' -f1)" = "$BIG_SUM" ] ||
+		fail "put: the copy differs ($(stat -c %s "$dir/${FTP_UP:-up}") of $BIG bytes)" ||
+		return 1
 }
 
 # _lftp_many PORT N: one passive lftp session under xvi-run --streams on a
@@ -256,12 +259,124 @@ case_kernel_client() {
 		fail "node b: kernel TCP opens did not move ($OB -> $NB)"
 }
 
+# _vsftpd_up PORT: Debian's vsftpd (standalone, in the foreground) on
+# b:PORT under xvi-run --streams, anonymous, serving a fresh
+# $T_TMP/srv-PORT (as _ftpd_up; uploads into sub/).  It forks a process
+# per connection (fork(): isolate and isolate_network off, which would
+# clone() into new namespaces), in which the session runs alone
+# (anonymous, no port 20: vsftpd's one-process model), as the launching
+# user (root, no chroot: the session's data connections open endpoints
+# of their own, which needs the datapath's pins and privileges).  No
+# seccomp sandbox: it would refuse the preload's system calls.  Not -v:
+# vsftpd's session puts the control connection on fds 0 to 2, so the
+# preload's log lines would go to the client as FTP replies.  Sets
+# SRV_PID.
+_vsftpd_up() {
+	local port=$1 dir=$T_TMP/srv-$1 conf=$T_TMP/vsftpd-$1.conf
+	rm -rf "$dir"
+	mkdir -p "$dir/sub" "$T_TMP/vsftpd-empty"
+	cp "$T_TMP/cli/big" "$dir/big"
+	echo small >"$dir/a.txt"
+	head -c 4097 /dev/urandom >"$dir/b.bin"
+	chmod 644 "$dir/big" "$dir/a.txt" "$dir/b.bin"
+	chmod 755 "$dir" "$dir/sub"
+	cat >"$conf" <<EOF
+listen=YES
+listen_ipv6=NO
+listen_address=198.18.0.2
+listen_port=$port
+background=NO
+run_as_launching_user=YES
+isolate=NO
+isolate_network=NO
+seccomp_sandbox=NO
+anonymous_enable=YES
+local_enable=NO
+no_anon_password=YES
+anon_root=$dir
+write_enable=YES
+anon_upload_enable=YES
+connect_from_port_20=NO
+pasv_enable=YES
+port_enable=YES
+xferlog_enable=NO
+syslog_enable=NO
+secure_chroot_dir=$T_TMP/vsftpd-empty
+EOF
+	rm -f "$T_TMP/srv-$port.stats"
+	t_x -T 200 b "$XVIRUN" --streams --stats "$T_TMP/srv-$port.stats" vsftpd "$conf" \
+		>"$T_TMP/srv-$port.out" 2>"$T_TMP/srv-$port.err" &
+	SRV_PID=$!
+	_srv_ready xvi "$port" "$SRV_PID" "vsftpd"
+}
+
+# _vsftpd_session PASSIVE PORT: vsftpd under xvi-run --streams on b, an
+# lftp session under xvi-run --streams on a (listing, 64 MiB get and
+# put, byte-exact).  vsftpd's parent accepts the control connection over
+# a stream and forks: the session child talks through the parent's
+# relay.  The child's own sockets (the data connections) stay on kernel
+# TCP (a forked child opens no endpoints: see docs/PRELOAD.md).  vsftpd
+# leaves by signal or _exit and writes no --stats: the evidence is
+# lftp's --stats (the control connect over an xvi stream) and both
+# nodes' kernel TCP opens, which moved by the 3 data connections and
+# not by the control connection.  Sets DA/DB: the opens' moves on a and
+# b ("active passive").
+_vsftpd_session() {
+	local pasv=$1 port=$2 log=$T_TMP/srv-$2.err rc
+	_vsftpd_up "$port" || return 1
+	FTP_UP=sub/up FTP_DEBUG=1 _opens_around _lftp xvi "$port" "$pasv"
+	rc=$?
+	t_stop "$SRV_PID"
+	grep -v 'preflight' "$log" | sed 's/^/# vsftpd: /' | tail -30 >&2
+	sed 's/^/# client stats: /' "$T_TMP/cli.stats" 2>/dev/null >&2
+	[ $rc -eq 0 ] || return 1
+	DA="$((${NA% *} - ${OA% *})) $((${NA#* } - ${OA#* }))"
+	DB="$((${NB% *} - ${OB% *})) $((${NB#* } - ${OB#* }))"
+	[ "$(_stat "$T_TMP/cli.stats" streams connect_xvi)" = 1 ] ||
+		fail "lftp's control connection not over xvi: $(_sline "$T_TMP/cli.stats")" ||
+		return 1
+	# The connect-side context (active mode's listeners' come first, idle).
+	[ "$(sed -n 's/^stream-ctx .*role=connect .* rx_frames=\([0-9]*\).*/\1/p' \
+		"$T_TMP/cli.stats" | head -1)" -gt 0 ] ||
+		fail "lftp's connect context's endpoint counters did not move" || return 1
+	t_log "lftp: $(_sline "$T_TMP/cli.stats" | cut -d' ' -f3-); kernel TCP opens" \
+		"(active passive) moved by a: $DA, b: $DB"
+}
+
+# vsftpd, passive mode: the control connection over xvi through the
+# parent's relay; lftp's 3 data connects find no stream at the session's
+# kernel-only listeners and fall back (a's ActiveOpens and b's
+# PassiveOpens move by 3, not 4).
+case_vsftpd_passive() {
+	_vsftpd_session on 2126 || return
+	[ "$(_stat "$T_TMP/cli.stats" streams connect_tcp)" = 3 ] ||
+		fail "not 3 data connects over kernel TCP: $(_sline "$T_TMP/cli.stats")" || return
+	[ "$DA" = "3 0" ] && [ "$DB" = "0 3" ] ||
+		fail "kernel TCP opens moved by a: $DA, b: $DB (want 3 0 and 0 3: the control" \
+			"connection over xvi)" || return
+}
+
+# vsftpd, active mode: the session child connects each data connection
+# over kernel TCP to lftp's listeners (b's ActiveOpens and a's
+# PassiveOpens move by 3, not 4).
+case_vsftpd_active() {
+	_vsftpd_session off 2127 || return
+	[ "$(_stat "$T_TMP/cli.stats" streams accept_tcp)" = 3 ] ||
+		fail "not 3 data connections accepted over kernel TCP:" \
+			"$(_sline "$T_TMP/cli.stats")" || return
+	[ "$DA" = "0 3" ] && [ "$DB" = "3 0" ] ||
+		fail "kernel TCP opens moved by a: $DA, b: $DB (want 0 3 and 3 0: the control" \
+			"connection over xvi)" || return
+}
+
 # shellcheck disable=SC2034 # read by t_main
 CASES=(
 	passive		case_passive	"pyftpdlib and lftp under xvi-run --streams, passive mode: listing, 64 MiB get and put over xvi streams, byte-exact"
 	active		case_active	"the same in active mode: the server connects each data connection"
 	many		case_many	"41 connections in one passive session (40 gets), more than 32 stream contexts: every one over xvi, listener contexts released and reused"
 	fallback	case_fallback	"lftp under xvi-run --streams against a plain pyftpdlib: kernel TCP, byte-exact"
+	vsftpd_passive	case_vsftpd_passive	"vsftpd (a process per connection) and lftp under xvi-run --streams, passive mode: the control connection over xvi through the parent's relay, data over kernel TCP; listing, 64 MiB get and put byte-exact"
+	vsftpd_active	case_vsftpd_active	"the same in active mode: vsftpd's session connects each data connection"
 	kernel_client	case_kernel_client	"a plain lftp in active mode against pyftpdlib under xvi-run --streams: kernel TCP both ways, byte-exact"
 )
 
