@@ -48,5 +48,39 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
+
+# memcached, haproxy and vsftpd come with system services; the tests run
+# their own copies inside lab namespaces, so none of them may start on
+# the host (vsftpd would listen on port 21 of every address).  Debian's
+# policy-rc.d hook (exit 101: action forbidden) keeps the package
+# scripts from starting them; an existing hook is put back afterwards.
+POLICY=/usr/sbin/policy-rc.d
+SERVICES=(memcached haproxy vsftpd)
+saved=""
+if [ -e "$POLICY" ]; then
+	saved=$(mktemp)
+	cp -p "$POLICY" "$saved"
+fi
+restore_policy() {
+	if [ -n "$saved" ]; then
+		mv -f "$saved" "$POLICY"
+	else
+		rm -f "$POLICY"
+	fi
+}
+trap restore_policy EXIT
+printf '#!/bin/sh\nexit 101\n' >"$POLICY"
+chmod 755 "$POLICY"
+
 apt-get update -qq
 apt-get install -y -qq --no-install-recommends "${missing[@]}"
+
+# Nor at the next boot, where systemd runs: only the services of packages
+# installed just now, so a service the host already ran stays as it was.
+if [ -d /run/systemd/system ]; then
+	for svc in "${SERVICES[@]}"; do
+		[[ " ${missing[*]} " == *" $svc "* ]] || continue
+		systemctl disable --quiet "$svc.service" 2>/dev/null &&
+			echo "install-deps: $svc installed for the tests; its service is left disabled"
+	done
+fi
