@@ -78,6 +78,14 @@ XVI_API const struct xvi_stream_cc_ops *xvi_stream_cc_newreno(void);
 enum xvi_stream_ctx_flags {
 	/* Seal every segment with CRC32C even where the link checksums. */
 	XVI_SCTX_CRC_ALWAYS = 1 << 0,
+	/*
+	 * The application calls xvi_stream_ctx__arm() before every sleep on
+	 * xvi_stream_ctx__fd(), so the fd need not be kept ready in between:
+	 * an application that polls without sleeping then pays no epoll
+	 * callback per frame and no timer interrupt for deadlines its own
+	 * calls already run.
+	 */
+	XVI_SCTX_ARM_ON_SLEEP = 1 << 1,
 };
 
 struct xvi_stream_ctx_opts {
@@ -144,6 +152,15 @@ XVI_API void xvi_stream_ctx__free(struct xvi_stream_ctx *ctx);
  * then.  Level-triggered: it stays readable until processed.
  */
 XVI_API int xvi_stream_ctx__fd(const struct xvi_stream_ctx *ctx);
+
+/*
+ * The application is about to sleep on xvi_stream_ctx__fd(): ACKs held
+ * for a reply to carry leave now, and the fd is made ready for the next
+ * datagram and the next protocol timer.  Required before every sleep with
+ * XVI_SCTX_ARM_ON_SLEEP (the library's own waits do it); harmless without.
+ * 0 or a negative errno.
+ */
+XVI_API int xvi_stream_ctx__arm(struct xvi_stream_ctx *ctx);
 
 /*
  * Run the engine once without blocking: receive, run due timers, send

@@ -27,6 +27,13 @@
 #define RX_BATCH	64
 #define TXQ		64
 #define SPIN_US		30
+/*
+ * XVI_SCTX_ARM_ON_SLEEP: pumps without an xvi_stream_ctx__arm() in between
+ * after which the fd is disarmed.  A pump of a spinning application takes
+ * about 0.1 us, so this is some 20 us of polling without a sleep; a
+ * disarm and the next arm cost three or four system calls.
+ */
+#define DISARM_PUMPS	256
 #define INTERNAL_COOKIE	(~0ULL)	/* blocking send by reference */
 
 struct xvi_sapi {
@@ -34,6 +41,14 @@ struct xvi_sapi {
 	int epfd;
 	int tfd;
 	__u64 tfd_at;			/* when the timerfd fires, 0: disarmed */
+	/*
+	 * The fd is armed: the endpoint's socket is in the epoll set and the
+	 * timerfd follows the engine's deadlines.  Always, unless the context
+	 * has XVI_SCTX_ARM_ON_SLEEP (xvi_stream_ctx__arm).
+	 */
+	bool armed;
+	bool arm_on_sleep;
+	__u32 pumps;			/* since the last arm */
 	struct xvi_txbuf spare[TXQ];	/* allocated, not handed out */
 	int nspare;
 	struct xvi_txbuf cur;		/* handed to the engine */
@@ -153,12 +168,33 @@ static void ep_timer_arm(void *priv, __u64 at)
 	 * worst a spurious wakeup, and this keeps a bulk transfer (whose
 	 * retransmission deadline moves with every ACK) free of syscalls.
 	 */
-	if (!at || (a->tfd_at && a->tfd_at <= at))
+	if (!at || !a->armed || (a->tfd_at && a->tfd_at <= at))
 		return;
 	its.it_value.tv_sec = at / 1000000;
 	its.it_value.tv_nsec = (at % 1000000) * 1000;
 	if (!timerfd_settime(a->tfd, TFD_TIMER_ABSTIME, &its, NULL))
 		a->tfd_at = at;
+}
+
+/*
+ * An application that polls without sleeping needs neither half of the
+ * fd: the socket in the epoll set costs an epoll callback under the
+ * socket's wait-queue lock for every frame received and every transmit
+ * completed, and a timerfd that follows deadlines which every round trip
+ * moves (a probe, a held ACK) fires for nothing: a timer interrupt, a
+ * read and a re-arm.  xvi_stream_ctx__arm() brings both back.
+ */
+static void disarm(struct xvi_sapi *a)
+{
+	struct itimerspec its = { 0 };
+
+	a->armed = false;
+	if (epoll_ctl(a->epfd, EPOLL_CTL_DEL, xvi_endpoint__fd(a->ep), NULL))
+		pr_debug("stream: epoll_ctl(DEL): %s\n", strerror(errno));
+	if (a->tfd_at) {
+		timerfd_settime(a->tfd, 0, &its, NULL);
+		a->tfd_at = 0;
+	}
 }
 
 /* One piece of a multi-buffer datagram: append, hand over when complete. */
@@ -206,6 +242,8 @@ static int pump(struct xvi_stream_ctx *ctx)
 		ctx->armed = 0;
 	}
 	xvi_sctx__run_at(ctx, now);
+	if (a->arm_on_sleep && a->armed && ++a->pumps >= DISARM_PUMPS)
+		disarm(a);
 	return n;
 }
 
@@ -234,6 +272,8 @@ struct xvi_stream_ctx *xvi_stream_ctx__new(struct xvi_endpoint *ep,
 		return NULL;
 	}
 	a->ep = ep;
+	a->armed = true;
+	a->arm_on_sleep = OPTS_GET(opts, flags, 0) & XVI_SCTX_ARM_ON_SLEEP;
 	if (info.flags & XVI_INFO_MULTI_BUFFER) {
 		a->gather.cap = info.max_payload;
 		a->gather.buf = malloc(a->gather.cap);
@@ -290,6 +330,33 @@ int xvi_stream_ctx__fd(const struct xvi_stream_ctx *ctx)
 	return ctx->api->epfd;
 }
 
+int xvi_stream_ctx__arm(struct xvi_stream_ctx *ctx)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+	struct xvi_sapi *a;
+
+	if (!ctx || !ctx->api)
+		return xvi_err(-EINVAL);
+	a = ctx->api;
+	a->pumps = 0;
+	/* No reply will carry a held ACK while the application sleeps. */
+	xvi_sctx__release_acks(ctx);
+	if (a->armed)
+		return 0;
+	/*
+	 * Added with frames already in the ring, the socket is reported
+	 * ready at once (the kernel polls it on insertion): nothing that
+	 * arrived since the last pump is slept through.
+	 */
+	if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, xvi_endpoint__fd(a->ep), &ev) && errno != EEXIST) {
+		pr_warn("stream: cannot arm the context's fd: epoll_ctl: %s\n", strerror(errno));
+		return xvi_err(-errno);
+	}
+	a->armed = true;
+	ep_timer_arm(a, ctx->armed);
+	return 0;
+}
+
 int xvi_stream_ctx__process(struct xvi_stream_ctx *ctx)
 {
 	int n, total = 0;
@@ -333,8 +400,7 @@ int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms)
 			ms = dms;
 	}
 	if (ms) {
-		/* Going to sleep: no reply will carry a held ACK soon. */
-		xvi_sctx__release_acks(ctx);
+		xvi_stream_ctx__arm(ctx);
 		n = epoll_wait(ctx->api->epfd, &ev, 1, ms);
 		if (n < 0 && errno != EINTR)
 			return xvi_err(-errno);

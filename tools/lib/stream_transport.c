@@ -8,7 +8,6 @@
 #include <netinet/tcp.h>
 
 #include "stream_transport.h"
-#include "stream/engine.h"	/* xvi_sctx__release_acks */
 
 void xst_conn_init(struct xst *o, struct xst_conn *c)
 {
@@ -57,7 +56,9 @@ int xst_open(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockaddr 
 	if (err)
 		return err;
 	{
-		XVI_OPTS(xvi_stream_ctx_opts, co, .window = cfg->window);
+		/* Every sleep here arms the fd first (sleep_for_event, xst_sleep_fd). */
+		XVI_OPTS(xvi_stream_ctx_opts, co, .window = cfg->window,
+			 .flags = XVI_SCTX_ARM_ON_SLEEP);
 
 		o->ctx = xvi_stream_ctx__new(o->t.ep, &co);
 	}
@@ -215,8 +216,10 @@ int xst_look(struct xst *o, struct xst_pollent *p, int n)
 
 struct pollfd xst_sleep_fd(const struct xst_conn *c, short events)
 {
-	if (!c->o->kernel)
+	if (!c->o->kernel) {
+		xvi_stream_ctx__arm(c->o->ctx);
 		return (struct pollfd){ .fd = xvi_stream_ctx__fd(c->o->ctx), .events = POLLIN };
+	}
 	return (struct pollfd){ .fd = c->fd, .events = events };
 }
 
@@ -238,10 +241,11 @@ static void sleep_for_event(struct xst *o, struct xst_pollent *p, int n, int ms)
 
 		/*
 		 * As xvi_stream_ctx__wait before its sleep: ACKs held for a
-		 * reply to carry leave now, since no reply is sent while this
-		 * side sleeps; else the peer waits for the hold timer.
+		 * reply to carry leave now (no reply is sent while this side
+		 * sleeps; else the peer waits for the hold timer), and the fd
+		 * is armed (XVI_SCTX_ARM_ON_SLEEP).
 		 */
-		xvi_sctx__release_acks(o->ctx);
+		xvi_stream_ctx__arm(o->ctx);
 		poll(&f, 1, ms);
 	} else {
 		struct pollfd f[n];

@@ -130,8 +130,9 @@ int xst_look(struct xst *o, struct xst_pollent *p, int n);
 /*
  * For a caller that sleeps in its own poll(2) beside other fds: what to
  * poll for @c wanting @events (xvi: the context's fd, which covers received
- * datagrams and the engine's timers), and the engine's run after the sleep
- * (nothing for kernel TCP).
+ * datagrams and the engine's timers, armed here: call it right before
+ * the sleep), and the engine's run after the sleep (nothing for kernel
+ * TCP).
  */
 struct pollfd xst_sleep_fd(const struct xst_conn *c, short events);
 void xst_process(struct xst *o);
