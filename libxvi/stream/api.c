@@ -210,16 +210,24 @@ static void gather_piece(struct xvi_stream_ctx *ctx, const struct xvi_msg *m)
 		ctx->stats.rx_malformed++;
 }
 
-/* Receive one batch into the engine, then run it.  Returns pieces taken. */
-static int pump(struct xvi_stream_ctx *ctx)
+/*
+ * Receive one batch into the engine.  Returns pieces taken.  The clock is
+ * read once here, for the batch and for the rest of the API call
+ * (pump_run releases it): a read costs tens of ns in a guest, and a call
+ * used to take one per segment received, one per run and one per send.
+ */
+static int pump_rx(struct xvi_stream_ctx *ctx)
 {
 	struct xvi_sapi *a = ctx->api;
-	__u64 now;
 	int n, i;
 
+	ctx->now = xvi_now_us();
+	ctx->clock_held = true;
 	n = xvi_endpoint__recv_batch(a->ep, a->msgs, RX_BATCH);
-	if (n < 0)
+	if (n < 0) {
+		ctx->clock_held = false;
 		return n;
+	}
 	for (i = 0; i < n; i++) {
 		const struct xvi_msg *m = &a->msgs[i];
 
@@ -231,7 +239,15 @@ static int pump(struct xvi_stream_ctx *ctx)
 	}
 	if (n)
 		xvi_endpoint__release(a->ep, a->msgs, n);
-	now = xvi_now_us();	/* one clock read for the timerfd and the run */
+	return n;
+}
+
+/* Run the engine after a receive: due timers, output, the doorbell. */
+static void pump_run(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_sapi *a = ctx->api;
+	__u64 now = ctx->now;	/* pump_rx's reading */
+
 	if (a->tfd_at && a->tfd_at <= now) {
 		__u64 exp;
 
@@ -242,8 +258,18 @@ static int pump(struct xvi_stream_ctx *ctx)
 		ctx->armed = 0;
 	}
 	xvi_sctx__run_at(ctx, now);
+	ctx->clock_held = false;
 	if (a->arm_on_sleep && a->armed && ++a->pumps >= DISARM_PUMPS)
 		disarm(a);
+}
+
+/* Receive one batch into the engine, then run it.  Returns pieces taken. */
+static int pump(struct xvi_stream_ctx *ctx)
+{
+	int n = pump_rx(ctx);
+
+	if (n >= 0)
+		pump_run(ctx);
 	return n;
 }
 
@@ -534,6 +560,32 @@ static void progress(struct xvi_stream_ctx *ctx)
 		xvi_sctx__run(ctx);
 }
 
+/*
+ * The same in two halves around an operation that runs the engine itself
+ * when it queues data or consumes it (send, recv): the receive first, so
+ * the operation sees what arrived, and the run only if the operation did
+ * not run; one clock read and one run per call instead of two.  A data
+ * segment then also carries the ACK for what this receive took in.
+ */
+static __u32 progress_rx(struct xvi_stream_ctx *ctx)
+{
+	if (ctx->api)
+		pump_rx(ctx);
+	return ctx->runs;
+}
+
+static void progress_end(struct xvi_stream_ctx *ctx, __u32 runs)
+{
+	if (ctx->runs != runs) {
+		ctx->clock_held = false;
+		return;
+	}
+	if (ctx->api)
+		pump_run(ctx);
+	else
+		xvi_sctx__run(ctx);
+}
+
 static bool blocking(const struct xvi_stream *s)
 {
 	return !(s->flags & XVI_STREAM_NONBLOCK) && s->ctx->api;
@@ -636,6 +688,7 @@ ssize_t xvi_stream__send(struct xvi_stream *s, const void *buf, size_t len, int 
 	size_t done = 0;
 	ssize_t r;
 	int region;
+	__u32 runs;
 
 	if (!s || (!buf && len) || flags)
 		return xvi_err(-EINVAL);
@@ -652,9 +705,10 @@ ssize_t xvi_stream__send(struct xvi_stream *s, const void *buf, size_t len, int 
 	 * while waiting: the doorbell rings before any sleep.
 	 */
 	s->ctx->cork = true;
-	progress(s->ctx);
+	runs = progress_rx(s->ctx);
 	for (;;) {
 		r = xvi_ss__send(s, (const __u8 *)buf + done, len - done);
+		progress_end(s->ctx, runs);
 		if (r > 0)
 			done += r;
 		if (done == len || (r < 0 && r != -EAGAIN) || !blocking(s))
@@ -737,14 +791,15 @@ ssize_t xvi_stream__recv(struct xvi_stream *s, void *buf, size_t len, int flags)
 		return xvi_err(-EINVAL);
 	for (;;) {
 		bool posted = recv_post(s, buf, len);
-		__u32 got = 0;
+		__u32 got = 0, runs;
 
-		progress(s->ctx);
+		runs = progress_rx(s->ctx);
 		if (posted)
 			got = s->memnet.post_done;
 		r = -EAGAIN;
 		if (!got) {
 			r = xvi_ss__recv(s, buf, len);
+			progress_end(s->ctx, runs);
 			if (r == -EAGAIN && blocking(s)) {
 				xvi_stream_ctx__wait(s->ctx, -1);
 				if (posted)
@@ -757,6 +812,7 @@ ssize_t xvi_stream__recv(struct xvi_stream *s, void *buf, size_t len, int flags)
 			/* Whatever the ring holds follows the placed bytes. */
 			ssize_t more = xvi_ss__recv(s, (__u8 *)buf + got, len - got);
 
+			progress_end(s->ctx, runs);
 			r = got + (more > 0 ? more : 0);
 			break;
 		}
@@ -802,8 +858,10 @@ int xvi_stream__recv_zc(struct xvi_stream *s, struct iovec *iov, int max)
 	if (!s || !iov || max < 1)
 		return xvi_err(-EINVAL);
 	for (;;) {
-		progress(s->ctx);
+		__u32 runs = progress_rx(s->ctx);
+
 		r = xvi_ss__recv_zc(s, iov, max);
+		progress_end(s->ctx, runs);
 		if (r != -EAGAIN || !blocking(s))
 			break;
 		xvi_stream_ctx__wait(s->ctx, -1);

@@ -258,7 +258,9 @@ struct xvi_stream_ctx {
 	struct xvi_stream *held;	/* connections that held an ACK (lazy) */
 	__u32 nconns;
 	__u64 armed;			/* deadline given to the link */
+	__u32 runs;			/* runs so far (the API's progress) */
 	__u64 now;			/* cached for one run */
+	bool clock_held;		/* now is the API call's reading */
 	/*
 	 * Doorbell batching (timers.c, sctx_flush): while @cork is set (the
 	 * API layer's send calls), a run leaves plain new data segments in

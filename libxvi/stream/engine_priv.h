@@ -108,9 +108,16 @@ void sctx_run(struct xvi_stream_ctx *ctx);
 
 /* ---- small helpers of every file ----------------------------------------- */
 
-/* The link's clock, cached in ctx->now for the rest of the call. */
+/*
+ * The link's clock, cached in ctx->now for the rest of the call; while the
+ * API layer holds it (@clock_held: it read the clock at the start of one
+ * of its calls, which lasts well under the clock's microsecond), the
+ * reading it took.
+ */
 static inline __u64 sctx_now(struct xvi_stream_ctx *ctx)
 {
+	if (ctx->clock_held)
+		return ctx->now;
 	return ctx->now = ctx->link.now_us(ctx->link.priv);
 }
 

@@ -195,6 +195,7 @@ void sctx_run(struct xvi_stream_ctx *ctx)
 	struct xvi_stream *s;
 	__u64 d;
 
+	ctx->runs++;
 	run_due(ctx);
 	while ((s = ctx->output)) {
 		ctx->output = s->output_next;
