@@ -881,7 +881,9 @@ def main():
             ("ceiling", "4l. The lab's ceiling: bare AF_XDP against xvi",
              "two-node", False),
             ("preload_mc", "4m. Unmodified memcached -U under xvi-run against kernel sockets",
-             "two-node", True)):
+             "two-node", True),
+            ("streampp", "4q. Stream ping-pong per wait mode against kernel TCP and the "
+             "datagram floor", "two-node lab with 2-queue veths", False)):
         script_section(test, title, lab, fenced)
 
     # stream progress (tests/bench/engine/stream_progress.c, in-process)
