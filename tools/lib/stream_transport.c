@@ -56,9 +56,8 @@ int xst_open(struct xst *o, const struct xst_cfg *cfg, const union xvi_sockaddr 
 	if (err)
 		return err;
 	{
-		/* Every sleep here arms the fd first (sleep_for_event, xst_sleep_fd). */
 		XVI_OPTS(xvi_stream_ctx_opts, co, .window = cfg->window,
-			 .flags = XVI_SCTX_ARM_ON_SLEEP);
+			 .flags = cfg->arm_on_sleep ? XVI_SCTX_ARM_ON_SLEEP : 0);
 
 		o->ctx = xvi_stream_ctx__new(o->t.ep, &co);
 	}

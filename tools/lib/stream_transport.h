@@ -39,6 +39,13 @@ struct xst_cfg {
 	struct xt_cfg xt;	/* kernel, iface, queue, wait, endpoint tuning */
 	bool nodelay;		/* no small-segment combining (TCP_NODELAY) */
 	__u32 window;		/* xvi: window w in segments, 0 = default */
+	/*
+	 * xvi: every sleep of the program goes through xst_wait() or right
+	 * after xst_sleep_fd(), which arm the context's fd, so it need not
+	 * stay armed in between (XVI_SCTX_ARM_ON_SLEEP).  Not for a program
+	 * that sleeps on xvi_stream_ctx__fd() in its own loop.
+	 */
+	bool arm_on_sleep;
 };
 
 struct xst {

@@ -393,7 +393,8 @@ static int run_multi(struct sx *x);
 
 static int run(const struct cat_cfg *cfg)
 {
-	struct sx x = { .cfg = cfg, .scfg = { .xt = cfg->xt } };
+	/* It sleeps only in xst_wait() and after xst_sleep_fd() (wait_io). */
+	struct sx x = { .cfg = cfg, .scfg = { .xt = cfg->xt, .arm_on_sleep = true } };
 	int rc;
 
 	xst_conn_init(&x.o, &x.c);

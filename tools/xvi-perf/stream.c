@@ -30,6 +30,7 @@ static void stream_cfg(const struct perf_cfg *cfg, struct xst_cfg *sc, bool node
 	memset(sc, 0, sizeof(*sc));
 	sc->xt = cfg->xt;
 	sc->nodelay = nodelay;
+	sc->arm_on_sleep = true;	/* it sleeps only in xst_wait() */
 	sc->window = cfg->window;
 }
 
