@@ -413,8 +413,8 @@ int xps_close(int fd)
 	struct xps *x = xps_get(fd);
 
 	xps_epoll_forget(fd);
-	if (x && x->state == XPS_CONN && x->refs == 1 && x->linger_s >= 0 && !x->nonblock &&
-	    x->s)
+	if (x && x->state == XPS_CONN && x->refs == 1 && x->s &&
+	    (x->linger_s == 0 || (x->linger_s > 0 && !x->nonblock)))
 		linger(x);
 	drop(fd);
 	return REAL(close)(fd);
@@ -578,6 +578,8 @@ static bool ctx_put(struct xps_ctx *c)
 	return true;
 }
 
+static void relays_stop(void);
+
 /* At exit: the counts, and every context freed so closed streams finish. */
 __attribute__((destructor)) static void xps_exit(void)
 {
@@ -600,6 +602,7 @@ __attribute__((destructor)) static void xps_exit(void)
 		     cnt.relays);
 	xp_info("%.*s", n - 1, line);
 	xp_stats_line(line, n);
+	relays_stop();
 	for (i = 0; i < nctx; i++)
 		if (ctxs[i].ctx)
 			ctx_free(&ctxs[i]);
@@ -735,6 +738,7 @@ static int accept_xvi(int lfd, struct xps *x, struct sockaddr *addr, socklen_t *
 	n->local = x->local;
 	n->peer = peer;
 	n->nodelay = x->nodelay;
+	n->linger_s = x->linger_s;	/* inherited from the listener, as TCP's */
 	lock();
 	n->c = x->c;
 	n->c->refs++;
@@ -1909,6 +1913,8 @@ struct xps_relay {
 	bool child_eof;		/* the child's side shut for writing */
 	bool stream_eof;	/* the peer's FIN passed on */
 	bool out_full;		/* ufd full: wait for POLLOUT */
+	bool up_full;		/* the stream's send buffer full: no POLLIN */
+	bool down_off;		/* the child shut its end for reading */
 };
 
 static struct xps_relay *relays;
@@ -1917,6 +1923,7 @@ static struct xps **forking;	/* streams getting a socketpair at this fork */
 static int nforking, capforking;
 static int relay_wake = -1;	/* eventfd: a relay was added */
 static bool relay_running;
+static bool relay_stop;		/* the process is exiting: the thread returns */
 
 /* Lock held: relay @i is over; @reset: the child closed with bytes unread. */
 static void relay_end(int i, bool reset)
@@ -1933,8 +1940,32 @@ static void relay_end(int i, bool reset)
 		release(r.x);
 }
 
-/* Lock held: the peer's bytes to the child.  False if the relay is over. */
-static bool relay_down(struct xps_relay *r)
+/*
+ * Lock held: why the child's end refused bytes.  A close hangs the end up
+ * (docs/KERNEL.md fact 56), and one with bytes unread leaves ECONNRESET
+ * pending: 2, the stream is reset as TCP would.  Hung up otherwise: 1.
+ * Not hung up, the child shut its end for reading (EPIPE): 0, go on.
+ */
+static int relay_child_refused(struct xps_relay *r)
+{
+	struct pollfd hup = { .fd = r->ufd };
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	REAL(poll)(&hup, 1, 0);
+	if (!(hup.revents & POLLHUP)) {
+		r->down_off = true;
+		return 0;
+	}
+	REAL(getsockopt)(r->ufd, SOL_SOCKET, SO_ERROR, &err, &len);
+	return err == ECONNRESET ? 2 : 1;
+}
+
+/*
+ * Lock held: the peer's bytes to the child.  0 to go on, 1 when the relay
+ * is over, 2 when it is over and the stream is to be reset.
+ */
+static int relay_down(struct xps_relay *r)
 {
 	struct iovec v[2];
 	size_t want, moved = 0;
@@ -1942,34 +1973,34 @@ static bool relay_down(struct xps_relay *r)
 	int k;
 
 	r->out_full = false;
-	while (!r->stream_eof && moved < RELAY_BURST) {
+	while (!r->stream_eof && !r->down_off && moved < RELAY_BURST) {
 		k = xvi_stream__recv_zc(r->x->s, v, 2);
 		if (k == -EAGAIN)
-			return true;
+			return 0;
 		if (k == 0) {
 			REAL(shutdown)(r->ufd, SHUT_WR);
 			r->stream_eof = true;
-			return true;
+			return 0;
 		}
 		if (k < 0)
-			return false;	/* reset or timed out: the child reads EOF */
+			return 1;	/* reset or timed out: the child reads EOF */
 		want = v[0].iov_len + (k > 1 ? v[1].iov_len : 0);
 		n = REAL(writev)(r->ufd, v, k);
 		if (n < 0 && errno == EAGAIN) {
 			r->out_full = true;
-			return true;
+			return 0;
 		}
 		if (n < 0)
-			return false;	/* the child's side is gone */
+			return relay_child_refused(r);
 		xvi_stream__recv_release(r->x->s, n);
-		cnt.rx_bytes += n;
+		__atomic_fetch_add(&cnt.rx_bytes, n, __ATOMIC_RELAXED);
 		moved += n;
 		if ((size_t)n < want) {
 			r->out_full = true;
-			return true;
+			return 0;
 		}
 	}
-	return true;
+	return 0;
 }
 
 /*
@@ -1984,16 +2015,31 @@ static int relay_up(struct xps_relay *r)
 	ssize_t room, n;
 	void *p;
 
+	r->up_full = false;
 	while (!r->child_eof && moved < RELAY_BURST) {
 		room = xvi_stream__send_alloc(r->x->s, &p, 0);
-		if (room == -EAGAIN)
-			return 0;	/* the context's fd wakes us when ACKs make room */
+		if (room == -EAGAIN) {
+			/* Until ACKs make room (the context's fd, or the tick). */
+			r->up_full = true;
+			return 0;
+		}
+		if (room == -EPIPE) {
+			/*
+			 * The stream's sending side was shut through another fd
+			 * (the parent's shutdown): the child's writes fail with
+			 * EPIPE as they would on the TCP socket; the other
+			 * direction goes on.
+			 */
+			REAL(shutdown)(r->ufd, SHUT_RD);
+			r->child_eof = true;
+			break;
+		}
 		if (room < 0)
 			return 2;
 		n = REAL(read)(r->ufd, p, room);
 		xvi_stream__send_commit(r->x->s, n > 0 ? (size_t)n : 0);
 		if (n > 0) {
-			cnt.tx_bytes += n;
+			__atomic_fetch_add(&cnt.tx_bytes, n, __ATOMIC_RELAXED);
 			moved += n;
 			continue;
 		}
@@ -2022,11 +2068,17 @@ static void *relay_main(void *arg)
 	(void)arg;
 	for (;;) {
 		lock();
+		if (relay_stop) {
+			unlock();
+			free(p);
+			return NULL;
+		}
 		for (i = 0; i < nrelays; i++) {
-			int up;
+			int up, down;
 
-			if (!relay_down(&relays[i])) {
-				relay_end(i--, false);
+			down = relay_down(&relays[i]);
+			if (down) {
+				relay_end(i--, down == 2);
 				continue;
 			}
 			up = relay_up(&relays[i]);
@@ -2052,7 +2104,8 @@ static void *relay_main(void *arg)
 
 			p[1 + i] = (struct pollfd){
 				.fd = r->ufd,
-				.events = (r->child_eof ? 0 : POLLIN) | (r->out_full ? POLLOUT : 0),
+				.events = (r->child_eof || r->up_full ? 0 : POLLIN) |
+					  (r->out_full ? POLLOUT : 0),
 			};
 		}
 		/* Every context: relayed streams' and orphans' (fd -1 in free slots). */
@@ -2075,6 +2128,21 @@ static void *relay_main(void *arg)
 		drive_fired(p + 1 + nr, n);
 	}
 	return NULL;
+}
+
+/*
+ * Lock held, at exit: the relay thread outlives the destructor until the
+ * exit ends it, and must not touch the streams the destructor frees.  The
+ * children read EOF.
+ */
+static void relays_stop(void)
+{
+	int i;
+
+	relay_stop = true;
+	for (i = 0; i < nrelays; i++)
+		REAL(close)(relays[i].ufd);
+	nrelays = 0;
 }
 
 /* Before fork: a socketpair for every stream the process holds an fd of. */

@@ -265,8 +265,8 @@ case_kernel_client() {
 # per connection (fork(): isolate and isolate_network off, which would
 # clone() into new namespaces), in which the session runs alone
 # (anonymous, no port 20: vsftpd's one-process model), as the launching
-# user (root, no chroot: the session's data connections open endpoints
-# of their own, which needs the datapath's pins and privileges).  No
+# user (root, no chroot; a forked session's own data connections stay
+# on kernel TCP, docs/PRELOAD.md "fork and exec").  No
 # seccomp sandbox: it would refuse the preload's system calls.  Not -v:
 # vsftpd's session puts the control connection on fds 0 to 2, so the
 # preload's log lines would go to the client as FTP replies.  Sets
@@ -324,7 +324,7 @@ EOF
 _vsftpd_session() {
 	local pasv=$1 port=$2 log=$T_TMP/srv-$2.err rc
 	_vsftpd_up "$port" || return 1
-	FTP_UP=sub/up FTP_DEBUG=1 _opens_around _lftp xvi "$port" "$pasv"
+	FTP_UP=sub/up _opens_around _lftp xvi "$port" "$pasv"
 	rc=$?
 	t_stop "$SRV_PID"
 	grep -v 'preflight' "$log" | sed 's/^/# vsftpd: /' | tail -30 >&2
