@@ -241,6 +241,12 @@ static void tunnel_failed(struct xvi_memnet_ctx *mn, int err)
 		return;
 	mn->dead = err ? err : ECONNRESET;
 	pr_warn("memnet: the tunnel to the TCP Server failed: %s\n", strerror(mn->dead));
+	/*
+	 * A protocol error or the server's FIN leaves the stream alive, and it
+	 * would go on (re)sending payloads by reference from regions whose
+	 * jobs complete below: reset it first, so that it reads none.
+	 */
+	xvi_ss__reset(mn->tun, mn->dead);
 	for (__u32 i = 1; i < mn->nsocks; i++)
 		if (mn->socks[i] && !mn->socks[i]->err)
 			mn->socks[i]->err = mn->dead;
@@ -618,7 +624,15 @@ void xvi_memnet_ctx__free(struct xvi_memnet_ctx *mn)
 	}
 	for (__u32 i = 1; i < mn->nsocks; i++)
 		slot_free(mn, (int)i);
-	/* Not acknowledged in time: the stream may still read them. */
+	/*
+	 * Jobs not acknowledged in time: the stream would still read their
+	 * regions after they complete, so an abort (which drops its
+	 * references) comes first.
+	 */
+	if (mn->dead || mn->acks)
+		xvi_stream__abort(mn->tun);
+	else
+		xvi_stream__close(mn->tun);
 	while (mn->acks) {
 		struct xvi_memnet_job *j = mn->acks;
 
@@ -627,10 +641,6 @@ void xvi_memnet_ctx__free(struct xvi_memnet_ctx *mn)
 		xvi_mn__complete(j, -ECONNABORTED);
 		j->mn = NULL;
 	}
-	if (mn->dead)
-		xvi_stream__abort(mn->tun);
-	else
-		xvi_stream__close(mn->tun);
 	free(mn->socks);
 	free(mn->in);
 	free(mn->out);

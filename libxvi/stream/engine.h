@@ -317,6 +317,12 @@ int xvi_ss__recv_release(struct xvi_stream *s, size_t len);
 int xvi_ss__shutdown(struct xvi_stream *s, int how);
 int xvi_ss__close(struct xvi_stream *s);
 int xvi_ss__abort(struct xvi_stream *s);
+/*
+ * Reset the connection with @err but keep the handle (closed): its sends by
+ * reference stop reading their regions at once.  For an owner that gives
+ * up on a connection it still holds (MemNet's tunnel).
+ */
+void xvi_ss__reset(struct xvi_stream *s, int err);
 short xvi_ss__events(const struct xvi_stream *s);
 /* Mark for output and run the engine. */
 void xvi_ss__kick(struct xvi_stream *s);

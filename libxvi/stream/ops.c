@@ -319,6 +319,21 @@ int xvi_ss__abort(struct xvi_stream *s)
 	return 0;
 }
 
+void xvi_ss__reset(struct xvi_stream *s, int err)
+{
+	struct xvi_stream_ctx *ctx = s->ctx;
+
+	sctx_now(ctx);
+	if (s->state == XVI_SS_CLOSED) {
+		stream_release_refs(s);
+		return;
+	}
+	if (s->state != XVI_SS_TIME_WAIT && s->state != XVI_SS_LISTEN)
+		stream_send_rst(s);
+	stream_fail(s, err);
+	sctx_flush(ctx);
+}
+
 int xvi_ss__close(struct xvi_stream *s)
 {
 	struct xvi_stream_ctx *ctx = s->ctx;
