@@ -1031,6 +1031,20 @@ static __always_inline int kv_xdp_answer(struct xdp_md *ctx, const struct xvi_kv
 }
 
 /*
+ * IPv6 sources the kernel drops on a non-loopback device (ip6_rcv_core)
+ * or cannot answer: multicast, ::/96 (unspecified, loopback) and IPv4-
+ * mapped ::ffff:0:0/96.  An XDP reply would skip that check, so such a
+ * GET is passed.
+ */
+static __always_inline bool kv_src6_martian(const struct in6_addr *a)
+{
+	if (a->s6_addr[0] == 0xff)
+		return true;
+	return !a->s6_addr32[0] && !a->s6_addr32[1] &&
+	       (!a->s6_addr32[2] || a->s6_addr32[2] == bpf_htonl(0xffff));
+}
+
+/*
  * The hit path in XDP: the datapath's port hook for memcached's port
  * (xvi-kvcache attach --xdp) hands this program the port's datagrams to
  * this host, lengths and checksums checked.  A single-key GET whose entry
@@ -1080,7 +1094,7 @@ int kv_xdp(struct xdp_md *ctx)
 
 		uh = (void *)(ip6h + 1);
 		if ((void *)(uh + 1) > end || ip6h->nexthdr != IPPROTO_UDP ||
-		    ip6h->saddr.s6_addr[0] == 0xff)
+		    kv_src6_martian(&ip6h->saddr))
 			return XDP_PASS;
 		l3_len = bpf_ntohs(ip6h->payload_len);
 		hlen = KV_XDP_HDRS6;

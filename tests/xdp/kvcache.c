@@ -936,11 +936,17 @@ static void m6_udp_shorter(struct kv_frame *f)
 	kv_csums(f);
 }
 
-static void m6_mcast_src(struct kv_frame *f)
+/* The request from source @addr, checksums redone. */
+static void m6_src(struct kv_frame *f, const char *addr)
 {
-	inet_pton(AF_INET6, "ff02::1", &((struct ipv6hdr *)(f->buf + ETH_HLEN))->saddr);
+	inet_pton(AF_INET6, addr, &((struct ipv6hdr *)(f->buf + ETH_HLEN))->saddr);
 	kv_csums(f);
 }
+
+static void m6_mcast_src(struct kv_frame *f) { m6_src(f, "ff02::1"); }
+static void m6_loopback_src(struct kv_frame *f) { m6_src(f, "::1"); }
+static void m6_mapped_src(struct kv_frame *f) { m6_src(f, "::ffff:127.0.0.1"); }
+static void m6_unspecified_src(struct kv_frame *f) { m6_src(f, "::"); }
 
 static void m6_hop_by_hop(struct kv_frame *f)
 {
@@ -979,6 +985,9 @@ Test(kvxdp6, malformed_passed)
 		{ "bad UDP checksum", "get k1\r\n", m6_bad_csum },
 		{ "UDP length short of the IPv6 payload", "get k1\r\n", m6_udp_shorter },
 		{ "multicast source", "get k1\r\n", m6_mcast_src },
+		{ "loopback source", "get k1\r\n", m6_loopback_src },
+		{ "IPv4-mapped source", "get k1\r\n", m6_mapped_src },
+		{ "unspecified source", "get k1\r\n", m6_unspecified_src },
 		{ "hop-by-hop header before UDP", "get k1\r\n", m6_hop_by_hop },
 		{ "one of two datagrams", "get k1\r\n", m6_split },
 		{ "second datagram", "get k1\r\n", m6_seq },
