@@ -30,10 +30,12 @@
 /*
  * XVI_SCTX_ARM_ON_SLEEP: pumps without an xvi_stream_ctx__arm() in between
  * after which the fd is disarmed.  A pump of a spinning application takes
- * about 0.1 us, so this is some 20 us of polling without a sleep; a
- * disarm and the next arm cost three or four system calls.
+ * about 0.1 us, so this is some 200 us of polling without a sleep: longer
+ * than the spins before a sleep (30 to 50 us, some 500 pumps), whose every
+ * sleep would otherwise pay a disarm and an arm (three or four system
+ * calls).
  */
-#define DISARM_PUMPS	256
+#define DISARM_PUMPS	2048
 #define INTERNAL_COOKIE	(~0ULL)	/* blocking send by reference */
 
 struct xvi_sapi {
@@ -426,7 +428,12 @@ int xvi_stream_ctx__wait(struct xvi_stream_ctx *ctx, int timeout_ms)
 			ms = dms;
 	}
 	if (ms) {
-		xvi_stream_ctx__arm(ctx);
+		/*
+		 * Not armed (epoll or timerfd refused): the socket and timers may
+		 * not wake this sleep, so it is bounded as the tools' are.
+		 */
+		if (xvi_stream_ctx__arm(ctx) < 0 && (ms < 0 || ms > 100))
+			ms = 100;
 		n = epoll_wait(ctx->api->epfd, &ev, 1, ms);
 		if (n < 0 && errno != EINTR)
 			return xvi_err(-errno);
