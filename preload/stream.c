@@ -289,8 +289,15 @@ static void put(int fd, struct xps *x)
 	if ((unsigned int)fd >= XP_FD_MAX)
 		return;
 	__atomic_store_n(&xps_fds[fd], x, __ATOMIC_RELEASE);
-	if (x && fd > __atomic_load_n(&top, __ATOMIC_RELAXED))
-		__atomic_store_n(&top, fd, __ATOMIC_RELAXED);
+	if (x) {
+		/* A max, not a store: two threads' accepts may race here. */
+		int t = __atomic_load_n(&top, __ATOMIC_RELAXED);
+
+		while (fd > t && !__atomic_compare_exchange_n(&top, &t, fd, true,
+							      __ATOMIC_RELAXED,
+							      __ATOMIC_RELAXED))
+			;
+	}
 }
 
 /* Lock held: the last fd of @x went; end its stream. */
