@@ -276,6 +276,9 @@ int xvi_memnet_job__wait(struct xvi_memnet_job *j, int timeout_ms)
 
 	if (!j || j->magic != MN_MAGIC)
 		return xvi_err(-EINVAL);
+	/* Done: its context may be gone (a remote job's is not cleared then). */
+	if (j->done)
+		return 0;
 	if (j->mn)
 		return xvi_err(xvi_mn__remote_wait(j, timeout_ms));
 	end = timeout_ms > 0 ? (__u64)xvi_now_ms() + (__u64)timeout_ms : 0;
