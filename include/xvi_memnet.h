@@ -215,7 +215,8 @@ XVI_API int xvi_memnet_ctx__stats(const struct xvi_memnet_ctx *mn,
  * @mem).  A send job completes with @len once the region is reusable: its
  * payloads of at least the copy threshold go by reference, as
  * send_direct's, and complete on the tunnel's ACK; smaller ones are copied
- * and complete when queued.  A receive job completes with the bytes
+ * and complete when queued, so a small send job may complete before an
+ * earlier large one on the same socket.  A receive job completes with the bytes
  * received once full or at end of stream.  An error completes them as
  * send(2)/recv(2) return: the bytes moved, else -errno (-ECONNRESET,
  * -EPIPE, ...).  A plain send waits behind the socket's send jobs until
