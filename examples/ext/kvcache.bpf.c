@@ -456,14 +456,29 @@ static __always_inline bool kv_noreply(__u32 n)
 	return c.res > 0;
 }
 
+/*
+ * The words of headers just rewritten (addresses stored as __be32 or
+ * in6_addr): without may_alias, clang may load them before those stores.
+ */
+typedef __u16 __attribute__((__may_alias__)) kv_word_t;
+
+/* Add the @words 16-bit words at @p to @sum (unfolded). */
+static __always_inline __u64 kv_sum16(const void *p, __u32 words, __u64 sum)
+{
+	const kv_word_t *w = p;
+	__u32 i;
+
+	for (i = 0; i < words; i++)
+		sum += w[i];
+	return sum;
+}
+
 static __always_inline __u16 kv_ip4_csum(struct iphdr *iph)
 {
-	__u16 *w = (__u16 *)iph;
-	__u32 s = 0, i;
+	__u32 s;
 
 	iph->check = 0;
-	for (i = 0; i < sizeof(*iph) / 2; i++)
-		s += w[i];
+	s = (__u32)kv_sum16(iph, sizeof(*iph) / 2, 0);
 	s = (s & 0xffff) + (s >> 16);
 	s = (s & 0xffff) + (s >> 16);
 	return ~s;
@@ -879,16 +894,6 @@ int kv_egress(struct __sk_buff *skb)
 #define KV_XDP_TAIL	(sizeof(struct udphdr) + sizeof(struct xvi_kv_frame))
 #define KV_XDP_HDRS4	(sizeof(struct ethhdr) + sizeof(struct iphdr) + KV_XDP_TAIL)
 #define KV_XDP_HDRS6	(sizeof(struct ethhdr) + sizeof(struct ipv6hdr) + KV_XDP_TAIL)
-
-static __always_inline __u64 kv_sum16(const void *p, __u32 words, __u64 sum)
-{
-	const __u16 *w = p;
-	__u32 i;
-
-	for (i = 0; i < words; i++)
-		sum += w[i];
-	return sum;
-}
 
 /*
  * Resize the request in @ctx to its headers (@v6: KV_XDP_HDRS6, else
