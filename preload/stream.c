@@ -1947,6 +1947,15 @@ static void relay_end(int i, bool reset)
 		release(r.x);
 }
 
+/* The child's end hung up: its last fd closed (docs/KERNEL.md fact 56). */
+static bool relay_hung_up(int ufd)
+{
+	struct pollfd hup = { .fd = ufd };
+
+	REAL(poll)(&hup, 1, 0);
+	return hup.revents & POLLHUP;
+}
+
 /*
  * Lock held: why the child's end refused bytes.  A close hangs the end up
  * (docs/KERNEL.md fact 56), and one with bytes unread leaves ECONNRESET
@@ -1955,12 +1964,10 @@ static void relay_end(int i, bool reset)
  */
 static int relay_child_refused(struct xps_relay *r)
 {
-	struct pollfd hup = { .fd = r->ufd };
 	int err = 0;
 	socklen_t len = sizeof(err);
 
-	REAL(poll)(&hup, 1, 0);
-	if (!(hup.revents & POLLHUP)) {
+	if (!relay_hung_up(r->ufd)) {
 		r->down_off = true;
 		return 0;
 	}
@@ -2017,7 +2024,6 @@ static int relay_down(struct xps_relay *r)
  */
 static int relay_up(struct xps_relay *r)
 {
-	struct pollfd hup = { .fd = r->ufd };
 	size_t moved = 0;
 	ssize_t room, n;
 	void *p;
@@ -2053,17 +2059,12 @@ static int relay_up(struct xps_relay *r)
 		if (n < 0)
 			return errno == EAGAIN ? 0 : 2;
 		/* EOF: a close hangs the end up, a shutdown(SHUT_WR) does not. */
-		REAL(poll)(&hup, 1, 0);
-		if (hup.revents & POLLHUP)
+		if (relay_hung_up(r->ufd))
 			return 1;
 		xvi_stream__shutdown(r->x->s, SHUT_WR);
 		r->child_eof = true;
 	}
-	if (r->child_eof) {
-		REAL(poll)(&hup, 1, 0);
-		return hup.revents & POLLHUP ? 1 : 0;
-	}
-	return 0;
+	return r->child_eof && relay_hung_up(r->ufd);
 }
 
 static void *relay_main(void *arg)
