@@ -291,6 +291,11 @@ enum xvi_config_flags {
 	 * attach keeps it.
 	 */
 	XVI_CFG_PORT_HOOK = 1 << 4,
+	/*
+	 * Attach made the device's NAPI threaded (a veth's); detach makes it
+	 * softirq again.  Control-plane state: the datapath never reads it.
+	 */
+	XVI_CFG_NAPI_THREADED = 1 << 5,
 };
 
 /*

@@ -148,8 +148,9 @@ static int write_config(const char *ifname, int fd)
 		cfg.flags |= XVI_CFG_LOCAL_LINK;
 	if (!bpf_map_lookup_elem(fd, &zero, &old)) {
 		/* Routing, tracing and port hooks are their commands' to turn
-		 * on and off. */
-		cfg.flags |= old.flags & (XVI_CFG_ROUTE | XVI_CFG_TRACE | XVI_CFG_PORT_HOOK);
+		 * on and off; the NAPI mark is attach's and detach's. */
+		cfg.flags |= old.flags & (XVI_CFG_ROUTE | XVI_CFG_TRACE | XVI_CFG_PORT_HOOK |
+					  XVI_CFG_NAPI_THREADED);
 		if (!memcmp(&old, &cfg, sizeof(cfg)))
 			return 0;
 	}
@@ -366,8 +367,82 @@ static void attach_error(const char *ifname, int err, enum xdp_attach_mode xmode
  * write the configuration and pin (when @bpffs).  Detaches again if any
  * of that fails, so the interface is as it was.
  */
+/*
+ * --napi thread: a veth's NAPI becomes threaded (docs/DATAPATH.md), in
+ * native mode only: generic XDP gives a veth no NAPI.  Marked in xvi_config for detach to
+ * undo; a NAPI that was threaded already is left to whoever made it so.
+ * Never fails the attach: a softirq NAPI works, with the receive work on
+ * the sending core.
+ */
+static void napi_thread(const char *ifname, int ifindex, int cfg_fd)
+{
+	struct xvi_config cfg;
+	struct xvi_iface ifc;
+	__u32 zero = 0;
+	bool on = false;
+	int err;
+
+	if (xvi_iface__query(ifname, &ifc) || strcmp(ifc.kind, "veth"))
+		return;
+	err = xvi_ctl_napi_threaded(ifname, ifindex, &on);
+	if (!err && on)
+		return;
+	if (!err)
+		err = xvi_ctl_napi_threaded_set(ifname, ifindex, true);
+	if (!err && bpf_map_lookup_elem(cfg_fd, &zero, &cfg))
+		err = -errno;
+	if (!err) {
+		cfg.flags |= XVI_CFG_NAPI_THREADED;
+		if (bpf_map_update_elem(cfg_fd, &zero, &cfg, 0)) {
+			err = -errno;
+			xvi_ctl_napi_threaded_set(ifname, ifindex, false);
+		}
+	}
+	if (err)
+		pr_warn("%s: NAPI stays in softirq, its receive work on the sending core: "
+			"cannot make it threaded: %s\n", ifname, xvi_ctl_napi_why(err));
+}
+
+/* The NAPI mode: the options', else $XVI_NAPI's (keep or thread), else keep. */
+static int napi_mode(const char *ifname, const struct xvi_ctl_opts *opts)
+{
+	int napi = OPTS_GET(opts, napi, XVI_NAPI_KEEP);
+	const char *env = secure_getenv("XVI_NAPI");
+
+	if (napi != XVI_NAPI_KEEP && napi != XVI_NAPI_THREAD) {
+		pr_warn("%s: unknown NAPI mode %d (XVI_NAPI_KEEP or XVI_NAPI_THREAD)\n", ifname,
+			napi);
+		return -EINVAL;
+	}
+	if (napi != XVI_NAPI_KEEP || !env || !*env || !strcmp(env, "keep"))
+		return napi;
+	if (!strcmp(env, "thread"))
+		return XVI_NAPI_THREAD;
+	pr_warn("%s: XVI_NAPI=%s: use keep or thread\n", ifname, env);
+	return -EINVAL;
+}
+
+/* Undo napi_thread() while the veth still has its NAPI (XDP holds it). */
+static void napi_unthread(const char *ifname, int ifindex)
+{
+	struct xvi_config cfg;
+	int fds[MAP_NR], i, err;
+	__u32 zero = 0, prog_id;
+
+	if (xvi_ctl_find_maps(ifname, ifindex, NULL, fds, &prog_id))
+		return;
+	if (!bpf_map_lookup_elem(fds[MAP_CONFIG], &zero, &cfg) &&
+	    (cfg.flags & XVI_CFG_NAPI_THREADED)) {
+		err = xvi_ctl_napi_threaded_set(ifname, ifindex, false);
+		if (err)
+			pr_warn("%s: NAPI stays threaded: %s\n", ifname, xvi_ctl_napi_why(err));
+	}
+	for (i = 0; i < MAP_NR; i++)
+		close(fds[i]);
+}
+
 static int load_and_attach(const char *ifname, int ifindex, enum xdp_attach_mode xmode,
-			   const char *bpffs, const char *dir)
+			   const char *bpffs, const char *dir, int napi)
 {
 	DECLARE_LIBXDP_OPTS(xdp_program_opts, popts);
 	struct xvi_demux_bpf *skel;
@@ -434,6 +509,8 @@ static int load_and_attach(const char *ifname, int ifindex, enum xdp_attach_mode
 		err = xvi_ctl_sync_local(ifname, fds[MAP_LOCAL_ADDRS]);
 	if (err)
 		goto detach;
+	if (napi == XVI_NAPI_THREAD && xmode == XDP_MODE_NATIVE)
+		napi_thread(ifname, ifindex, fds[MAP_CONFIG]);
 	if (bpffs)
 		sync_pins(ifname, bpffs, dir, fds);
 	goto out;
@@ -445,8 +522,12 @@ out:
 	return err;
 }
 
-/* Attach again: refresh what the datapath knows (its MAC), and its pins. */
-static int refresh(const char *ifname, int ifindex, const char *bpffs, const char *dir)
+/*
+ * Attach again: refresh what the datapath knows (its MAC), and its pins;
+ * make a veth's NAPI threaded if asked now.
+ */
+static int refresh(const char *ifname, int ifindex, const char *bpffs, const char *dir,
+		   bool napi_threads)
 {
 	__u32 prog_id;
 	int fds[MAP_NR], err, i;
@@ -457,6 +538,8 @@ static int refresh(const char *ifname, int ifindex, const char *bpffs, const cha
 	err = write_config(ifname, fds[MAP_CONFIG]);
 	if (!err)
 		err = xvi_ctl_sync_local(ifname, fds[MAP_LOCAL_ADDRS]);
+	if (!err && napi_threads)
+		napi_thread(ifname, ifindex, fds[MAP_CONFIG]);
 	if (!err && bpffs)
 		sync_pins(ifname, bpffs, dir, fds);
 	for (i = 0; i < MAP_NR; i++)
@@ -516,7 +599,7 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 	char dir[PATH_MAX];
 	const char *bpffs;
 	struct xvi_xdp_state st;
-	int ifindex, lock_fd, err;
+	int ifindex, lock_fd, err, napi;
 
 	if (already)
 		*already = false;
@@ -531,6 +614,9 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 		pr_warn("%s: unknown attach mode %d\n", ifname, mode);
 		return xvi_err(-EINVAL);
 	}
+	napi = napi_mode(ifname, opts);
+	if (napi < 0)
+		return xvi_err(napi);
 	ifindex = if_nametoindex(ifname);
 	if (!ifindex) {
 		pr_warn("%s: no such interface\n", ifname);
@@ -560,7 +646,8 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 			xvi_ctl_xdp_mode_name(st.mode));
 		if (already)
 			*already = true;
-		err = refresh(ifname, ifindex, bpffs, dir);
+		err = refresh(ifname, ifindex, bpffs, dir,
+			      napi == XVI_NAPI_THREAD && xmode == XDP_MODE_NATIVE);
 		if (err)
 			pr_warn("%s: could not refresh the datapath's configuration: %s\n",
 				ifname, strerror(-err));
@@ -575,7 +662,7 @@ int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 		goto out;
 	}
 
-	err = load_and_attach(ifname, ifindex, xmode, bpffs, dir);
+	err = load_and_attach(ifname, ifindex, xmode, bpffs, dir, napi);
 	if (!err)
 		pr_info("%s: attached xdp-vi in %s mode%s%s\n", ifname,
 			xvi_ctl_xdp_mode_name(xmode),
@@ -630,6 +717,7 @@ int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 		goto out;
 	}
 	if (ours) {
+		napi_unthread(ifname, ifindex);
 		/* Only our program: others behind the dispatcher stay. */
 		err = xdp_program__detach(ours, ifindex, st.mode, 0);
 		if (err) {

@@ -18,9 +18,17 @@ enum xvi_attach_mode {
 	XVI_ATTACH_GENERIC,	/* skb XDP, works everywhere, slower */
 };
 
+/* What attach does to a veth's NAPI (xvi_ctl_opts.napi). */
+enum xvi_napi_mode {
+	XVI_NAPI_KEEP = 0,	/* leave the device's NAPI as it is */
+	XVI_NAPI_THREAD,	/* a veth's NAPI becomes threaded; others kept */
+};
+
 struct xvi_ctl_opts {
 	size_t sz;
 	const char *bpffs;	/* bpffs mount; default $XVI_BPFFS or /sys/fs/bpf */
+	int napi;		/* attach: enum xvi_napi_mode; KEEP takes
+				 * $XVI_NAPI (keep or thread) when set */
 	size_t :0;
 };
 
@@ -44,7 +52,17 @@ struct xvi_ctl;
 int xvi_ctl__attach(const char *ifname, enum xvi_attach_mode mode,
 		    const struct xvi_ctl_opts *opts, bool *already);
 
-/* Remove the program and every pin and directory attach made. */
+/*
+ * Whether @ifname's NAPI polls in a kernel thread (/sys/class/net/IF/
+ * threaded): 0 and *on, or -EXDEV when /sys shows another network
+ * namespace, or another negative errno.  Attach with XVI_NAPI_THREAD
+ * makes a veth's threaded (native mode): its receive work then leaves the
+ * sender's core (docs/DATAPATH.md).
+ */
+int xvi_ctl__napi_threaded(const char *ifname, bool *on);
+
+/* Remove the program and every pin and directory attach made, and undo a
+ * threaded NAPI that attach set. */
 int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts);
 
 /*

@@ -145,4 +145,14 @@ void xvi_ctl_map_path(char *buf, size_t len, const char *dir, int i);
  */
 int xvi_ctl_lock_open(void);
 
+/*
+ * A device's threaded NAPI (ctl/napi.c) through its sysfs file, used only
+ * when that file is the device @ifindex of this namespace (else -EXDEV).
+ * Returns 0 or a negative errno; xvi_ctl_napi_why() words an error as the
+ * reason a NAPI stays in softirq.
+ */
+int xvi_ctl_napi_threaded(const char *ifname, int ifindex, bool *on);
+int xvi_ctl_napi_threaded_set(const char *ifname, int ifindex, bool on);
+const char *xvi_ctl_napi_why(int err);
+
 #endif /* XVI_CTL_PRIV_H */

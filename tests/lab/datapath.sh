@@ -74,6 +74,30 @@ case_tcp() {
 	[ "$sent" = "$got" ] || fail "TCP a -> b: sent '$sent', received '$got'" || return
 }
 
+# Attach leaves a veth's NAPI alone; attached again with --napi thread,
+# the NAPI is threaded (its receive work leaves the sending core), and
+# status says so each time.
+_napi_of() { t_x "$1" cat "/sys/class/net/$LAB_IFACE/threaded"; }
+# _napi_is WANT(0|1): the threaded file and status --json agree on WANT.
+_napi_is() {
+	local out=$T_TMP/napi.json err v want=False
+	[ "$1" = 1 ] && want=True
+	v=$(_napi_of b) || fail "cannot read $LAB_IFACE's threaded file" || return
+	[ "$v" = "$1" ] || fail "$LAB_IFACE's threaded file says $v, want $1" || return
+	err=$(t_xdpvi b status "$LAB_IFACE" --json 2>&1 >"$out") ||
+		fail "xdp-vi status --json failed: $err" || return
+	v=$(t_json_values "$out" napi_threaded)
+	[ "$v" = $want ] || fail "status --json says napi_threaded '$v', want $want" || return
+}
+case_napi_threaded() {
+	local err
+	_napi_is 0 || return
+	err=$(t_xdpvi b attach --napi thread "$LAB_IFACE" 2>&1) ||
+		fail "attach --napi thread failed: $err" || return
+	[[ $err == *"NAPI threaded"* ]] || fail "attach --napi thread did not say so: $err" || return
+	_napi_is 1
+}
+
 case_status_json() {
 	local out=$T_TMP/status.json err
 	err=$(t_xdpvi b status --json 2>&1 >"$out") || fail "xdp-vi status --json failed: $err" || return
@@ -108,6 +132,27 @@ case_detach() {
 	return 0
 }
 
+# Detach made the NAPI softirq again; XVI_NAPI=thread threads it too.
+case_napi_restored() {
+	local v err rc
+	v=$(_napi_of b) || fail "cannot read $LAB_IFACE's threaded file" || return
+	[ "$v" = 0 ] || fail "detach left $LAB_IFACE's NAPI threaded ($v)" || return
+	err=$(t_x b env XVI_NAPI=thread "$XDPVI" attach "$LAB_IFACE" 2>&1 >/dev/null) ||
+		fail "attach with XVI_NAPI=thread failed: $err" || return
+	v=$(_napi_of b)
+	t_xdpvi b detach "$LAB_IFACE" >/dev/null 2>&1 || fail "detach after XVI_NAPI=thread failed" ||
+		return
+	[ "$v" = 1 ] || fail "attach with XVI_NAPI=thread left the NAPI in softirq ($v)" || return
+	v=$(_napi_of b)
+	[ "$v" = 0 ] || fail "detach left the NAPI that XVI_NAPI=thread made threaded ($v)" ||
+		return
+	err=$(t_x b env XVI_NAPI=sometimes "$XDPVI" attach "$LAB_IFACE" 2>&1 >/dev/null) && rc=0 ||
+		rc=$?
+	[ $rc != 0 ] || fail "attach with XVI_NAPI=sometimes succeeded" || return
+	[[ $err == *XVI_NAPI=sometimes* ]] || fail "bad XVI_NAPI not named: '$err'" || return
+	[ "$(t_xdp_of b)" = none ] || fail "attach refused for XVI_NAPI left a program" || return
+}
+
 case_attach_missing() {
 	local err rc
 	err=$(t_xdpvi b attach nosuch0 2>&1 >/dev/null) && rc=0 || rc=$?
@@ -127,9 +172,11 @@ CASES=(
 	ping4		case_ping4		"IPv4 ping a <-> b with the datapath attached"
 	ping6		case_ping6		"IPv6 ping a <-> b with the datapath attached"
 	tcp		case_tcp		"4 MiB TCP transfer a -> b, checksum compared"
+	napi_threaded	case_napi_threaded	"attach keeps a veth's NAPI; --napi thread threads it; status says so"
 	status_json	case_status_json	"xdp-vi status --json is valid and lists the program"
 	stats_json	case_stats_json		"xdp-vi stats --json is valid and counted the traffic"
 	detach		case_detach		"detach leaves no program and no maps"
+	napi_restored	case_napi_restored	"detach makes the NAPI softirq again; XVI_NAPI=thread, a bad XVI_NAPI"
 	attach_missing	case_attach_missing	"attach to a missing interface fails, names it, leaves nothing"
 )
 

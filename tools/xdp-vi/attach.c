@@ -7,9 +7,10 @@
 
 int cmd_attach(const struct xvi_cfg *cfg)
 {
-	struct xvi_ctl_opts opts = { .sz = sizeof(opts), .bpffs = cfg->bpffs };
+	struct xvi_ctl_opts opts = { .sz = sizeof(opts), .bpffs = cfg->bpffs,
+				     .napi = cfg->napi };
 	struct xvi_prog_info info;
-	bool already;
+	bool already, threaded = false;
 	int err;
 
 	err = xvi_ctl__attach(cfg->ifname, cfg->mode, &opts, &already);
@@ -20,9 +21,11 @@ int cmd_attach(const struct xvi_cfg *cfg)
 			"afterwards: check 'xdp-loader status %s'\n", cfg->ifname, cfg->ifname);
 		return 1;
 	}
-	printf("%s: %s (prog id %u, %s mode%s)\n", cfg->ifname,
+	xvi_ctl__napi_threaded(cfg->ifname, &threaded);
+	printf("%s: %s (prog id %u, %s mode%s%s)\n", cfg->ifname,
 	       already ? "already attached" : "attached", info.prog_id,
-	       info.generic ? "generic" : "native", info.multiprog ? ", multiprog" : "");
+	       info.generic ? "generic" : "native", info.multiprog ? ", multiprog" : "",
+	       threaded ? ", NAPI threaded" : "");
 	return 0;
 }
 

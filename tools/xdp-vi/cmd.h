@@ -21,6 +21,7 @@ struct xvi_cfg {
 	/* per command */
 	const char *ifname;
 	int mode;		/* enum xvi_attach_mode */
+	int napi;		/* attach: enum xvi_napi_mode */
 	bool json;
 	double interval;	/* seconds; 0 = one shot */
 	unsigned int count;	/* samples with --interval; 0 = until ^C */

@@ -20,9 +20,18 @@ static const struct opt_enum attach_modes[] = {
 	{ NULL },
 };
 
+static const struct opt_enum napi_modes[] = {
+	{ "keep", XVI_NAPI_KEEP },
+	{ "thread", XVI_NAPI_THREAD },
+	{ NULL },
+};
+
 static const struct opt_def attach_opts[] = {
 	{ OPT_ENUM, "mode", 'm', OPT_FIELD(struct xvi_cfg, mode), "MODE",
 	  .help = "XDP mode (native|generic)", .enums = attach_modes },
+	{ OPT_ENUM, "napi", 'n', OPT_FIELD(struct xvi_cfg, napi), "NAPI",
+	  .help = "keep: left as it is; thread: a veth's NAPI becomes threaded",
+	  .enums = napi_modes },
 	{ OPT_END },
 };
 
@@ -220,11 +229,14 @@ static const struct cmd_def cmds[] = {
 	  "load the datapath on IFACE and pin its maps",
 	  "Load the xdp-vi datapath (XDP program xvi_demux) on IFACE through libxdp,\n"
 	  "next to other libxdp programs, and pin its maps under\n"
-	  "<bpffs>/xdp-vi/IFACE/.  Attaching twice in the same mode is a no-op." },
+	  "<bpffs>/xdp-vi/IFACE/.  Attaching twice in the same mode is a no-op.\n"
+	  "With --napi thread, a veth's NAPI becomes threaded (native mode), so\n"
+	  "that the receive work leaves the sending core; detach undoes it." },
 	{ "detach", cmd_detach, "IFACE", 1, 1, NULL,
 	  "remove the datapath and its pins from IFACE",
 	  "Remove the xvi_demux program from IFACE (other libxdp programs stay) and\n"
-	  "every pin and directory attach created.  Also cleans up pins left\n"
+	  "every pin and directory attach created, and undo a threaded NAPI that\n"
+	  "attach set.  Also cleans up pins left\n"
 	  "behind when the program is already gone." },
 	{ "status", cmd_status, "[IFACE]", 0, 1, status_opts,
 	  "show the program, endpoints and counters",

@@ -103,6 +103,8 @@ struct if_sample {
 	struct xvi_prog_info prog;
 	struct xvi_config cfg;
 	struct xvi_iface ifc;		/* the interface's own drop counters */
+	int napi_err;			/* 0: napi_threaded says */
+	bool napi_threaded;
 	struct xvi_global_counters g;
 	int nep;
 	struct ep_sample ep[XVI_MAX_ENDPOINTS];
@@ -238,6 +240,7 @@ static int take_sample(const char *ifname, const struct xvi_ctl_opts *opts, bool
 			fprintf(stderr, "xdp-vi: %s: no such interface\n", ifname);
 		return s->prog_err;
 	}
+	s->napi_err = xvi_ctl__napi_threaded(ifname, &s->napi_threaded);
 	ctl = xvi_ctl__open(ifname, opts);
 	if (!ctl)
 		return -errno;
@@ -347,6 +350,10 @@ static void json_prog(struct json *j, const struct if_sample *s)
 		json_str(j, "maps_from", s->via_pins ? "pins" : "program");
 	}
 	json_bool(j, "local_link", s->cfg.flags & XVI_CFG_LOCAL_LINK);
+	if (!s->prog_err && !s->napi_err)
+		json_bool(j, "napi_threaded", s->napi_threaded);
+	else
+		json_null(j, "napi_threaded");
 }
 
 static void json_endpoint_head(struct json *j, const struct ep_sample *e)
@@ -459,6 +466,11 @@ static void status_text(const struct if_sample *s)
 	if (s->cfg.flags & XVI_CFG_LOCAL_LINK)
 		printf("  local link: partial UDP checksums from local kernels accepted "
 		       "(rx_csum_partial)\n");
+	if (!s->napi_err)
+		printf("  NAPI: %s\n", s->napi_threaded ?
+		       "threaded (receive work in a kernel thread, off the sending core)" :
+		       "softirq (a veth's receive work runs on the sending core; "
+		       "attach --napi thread moves it off)");
 	text_counters("  global:", &s->g, global_fields);
 	if (s->cfg.flags & XVI_CFG_ROUTE)
 		text_counters("  router:", &s->g, router_fields);
