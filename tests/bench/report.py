@@ -848,8 +848,9 @@ def main():
         w("## " + title)
         w("")
         if texts:
-            w("From tests/bench/%s.sh (its own %s lab, run by make bench; "
-              "its output verbatim):" % (test, lab))
+            src = {"napi": "streamzc.sh and preload.sh, run with XVI_NAPI=thread"}
+            w("From tests/bench/%s (its own %s lab, run by make bench; "
+              "its output verbatim):" % (src.get(test, test + ".sh"), lab))
             w("")
             if fenced:
                 w("```")
@@ -883,7 +884,9 @@ def main():
             ("preload_mc", "4m. Unmodified memcached -U under xvi-run against kernel sockets",
              "two-node", True),
             ("streampp", "4q. Stream ping-pong per wait mode against kernel TCP and the "
-             "datagram floor", "two-node lab with 2-queue veths", False)):
+             "datagram floor", "two-node lab with 2-queue veths", False),
+            ("napi", "4r. 4k and 4h again with the veths' NAPI threaded (xdp-vi attach "
+             "--napi thread)", "as 4k and 4h", True)):
         script_section(test, title, lab, fenced)
 
     # stream progress (tests/bench/engine/stream_progress.c, in-process)
