@@ -827,7 +827,7 @@ static void remember(const union xvi_sockaddr *a, const char *why)
 	p->why = why;
 }
 
-/* Try an xvi stream to @dst within connect_ms: 0, or the reason it failed. */
+/* Try an xvi stream to @dst, connect_ms from its SYN: 0, or why it failed. */
 static const char *try_xvi(int fd, struct xps *x, const union xvi_sockaddr *dst)
 {
 	XVI_OPTS(xvi_stream_info, info);
@@ -838,7 +838,7 @@ static const char *try_xvi(int fd, struct xps *x, const union xvi_sockaddr *dst)
 	union xvi_sockaddr peer = *dst;
 	struct xvi_stream *s;
 	struct xps_ctx *c;
-	__u64 end = now_ms() + connect_ms;
+	__u64 end;
 	int r;
 
 	if (choose_iface_sa(-1, &any, dst, ifname))
@@ -860,6 +860,12 @@ static const char *try_xvi(int fd, struct xps *x, const union xvi_sockaddr *dst)
 		unlock();
 		return "no stream context";
 	}
+	/*
+	 * The bound is the peer's time to answer: it starts at the SYN, not
+	 * before the local setup (the first connect's endpoint and context),
+	 * which on a busy machine can take much of it.
+	 */
+	end = now_ms() + connect_ms;
 	r = xvi_stream__connect(s, &peer, ntohs(*sa_port(&peer)));
 	for (;;) {
 		xvi_stream_ctx__process(c->ctx);
