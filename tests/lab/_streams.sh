@@ -5,6 +5,12 @@
 # xvi-run --streams (after _tap.sh): the kernel's TCP counters and the
 # preload's --stats.
 
+# --stream-timeout of a client whose connects must go over xvi: the
+# peer's answer decides, not how fast a busy machine gets the SYN out and
+# the answer back (the default 300 ms is for the rows that fall back).
+# A row sets STREAM_MS to it (local) for the helpers that take it.
+XVI_MS=5000
+
 # "ActiveOpens PassiveOpens" of the kernel's TCP in NODE's namespace.
 _tcp_opens() {
 	t_x "$1" cat /proc/net/snmp | awk '$1 == "Tcp:" && $6 ~ /^[0-9]+$/ { print $6, $7 }'

@@ -52,7 +52,8 @@ _ftpd_up() {
 	echo small >"$dir/a.txt"
 	head -c 4097 /dev/urandom >"$dir/b.bin"
 	rm -f "$T_TMP/srv-$port.stats"
-	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v --stats "$T_TMP/srv-$port.stats")
+	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams ${STREAM_MS:+--stream-timeout "$STREAM_MS"} \
+		-v --stats "$T_TMP/srv-$port.stats")
 	# The pid file: SIGINT to the server itself (pyftpdlib exits cleanly on
 	# it, so the preload writes its --stats at exit).
 	# shellcheck disable=SC2016 # expanded by the inner bash
@@ -82,7 +83,8 @@ _ftpd_down() {
 _lftp() {
 	local mode=$1 port=$2 pasv=$3 pre=() rc dir=$T_TMP/srv-$2
 	rm -f "$T_TMP/cli/got" "$T_TMP/cli/list" "$T_TMP/cli.stats"
-	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v --stats "$T_TMP/cli.stats")
+	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams ${STREAM_MS:+--stream-timeout "$STREAM_MS"} \
+		-v --stats "$T_TMP/cli.stats")
 	t_x -T 150 a "${pre[@]}" lftp ${FTP_DEBUG:+-d} -c "set cmd:fail-exit yes; set net:max-retries 1;
 		set net:timeout 60; set ftp:ssl-allow no; set ftp:passive-mode $pasv;
 		set xfer:clobber yes; open ftp://198.18.0.2:$port;
@@ -109,7 +111,8 @@ _lftp_many() {
 	for i in $(seq "$n"); do
 		cmds+="get b.bin -o $T_TMP/cli/m.$i; "
 	done
-	t_x -T 150 a "$XVIRUN" --streams -v --stats "$T_TMP/cli.stats" lftp -c "set cmd:fail-exit yes;
+	t_x -T 150 a "$XVIRUN" --streams --stream-timeout "$XVI_MS" -v --stats "$T_TMP/cli.stats" \
+		lftp -c "set cmd:fail-exit yes;
 		set net:max-retries 1; set net:timeout 60; set ftp:ssl-allow no;
 		set ftp:passive-mode on; set xfer:clobber yes; open ftp://198.18.0.2:$port;
 		$cmds" >"$T_TMP/lftp.out" 2>"$T_TMP/lftp.err"
@@ -156,7 +159,7 @@ _run() {
 # sets STATS_S/STATS_C (their --stats) and fails unless every connection
 # went over xvi and neither node's kernel TCP opened one.
 _session() {
-	local port=$2
+	local port=$2 STREAM_MS=$XVI_MS
 	_run xvi xvi "$port" "$1" || return 1
 	STATS_C=$T_TMP/cli.stats
 	STATS_S=$T_TMP/srv-$port.stats
@@ -322,7 +325,7 @@ EOF
 # not by the control connection.  Sets DA/DB: the opens' moves on a and
 # b ("active passive").
 _vsftpd_session() {
-	local pasv=$1 port=$2 log=$T_TMP/srv-$2.err rc
+	local pasv=$1 port=$2 log=$T_TMP/srv-$2.err rc STREAM_MS=$XVI_MS
 	_vsftpd_up "$port" || return 1
 	FTP_UP=sub/up _opens_around _lftp xvi "$port" "$pasv"
 	rc=$?

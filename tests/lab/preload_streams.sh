@@ -46,7 +46,8 @@ _http_up() {
 _curl() {
 	local mode=$1 port=$2 out=$3 pre=() rc
 	rm -f "$out" "$T_TMP/curl.stats"
-	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams -v --stats "$T_TMP/curl.stats")
+	[ "$mode" = xvi ] && pre=("$XVIRUN" --streams ${STREAM_MS:+--stream-timeout "$STREAM_MS"} \
+		-v --stats "$T_TMP/curl.stats")
 	t_x -T 60 a "${pre[@]}" curl -gsS --max-time 50 -o "$out" \
 		"http://${URL_HOST:-198.18.0.2}:$port/file" 2>"$T_TMP/curl.err"
 	rc=$?
@@ -82,7 +83,7 @@ case_epoll() {
 
 # _curl_over_xvi PORT [aio]: both under xvi-run, the download over a stream.
 _curl_over_xvi() {
-	local rx segs frames
+	local rx segs frames STREAM_MS=$XVI_MS
 	_fetch xvi xvi "$1" "${2:-}" || return
 	sed 's/^/# stats: /' "$T_TMP/curl.stats" >&2
 	[ "$(_stat "$T_TMP/curl.stats" streams connect_xvi)" = 1 ] ||
@@ -198,8 +199,8 @@ case_iperf3() {
 		"on xvi: $(head -c 300 "$T_TMP/ip-s.err")"; return 1; }
 	oa=$(_tcp_opens a)
 	ob=$(_tcp_opens b)
-	t_x -T 60 a "$XVIRUN" --streams -v --stats "$cs" iperf3 -c 198.18.0.2 -p 5301 -n 32M -J \
-		>"$T_TMP/ip-c.json" 2>"$T_TMP/ip-c.err"
+	t_x -T 60 a "$XVIRUN" --streams --stream-timeout "$XVI_MS" -v --stats "$cs" \
+		iperf3 -c 198.18.0.2 -p 5301 -n 32M -J >"$T_TMP/ip-c.json" 2>"$T_TMP/ip-c.err"
 	rc=$?
 	wait "$spid"
 	na=$(_tcp_opens a)
@@ -243,8 +244,8 @@ case_sockperf() {
 		"listened on xvi: $(head -c 300 "$T_TMP/sp-s.err")"; return 1; }
 	oa=$(_tcp_opens a)
 	ob=$(_tcp_opens b)
-	t_x -T 30 a "$XVIRUN" --streams -v --stats "$cs" sockperf ping-pong --tcp -i 198.18.0.2 \
-		-p "$port" -t 1 -m 16 >"$T_TMP/sp-c.out" 2>&1
+	t_x -T 30 a "$XVIRUN" --streams --stream-timeout "$XVI_MS" -v --stats "$cs" \
+		sockperf ping-pong --tcp -i 198.18.0.2 -p "$port" -t 1 -m 16 >"$T_TMP/sp-c.out" 2>&1
 	rc=$?
 	na=$(_tcp_opens a)
 	nb=$(_tcp_opens b)
@@ -323,8 +324,8 @@ case_fork() {
 	_srv_ready xvi "$port" "$spid" "preload_fork server" || return
 	oa=$(_tcp_opens a)
 	ob=$(_tcp_opens b)
-	t_x -T 130 a "$XVIRUN" --streams -v --stats "$cs" "$bin" client 198.18.0.2 "$port" \
-		>"$T_TMP/fork-c.out" 2>"$T_TMP/fork-c.err"
+	t_x -T 130 a "$XVIRUN" --streams --stream-timeout "$XVI_MS" -v --stats "$cs" \
+		"$bin" client 198.18.0.2 "$port" >"$T_TMP/fork-c.out" 2>"$T_TMP/fork-c.err"
 	rc=$?
 	wait "$spid"
 	src=$?
