@@ -429,8 +429,9 @@ case_direct_connect_out() { _direct connect_out; }
 
 # Receiving only, b waits in recv_direct: what arrives while it waits
 # lands straight in the region, what arrives while it writes out a block
-# goes through the socket's ring.  How much each way depends on the
-# machine's speed, so the check is only that some bytes landed in place
+# goes through the socket's ring.  xvi-mncat's receive block is larger
+# than the tunnel's window, so each full recv_direct, however late it
+# comes, waits for bytes that land in place; the check is that some did
 # (a recv_direct that always copies from the ring lands none).
 case_direct_recv() {
 	local port=$((PORT++)) rc rl

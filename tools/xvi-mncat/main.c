@@ -29,6 +29,13 @@
 #include "signals.h"
 
 #define BUF	(64 * 1024)
+/*
+ * The region's receive half: more than the tunnel's window (64 KiB), so
+ * the socket's ring never holds a whole recv_direct: each one that is
+ * not the last waits for bytes its own credit brings, and they land in
+ * place, however late the call comes.
+ */
+#define RBUF	(2 * BUF)
 
 struct cfg {
 	struct xst_cfg xst;
@@ -151,15 +158,15 @@ out:
 	return rc;
 }
 
-/* A registered region of two blocks for acat and dcat: its id, or -1. */
+/* A registered region for acat and dcat, BUF to send, RBUF to receive: its id, or -1. */
 static int region_new(const struct cfg *cfg, char **mem)
 {
 	int reg;
 
-	*mem = malloc(2 * BUF);
+	*mem = malloc(BUF + RBUF);
 	if (!*mem)
 		return -fail("malloc", ENOMEM);
-	reg = xvi_stream_ctx__register_mem(cfg->sctx, *mem, 2 * BUF);
+	reg = xvi_stream_ctx__register_mem(cfg->sctx, *mem, BUF + RBUF);
 	if (reg < 0) {
 		free(*mem);
 		return -fail("register_mem", -reg);
@@ -325,7 +332,7 @@ static int dcat(struct xvi_memnet_ctx *mn, int sd, const struct cfg *cfg)
 		/* With nothing to send, wait in recv_direct: what arrives lands
 		 * in the region; a poll would take it into the ring first. */
 		if (!peer_eof && (in_eof || xvi_memnet_ctx__poll(mn, &p, 1, 0) > 0)) {
-			r = xvi_memnet_ctx__recv_direct(mn, sd, reg, BUF, BUF);
+			r = xvi_memnet_ctx__recv_direct(mn, sd, reg, BUF, RBUF);
 			if ((rc = put_out("recv_direct", mem + BUF, r)))
 				break;
 			peer_eof = !r;
