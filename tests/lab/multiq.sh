@@ -101,17 +101,19 @@ case_spread_xvi_flows() {
 	_srv_start 7300 || return 1
 	out=$(t_x -T 30 a "$XVIPERF" tp --iface "$LAB_IFACE" --threads $QUEUES -i 198.18.0.2 \
 		-p 7300 -m 64 -t 0.5 --mps 20000 2>&1)
-	_srv_stop
 	t_log "${out//$'\n'/ | }"
 	# "thread I, queue Q, port P: sent N, ..." -> "P N", in queue order
 	sed -n 's/^xvi-perf: thread [0-9]*, queue [0-9]*, port \([0-9]*\): sent \([0-9]*\),.*/\1 \2/p' \
 		<<<"$out" >"$T_TMP/xvi.flows"
+	_wait_received 7300 "$(awk '{ s += $2 } END { print s + 0 }' "$T_TMP/xvi.flows")"
+	_srv_stop
 	[ "$(wc -l <"$T_TMP/xvi.flows")" = $QUEUES ] ||
 		{ fail "the client did not run $QUEUES flows: $out"; return 1; }
 	_check 7300 "$T_TMP/xvi.flows" --queue-is-flow
 }
 
-# Wait (bounded) until the datapath delivered N frames to PORT's endpoints.
+# Wait (bounded) until the datapath delivered N frames to PORT's endpoints
+# (their rings: the server, stopped, takes what is there before it counts).
 _wait_received() {
 	local port=$1 want=$2 got=0
 	for _ in $(seq "$T_WAIT_TENTHS"); do
