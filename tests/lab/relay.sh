@@ -268,8 +268,13 @@ case_corrupt() {
 		[ "$(_seen 7400 "$T_TMP/cor.json")" -ge "$n" ] && break
 		sleep 0.1
 	done
-	kill $pid
-	wait $pid
+	# and until xvi-cat wrote out every datagram delivered to its ring
+	rx=$("$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/cor.json" counters 7400 rx_frames)
+	for _ in $(seq "$T_WAIT_TENTHS"); do
+		[ "$(wc -l <"$out")" -ge "${rx:-0}" ] && break
+		sleep 0.1
+	done
+	t_stop $pid
 	_rs_fetch || fail "no relay counters" || return
 	corr=$(_rs ab.corrupted) rx=$(_rs ab.rx_frames)
 	bad=$("$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/cor.json" counters 7400 drop_bad_l4_csum \
