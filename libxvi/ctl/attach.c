@@ -398,9 +398,15 @@ static void napi_thread(const char *ifname, int ifindex, int cfg_fd)
 			xvi_ctl_napi_threaded_set(ifname, ifindex, false);
 		}
 	}
-	if (err)
+	if (err) {
 		pr_warn("%s: NAPI stays in softirq, its receive work on the sending core: "
 			"cannot make it threaded: %s\n", ifname, xvi_ctl_napi_why(err));
+		return;
+	}
+	err = xvi_ctl_napi_rt(ifindex);
+	if (err < 0)
+		pr_warn("%s: NAPI threaded, but its threads stay SCHED_OTHER, behind any "
+			"spinning process: %s\n", ifname, xvi_ctl_napi_why(err));
 }
 
 /* The NAPI mode: the options', else $XVI_NAPI's (keep or thread), else keep. */

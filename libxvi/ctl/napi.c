@@ -6,7 +6,9 @@
  * and the kernel's receive path all run in the sender's softirq, so one
  * core pays for both ends (docs/KERNEL.md, fact 58).  Threaded, the poll
  * runs in a kernel thread that the scheduler places on any core, as a
- * NIC's interrupt would.
+ * NIC's interrupt would.  The threads run SCHED_FIFO, as the kernel's
+ * threaded interrupt handlers do: a thread that waits behind a spinning
+ * process for its time slice delays every frame by it.
  *
  * The knob is sysfs's /sys/class/net/IFACE/threaded; sysfs shows the
  * network namespace of whoever mounted it, so the file is used only when
@@ -14,6 +16,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +24,11 @@
 
 #include "common/log.h"
 #include "ctl/priv.h"
+#include "nl/netdev.h"
+
+/* The priority the kernel gives its threaded interrupt handlers. */
+#define NAPI_RT_PRIO	50
+#define NAPI_MAX_THREADS 64
 
 /* Read a short sysfs attribute of @ifname into @buf; bytes or -errno. */
 static int sysfs_read(const char *ifname, const char *attr, char *buf, size_t len)
@@ -83,6 +91,20 @@ int xvi_ctl_napi_threaded_set(const char *ifname, int ifindex, bool on)
 	return err;
 }
 
+int xvi_ctl_napi_rt(int ifindex)
+{
+	struct sched_param sp = { .sched_priority = NAPI_RT_PRIO };
+	int pids[NAPI_MAX_THREADS], n, i;
+
+	n = xvi_netdev__napi_pids(ifindex, pids, NAPI_MAX_THREADS);
+	if (n == 0)
+		return -ESRCH;
+	for (i = 0; i < n; i++)
+		if (sched_setscheduler(pids[i], SCHED_FIFO, &sp))
+			return -errno;
+	return n;
+}
+
 const char *xvi_ctl_napi_why(int err)
 {
 	switch (err) {
@@ -90,7 +112,10 @@ const char *xvi_ctl_napi_why(int err)
 		return "/sys shows another network namespace (run xdp-vi under "
 		       "'ip netns exec', which mounts the namespace's own /sys)";
 	case -EOPNOTSUPP:
-		return "the device has no NAPI instance (is it down?)";
+		return "the device has no NAPI instance (is it down?), or the kernel "
+		       "cannot list NAPI threads (netdev napi-get, 6.9)";
+	case -ESRCH:
+		return "the kernel names no NAPI thread of the device (6.9 does)";
 	case -EROFS:
 	case -EACCES:
 	case -EPERM:

@@ -153,6 +153,8 @@ int xvi_ctl_lock_open(void);
  */
 int xvi_ctl_napi_threaded(const char *ifname, int ifindex, bool *on);
 int xvi_ctl_napi_threaded_set(const char *ifname, int ifindex, bool on);
+/* SCHED_FIFO for @ifindex's NAPI threads: how many, or a negative errno. */
+int xvi_ctl_napi_rt(int ifindex);
 const char *xvi_ctl_napi_why(int err);
 
 #endif /* XVI_CTL_PRIV_H */

@@ -124,28 +124,41 @@ static struct nlmsghdr *genl_put(char *buf, size_t len, __u16 type, __u8 cmd,
 	return nlh;
 }
 
+/*
+ * A NETLINK_GENERIC socket into *@nl and the netdev family's id into
+ * r->family; -EOPNOTSUPP before kernel 6.3.  The socket is closed on error.
+ */
+static int netdev_open(struct mnl_socket **nl, char *buf, size_t len, struct reply *r)
+{
+	struct nlmsghdr *nlh;
+	int err;
+
+	*nl = xvi_nl__open(NETLINK_GENERIC);
+	if (!*nl)
+		return -errno;
+	nlh = genl_put(buf, len, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
+	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, XVI_NETDEV_FAMILY_NAME);
+	r->type = GENL_ID_CTRL;
+	err = genl_do(*nl, nlh, r);
+	if (err)
+		mnl_socket_close(*nl);
+	return err == -ENOENT ? -EOPNOTSUPP : err;
+}
+
 /* One u64 attribute of NETDEV_CMD_DEV_GET for @ifindex. */
 static int dev_get(int ifindex, int attr, __u64 *features)
 {
 	char buf[MNL_SOCKET_BUFFER_SIZE];
-	struct reply r = { .type = GENL_ID_CTRL, .ifindex = ifindex, .attr = attr };
+	struct reply r = { .ifindex = ifindex, .attr = attr };
 	struct mnl_socket *nl;
 	struct nlmsghdr *nlh;
 	int err;
 
 	if (ifindex <= 0 || !features)
 		return -EINVAL;
-	nl = xvi_nl__open(NETLINK_GENERIC);
-	if (!nl)
-		return -errno;
-	nlh = genl_put(buf, sizeof(buf), GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
-	mnl_attr_put_strz(nlh, CTRL_ATTR_FAMILY_NAME, XVI_NETDEV_FAMILY_NAME);
-	err = genl_do(nl, nlh, &r);
-	if (err) {
-		/* no such family: a kernel before 6.3 */
-		err = err == -ENOENT ? -EOPNOTSUPP : err;
-		goto out;
-	}
+	err = netdev_open(&nl, buf, sizeof(buf), &r);
+	if (err)
+		return err;
 	r.type = r.family;
 	nlh = genl_put(buf, sizeof(buf), r.family, XVI_NETDEV_CMD_DEV_GET,
 		       XVI_NETDEV_FAMILY_VERSION);
@@ -153,7 +166,6 @@ static int dev_get(int ifindex, int attr, __u64 *features)
 	err = genl_do(nl, nlh, &r);
 	if (!err)
 		*features = r.features;
-out:
 	mnl_socket_close(nl);
 	return err;
 }
@@ -166,4 +178,60 @@ int xvi_netdev__xsk_features(int ifindex, __u64 *features)
 int xvi_netdev__xdp_features(int ifindex, __u64 *features)
 {
 	return dev_get(ifindex, XVI_NETDEV_A_DEV_XDP_FEATURES, features);
+}
+
+struct napi_pids {
+	__u16 family;
+	int ifindex;
+	int *pids;
+	int max, n;
+};
+
+static int napi_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct napi_pids *np = data;
+	const struct nlattr *attr;
+	int ifindex = 0, pid = 0;
+
+	if (nlh->nlmsg_type != np->family ||
+	    nlh->nlmsg_len < mnl_nlmsg_size(sizeof(struct genlmsghdr)))
+		return MNL_CB_OK;
+	mnl_attr_for_each(attr, nlh, sizeof(struct genlmsghdr)) {
+		if (mnl_attr_validate(attr, MNL_TYPE_U32) < 0)
+			continue;
+		if (mnl_attr_get_type(attr) == XVI_NETDEV_A_NAPI_IFINDEX)
+			ifindex = (int)mnl_attr_get_u32(attr);
+		else if (mnl_attr_get_type(attr) == XVI_NETDEV_A_NAPI_PID)
+			pid = (int)mnl_attr_get_u32(attr);
+	}
+	if (ifindex == np->ifindex && pid > 0 && np->n < np->max)
+		np->pids[np->n++] = pid;
+	return MNL_CB_OK;
+}
+
+int xvi_netdev__napi_pids(int ifindex, int *pids, int max)
+{
+	char buf[MNL_SOCKET_BUFFER_SIZE];
+	struct napi_pids np = { .ifindex = ifindex, .pids = pids, .max = max };
+	struct reply r = {};
+	struct mnl_socket *nl;
+	struct nlmsghdr *nlh;
+	int err;
+
+	if (ifindex <= 0 || !pids || max <= 0)
+		return -EINVAL;
+	err = netdev_open(&nl, buf, sizeof(buf), &r);
+	if (err)
+		return err;
+	np.family = r.family;
+	nlh = genl_put(buf, sizeof(buf), r.family, XVI_NETDEV_CMD_NAPI_GET,
+		       XVI_NETDEV_FAMILY_VERSION);
+	nlh->nlmsg_flags |= NLM_F_DUMP;
+	mnl_attr_put_u32(nlh, XVI_NETDEV_A_NAPI_IFINDEX, (__u32)ifindex);
+	err = xvi_nl__request(nl, nlh, napi_cb, &np);
+	/* no such command: a kernel before 6.8 */
+	if (err == -EOPNOTSUPP || err == -EINVAL)
+		err = -EOPNOTSUPP;
+	mnl_socket_close(nl);
+	return err ? err : np.n;
 }
