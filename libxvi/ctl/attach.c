@@ -367,6 +367,16 @@ static void attach_error(const char *ifname, int err, enum xdp_attach_mode xmode
  * write the configuration and pin (when @bpffs).  Detaches again if any
  * of that fails, so the interface is as it was.
  */
+/* SCHED_FIFO for @ifname's NAPI threads, or a warning that says why not. */
+static void napi_rt(const char *ifname, int ifindex)
+{
+	int err = xvi_ctl_napi_rt(ifindex);
+
+	if (err < 0)
+		pr_warn("%s: NAPI threaded, but its threads stay SCHED_OTHER, behind any "
+			"spinning process: %s\n", ifname, xvi_ctl_napi_rt_why(err));
+}
+
 /*
  * --napi thread: a veth's NAPI becomes threaded (docs/DATAPATH.md), in
  * native mode only: generic XDP gives a veth no NAPI.  Marked in xvi_config for detach to
@@ -379,19 +389,20 @@ static void napi_thread(const char *ifname, int ifindex, int cfg_fd)
 	struct xvi_config cfg;
 	struct xvi_iface ifc;
 	__u32 zero = 0;
-	bool on = false;
+	bool on = false, ours;
 	int err;
 
 	if (xvi_iface__query(ifname, &ifc) || strcmp(ifc.kind, "veth"))
 		return;
-	err = xvi_ctl_napi_threaded(ifname, ifindex, &on);
-	if (!err && on)
-		return;
+	err = bpf_map_lookup_elem(cfg_fd, &zero, &cfg) ? -errno : 0;
+	ours = !err && (cfg.flags & XVI_CFG_NAPI_THREADED);
 	if (!err)
+		err = xvi_ctl_napi_threaded(ifname, ifindex, &on);
+	if (!err && on && !ours)
+		return;
+	if (!err && !on)
 		err = xvi_ctl_napi_threaded_set(ifname, ifindex, true);
-	if (!err && bpf_map_lookup_elem(cfg_fd, &zero, &cfg))
-		err = -errno;
-	if (!err) {
+	if (!err && !ours) {
 		cfg.flags |= XVI_CFG_NAPI_THREADED;
 		if (bpf_map_update_elem(cfg_fd, &zero, &cfg, 0)) {
 			err = -errno;
@@ -403,10 +414,8 @@ static void napi_thread(const char *ifname, int ifindex, int cfg_fd)
 			"cannot make it threaded: %s\n", ifname, xvi_ctl_napi_why(err));
 		return;
 	}
-	err = xvi_ctl_napi_rt(ifindex);
-	if (err < 0)
-		pr_warn("%s: NAPI threaded, but its threads stay SCHED_OTHER, behind any "
-			"spinning process: %s\n", ifname, xvi_ctl_napi_why(err));
+	/* Ours again too: a link flap makes new threads, SCHED_OTHER. */
+	napi_rt(ifname, ifindex);
 }
 
 /* The NAPI mode: the options', else $XVI_NAPI's (keep or thread), else keep. */
@@ -428,15 +437,18 @@ static int napi_mode(const char *ifname, const struct xvi_ctl_opts *opts)
 	return -EINVAL;
 }
 
-/* Undo napi_thread() while the veth still has its NAPI (XDP holds it). */
-static void napi_unthread(const char *ifname, int ifindex)
+/*
+ * Undo napi_thread() while the veth still has its NAPI (XDP holds it).
+ * True if it did, for a failed detach to thread it again.
+ */
+static bool napi_unthread(const char *ifname, int ifindex)
 {
 	struct xvi_config cfg;
-	int fds[MAP_NR], i, err;
+	int fds[MAP_NR], i, err = -ENOENT;
 	__u32 zero = 0, prog_id;
 
 	if (xvi_ctl_find_maps(ifname, ifindex, NULL, fds, &prog_id))
-		return;
+		return false;
 	if (!bpf_map_lookup_elem(fds[MAP_CONFIG], &zero, &cfg) &&
 	    (cfg.flags & XVI_CFG_NAPI_THREADED)) {
 		err = xvi_ctl_napi_threaded_set(ifname, ifindex, false);
@@ -445,6 +457,7 @@ static void napi_unthread(const char *ifname, int ifindex)
 	}
 	for (i = 0; i < MAP_NR; i++)
 		close(fds[i]);
+	return !err;
 }
 
 static int load_and_attach(const char *ifname, int ifindex, enum xdp_attach_mode xmode,
@@ -723,9 +736,12 @@ int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 		goto out;
 	}
 	if (ours) {
-		napi_unthread(ifname, ifindex);
+		bool unthreaded = napi_unthread(ifname, ifindex);
+
 		/* Only our program: others behind the dispatcher stay. */
 		err = xdp_program__detach(ours, ifindex, st.mode, 0);
+		if (err && unthreaded && !xvi_ctl_napi_threaded_set(ifname, ifindex, true))
+			napi_rt(ifname, ifindex);
 		if (err) {
 			pr_warn("%s: detaching prog id %u failed: %s\n", ifname, st.ours_id,
 				strerror(-err));

@@ -94,15 +94,30 @@ int xvi_ctl_napi_threaded_set(const char *ifname, int ifindex, bool on)
 int xvi_ctl_napi_rt(int ifindex)
 {
 	struct sched_param sp = { .sched_priority = NAPI_RT_PRIO };
-	int pids[NAPI_MAX_THREADS], n, i;
+	int pids[NAPI_MAX_THREADS], n, i, err = 0;
 
 	n = xvi_netdev__napi_pids(ifindex, pids, NAPI_MAX_THREADS);
 	if (n == 0)
 		return -ESRCH;
+	/* Every thread, even after one failed: as many as can be. */
 	for (i = 0; i < n; i++)
-		if (sched_setscheduler(pids[i], SCHED_FIFO, &sp))
-			return -errno;
-	return n;
+		if (sched_setscheduler(pids[i], SCHED_FIFO, &sp) && !err)
+			err = -errno;
+	return err ? err : n;
+}
+
+const char *xvi_ctl_napi_rt_why(int err)
+{
+	switch (err) {
+	case -EOPNOTSUPP:
+		return "the kernel cannot list NAPI threads (netdev napi-get, 6.8)";
+	case -ESRCH:
+		return "the kernel names no NAPI thread of the device";
+	case -EPERM:
+		return "changing a thread's scheduling policy needs CAP_SYS_NICE";
+	default:
+		return strerror(-err);
+	}
 }
 
 const char *xvi_ctl_napi_why(int err)
@@ -112,14 +127,13 @@ const char *xvi_ctl_napi_why(int err)
 		return "/sys shows another network namespace (run xdp-vi under "
 		       "'ip netns exec', which mounts the namespace's own /sys)";
 	case -EOPNOTSUPP:
-		return "the device has no NAPI instance (is it down?), or the kernel "
-		       "cannot list NAPI threads (netdev napi-get, 6.9)";
-	case -ESRCH:
-		return "the kernel names no NAPI thread of the device (6.9 does)";
+	case -EIO:
+		return "the device has no NAPI instance (is it down?)";
 	case -EROFS:
+		return "/sys is read-only here";
 	case -EACCES:
 	case -EPERM:
-		return "/sys is read-only here";
+		return "writing /sys/class/net/IFACE/threaded needs CAP_NET_ADMIN";
 	default:
 		return strerror(-err);
 	}

@@ -153,8 +153,12 @@ int xvi_ctl_lock_open(void);
  */
 int xvi_ctl_napi_threaded(const char *ifname, int ifindex, bool *on);
 int xvi_ctl_napi_threaded_set(const char *ifname, int ifindex, bool on);
-/* SCHED_FIFO for @ifindex's NAPI threads: how many, or a negative errno. */
+/*
+ * SCHED_FIFO for @ifindex's NAPI threads (up to 64): how many, or the
+ * first negative errno, which xvi_ctl_napi_rt_why() words.
+ */
 int xvi_ctl_napi_rt(int ifindex);
+const char *xvi_ctl_napi_rt_why(int err);
 const char *xvi_ctl_napi_why(int err);
 
 #endif /* XVI_CTL_PRIV_H */

@@ -228,10 +228,8 @@ int xvi_netdev__napi_pids(int ifindex, int *pids, int max)
 		       XVI_NETDEV_FAMILY_VERSION);
 	nlh->nlmsg_flags |= NLM_F_DUMP;
 	mnl_attr_put_u32(nlh, XVI_NETDEV_A_NAPI_IFINDEX, (__u32)ifindex);
+	/* no such command (EOPNOTSUPP): a kernel before 6.8 */
 	err = xvi_nl__request(nl, nlh, napi_cb, &np);
-	/* no such command: a kernel before 6.8 */
-	if (err == -EOPNOTSUPP || err == -EINVAL)
-		err = -EOPNOTSUPP;
 	mnl_socket_close(nl);
 	return err ? err : np.n;
 }

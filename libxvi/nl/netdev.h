@@ -27,7 +27,7 @@ struct nlmsghdr;
 #define XVI_NETDEV_XSK_FLAGS_TX_CHECKSUM  (1ULL << 1)
 #define XVI_NETDEV_CMD_NAPI_GET		11	/* kernel 6.8+ */
 #define XVI_NETDEV_A_NAPI_IFINDEX	1
-#define XVI_NETDEV_A_NAPI_PID		4	/* u32, kernel 6.9+: threaded only */
+#define XVI_NETDEV_A_NAPI_PID		4	/* u32, threaded NAPI only */
 
 /*
  * AF_XDP features (XVI_NETDEV_XSK_FLAGS_*) of @ifindex in the caller's
@@ -46,8 +46,8 @@ int xvi_netdev__xdp_features(int ifindex, __u64 *features);
 
 /*
  * The pids of @ifindex's NAPI threads (a NETDEV_CMD_NAPI_GET dump), up to
- * @max into @pids: how many, 0 when the kernel names none (softirq NAPI,
- * or a kernel before 6.9), -EOPNOTSUPP before 6.8, or a negative errno.
+ * @max into @pids: how many, 0 when the kernel names none (softirq NAPI),
+ * -EOPNOTSUPP before kernel 6.8, or another negative errno.
  */
 int xvi_netdev__napi_pids(int ifindex, int *pids, int max);
 

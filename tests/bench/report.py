@@ -886,7 +886,7 @@ def main():
             ("streampp", "4q. Stream ping-pong per wait mode against kernel TCP and the "
              "datagram floor", "two-node lab with 2-queue veths", False),
             ("napi", "4r. 4k and 4h again with the veths' NAPI threaded (xdp-vi attach "
-             "--napi thread)", "as 4k and 4h", True)):
+             "--napi thread)", "two-node", True)):
         script_section(test, title, lab, fenced)
 
     # stream progress (tests/bench/engine/stream_progress.c, in-process)

@@ -466,11 +466,13 @@ static void status_text(const struct if_sample *s)
 	if (s->cfg.flags & XVI_CFG_LOCAL_LINK)
 		printf("  local link: partial UDP checksums from local kernels accepted "
 		       "(rx_csum_partial)\n");
-	if (!s->napi_err)
-		printf("  NAPI: %s\n", s->napi_threaded ?
-		       "threaded (receive work in a kernel thread, off the sending core)" :
-		       "softirq (a veth's receive work runs on the sending core; "
-		       "attach --napi thread moves it off)");
+	if (!s->napi_err && s->napi_threaded)
+		printf("  NAPI: threaded (receive work in a kernel thread, off the sending core)\n");
+	else if (!s->napi_err && !strcmp(s->ifc.kind, "veth"))
+		printf("  NAPI: softirq (a veth's receive work runs on the sending core; "
+		       "attach --napi thread moves it off)\n");
+	else if (!s->napi_err)
+		printf("  NAPI: softirq\n");
 	text_counters("  global:", &s->g, global_fields);
 	if (s->cfg.flags & XVI_CFG_ROUTE)
 		text_counters("  router:", &s->g, router_fields);
