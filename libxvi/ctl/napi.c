@@ -12,7 +12,7 @@
  *
  * The knob is sysfs's /sys/class/net/IFACE/threaded; sysfs shows the
  * network namespace of whoever mounted it, so the file is used only when
- * its ifindex is the interface's in the caller's namespace.
+ * its ifindex and MAC are the interface's in the caller's namespace.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -24,6 +24,7 @@
 
 #include "common/log.h"
 #include "ctl/priv.h"
+#include "nl/neigh.h"
 #include "nl/netdev.h"
 
 /* The priority the kernel gives its threaded interrupt handlers. */
@@ -50,15 +51,30 @@ static int sysfs_read(const char *ifname, const char *attr, char *buf, size_t le
 	return n;
 }
 
-/* 0 if /sys/class/net/@ifname is @ifindex in this namespace, else -EXDEV. */
+/*
+ * 0 if /sys/class/net/@ifname is the device @ifindex of this namespace,
+ * else -EXDEV.  Small ifindexes repeat across namespaces (every lab veth
+ * may be 2), so its MAC must match too.
+ */
 static int sysfs_is_ours(const char *ifname, int ifindex)
 {
-	char buf[32];
+	struct xvi_iface ifc;
+	char buf[32], mac[18];
 	int n = sysfs_read(ifname, "ifindex", buf, sizeof(buf));
 
 	if (n == -ENOENT || (n > 0 && atoi(buf) != ifindex))
 		return -EXDEV;
-	return n < 0 ? n : 0;
+	if (n < 0)
+		return n;
+	n = xvi_iface__query_index(ifindex, &ifc);
+	if (n)
+		return n;
+	n = sysfs_read(ifname, "address", buf, sizeof(buf));
+	if (n < 0)
+		return n;
+	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", ifc.mac[0], ifc.mac[1],
+		 ifc.mac[2], ifc.mac[3], ifc.mac[4], ifc.mac[5]);
+	return strncmp(buf, mac, 17) ? -EXDEV : 0;
 }
 
 int xvi_ctl_napi_threaded(const char *ifname, int ifindex, bool *on)

@@ -180,6 +180,24 @@ case_napi_restored() {
 	[ "$(t_xdp_of b)" = none ] || fail "attach refused for XVI_NAPI left a program" || return
 }
 
+# Under `ip netns exec a` then `nsenter --net` into b, /sys is a's, and
+# both xv0 are ifindex 2: attach on b must not thread a's NAPI (which has
+# one: a is attached too), and says why it leaves b's alone.
+case_napi_other_ns() {
+	local err rc=0 v
+	t_attach a || return
+	err=$(timeout -k 5 20 ip netns exec "$(_lab_ns "$T_LAB" a)" \
+		nsenter --net="/run/netns/$(_lab_ns "$T_LAB" b)" \
+		"$XDPVI" attach --napi thread "$LAB_IFACE" 2>&1) || rc=$?
+	v=$(_napi_of a)
+	t_xdpvi b detach "$LAB_IFACE" >/dev/null 2>&1
+	t_xdpvi a detach "$LAB_IFACE" >/dev/null 2>&1
+	[ $rc = 0 ] || fail "attach through nsenter failed: $err" || return
+	[ "$v" = 0 ] || fail "attach on b threaded a's NAPI (a's threaded: $v)" || return
+	[[ $err == *"another network namespace"* ]] ||
+		fail "attach did not say /sys is another namespace's: $err" || return
+}
+
 case_attach_missing() {
 	local err rc
 	err=$(t_xdpvi b attach nosuch0 2>&1 >/dev/null) && rc=0 || rc=$?
@@ -204,6 +222,7 @@ CASES=(
 	stats_json	case_stats_json		"xdp-vi stats --json is valid and counted the traffic"
 	detach		case_detach		"detach leaves no program and no maps"
 	napi_restored	case_napi_restored	"detach makes the NAPI softirq again; XVI_NAPI=thread, a bad XVI_NAPI"
+	napi_other_ns	case_napi_other_ns	"attach under another namespace's /sys threads no NAPI, and says why"
 	attach_missing	case_attach_missing	"attach to a missing interface fails, names it, leaves nothing"
 )
 
