@@ -4,22 +4,27 @@
 line, in document order; values that are objects or lists are skipped.
 
 usage: json_values.py FILE KEY
+
+The values go out in one write, and a reader that stops early (`| grep
+-q`) ends nothing in error: under `set -o pipefail` a broken pipe here
+would fail a check that matched.
 """
 
 import argparse
 import json
+import os
 import sys
 
 
-def walk(o, key):
+def walk(o, key, out):
     if isinstance(o, dict):
         for k, v in o.items():
             if k == key and not isinstance(v, (dict, list)):
-                print(v)
-            walk(v, key)
+                out.append(str(v))
+            walk(v, key, out)
     elif isinstance(o, list):
         for v in o:
-            walk(v, key)
+            walk(v, key, out)
 
 
 def main():
@@ -28,8 +33,15 @@ def main():
     ap.add_argument("file")
     ap.add_argument("key")
     a = ap.parse_args()
+    out = []
     with open(a.file) as f:
-        walk(json.load(f), a.key)
+        walk(json.load(f), a.key, out)
+    try:
+        sys.stdout.write("".join(v + "\n" for v in out))
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # the reader has what it wanted; exit's flush must not fail again
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     return 0
 
 
