@@ -24,13 +24,6 @@
 #include "common/opts.h"
 #include "xvi_demux.skel.h"
 
-static const char *mac_str(const __u8 m[6], char buf[18])
-{
-	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
-		 m[5]);
-	return buf;
-}
-
 /*
  * A frame from outside for a loopback address is martian, and a link-local
  * destination is the host's only on its own link: neither is an address a
@@ -162,7 +155,7 @@ static int write_config(const char *ifname, int fd)
 	}
 	if ((old.flags & XVI_CFG_MAC) && memcmp(old.mac, cfg.mac, 6))
 		pr_info("%s: interface MAC changed from %s to %s: datapath updated\n", ifname,
-			mac_str(old.mac, a), mac_str(cfg.mac, b));
+			xvi_ctl_mac_str(old.mac, a), xvi_ctl_mac_str(cfg.mac, b));
 	return 0;
 }
 

@@ -210,3 +210,10 @@ bool xvi_ctl__owner_alive(__u32 pid, __u64 start_time)
 	/* /proc unreadable for this pid: only ESRCH proves it is gone */
 	return !(kill(pid, 0) && errno == ESRCH);
 }
+
+const char *xvi_ctl_mac_str(const __u8 m[6], char buf[18])
+{
+	snprintf(buf, 18, "%02x:%02x:%02x:%02x:%02x:%02x", m[0], m[1], m[2], m[3], m[4],
+		 m[5]);
+	return buf;
+}

@@ -72,9 +72,7 @@ static int sysfs_is_ours(const char *ifname, int ifindex)
 	n = sysfs_read(ifname, "address", buf, sizeof(buf));
 	if (n < 0)
 		return n;
-	snprintf(mac, sizeof(mac), "%02x:%02x:%02x:%02x:%02x:%02x", ifc.mac[0], ifc.mac[1],
-		 ifc.mac[2], ifc.mac[3], ifc.mac[4], ifc.mac[5]);
-	return strncmp(buf, mac, 17) ? -EXDEV : 0;
+	return strncmp(buf, xvi_ctl_mac_str(ifc.mac, mac), 17) ? -EXDEV : 0;
 }
 
 int xvi_ctl_napi_threaded(const char *ifname, int ifindex, bool *on)

@@ -68,6 +68,8 @@ int xvi_ctl_check_caps(const char *ifname);
 /* Blocking exclusive flock that survives signals; and its release. */
 int xvi_ctl_lock_ex(int fd);
 void xvi_ctl_lock_un(int fd);
+/* @m as sysfs and ip show it ("02:00:5e:00:00:01") in @buf; returns @buf. */
+const char *xvi_ctl_mac_str(const __u8 m[6], char buf[18]);
 
 /* ---- ctl/locate.c ---- */
 
