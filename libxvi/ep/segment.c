@@ -5,6 +5,7 @@
  * gives back when it leaves.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -853,23 +854,34 @@ int xvi_seg__open_fd(struct xvi_endpoint *ep, const struct xvi_ep_cfg *cfg, int 
 }
 
 /*
- * @ep leaves a segment others keep using: it must take nothing with it.
- * It is out of the datapath already; once redirects in flight have landed
- * (docs/KERNEL.md, fact 22), the frames on its RX ring go back to the fill ring,
- * the descriptors on its TX ring to the kernel (their completions come
- * back to whoever reaps), and what it holds to the pools.
+ * Wait until redirects in flight to @ep's socket have landed: @ep is out
+ * of the datapath already, and after this nothing more arrives in its RX
+ * ring (docs/KERNEL.md, fact 22).  A grace period: about 11 ms here.
  */
-static void seg_leave(struct xvi_segment *seg, struct xvi_endpoint *ep)
+static void seg_grace(const struct xvi_endpoint *ep)
 {
-	__u32 orphans;
-	int left;
-
 	if (syscall(__NR_membarrier, MEMBARRIER_CMD_GLOBAL, 0, 0)) {
 		/* nohz_full kernels: no grace period to wait for; a NAPI poll is short. */
 		pr_debug("%s: membarrier: %s: waiting 10 ms for redirects in flight instead\n",
 			 ep->ifname, strerror(errno));
 		usleep(10 * 1000);
 	}
+}
+
+/*
+ * @ep leaves a segment others keep using: it must take nothing with it.
+ * Once redirects in flight have landed (@graced: seg_grace ran already),
+ * the frames on its RX ring go back to the fill ring, the descriptors on
+ * its TX ring to the kernel (their completions come back to whoever
+ * reaps), and what it holds to the pools.
+ */
+static void seg_leave(struct xvi_segment *seg, struct xvi_endpoint *ep, bool graced)
+{
+	__u32 orphans;
+	int left;
+
+	if (!graced)
+		seg_grace(ep);
 	left = xvi_tx__drain(ep);
 	if (left > 0)
 		pr_warn("%s: %d sends were still queued when the endpoint closed; their buffers are lost to the segment of queue %u until its last endpoint closes\n",
@@ -883,15 +895,32 @@ static void seg_leave(struct xvi_segment *seg, struct xvi_endpoint *ep)
 void xvi_seg__close(struct xvi_endpoint *ep)
 {
 	struct xvi_segment *seg = ep->seg, **pp;
-	bool last;
+	bool last, graced = false;
+	int release = -1;
 
 	if (!seg)
 		return;
+	/*
+	 * A leave waits twice for a grace period: for the redirects in flight
+	 * (seg_grace) and in the kernel's release of the socket (docs/KERNEL.md,
+	 * fact 60), some 30 ms in all.  Neither needs the registry, so neither
+	 * holds it: another thread's open or close on the same queue goes on
+	 * meanwhile.  The count is read unlocked only to guess; a wrong guess
+	 * costs one wait more, under the lock, or one in vain.
+	 */
+	if (__atomic_load_n(&seg->nmembers, __ATOMIC_RELAXED) > 1) {
+		seg_grace(ep);
+		graced = true;
+	}
 	if (seg->registered)
 		pthread_mutex_lock(&registry_lock);
 	last = seg->nmembers == 1;
-	if (!last)
-		seg_leave(seg, ep);
+	if (!last) {
+		seg_leave(seg, ep, graced);
+		/* libxdp's delete then only drops a reference: the release is ours. */
+		if (ep->fd >= 0 && ep->fd != seg->umem_fd)
+			release = fcntl(ep->fd, F_DUPFD_CLOEXEC, 0);
+	}
 	seg_close_socket(seg, ep);
 	if (last && seg->registered) {
 		for (pp = &registry; *pp != seg; pp = &(*pp)->next)
@@ -902,5 +931,7 @@ void xvi_seg__close(struct xvi_endpoint *ep)
 		pthread_mutex_unlock(&registry_lock);
 	if (last)
 		seg_destroy(seg);
+	if (release >= 0)
+		close(release);
 	ep->seg = NULL;
 }
