@@ -40,6 +40,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/sendfile.h>
+#include "reap.h"
 #include "stream.h"
 #include "xvi_stream.h"
 #include "stream/engine.h"
@@ -495,6 +496,7 @@ static struct xps_ctx *get_ctx(int fd, const char *ifname, union xvi_sockaddr lo
 		}
 		*sa_port(&local) = htons(port);
 	}
+	xps_reap_wait(&local);	/* an endpoint still closing holds the port */
 	ep = open_ep_sa(ifname, &local);
 	if (!ep) {
 		int e = errno;
@@ -558,8 +560,8 @@ static void ctx_free(struct xps_ctx *c)
 	report_ctx(c);
 	xp_inside++;
 	xvi_stream_ctx__free(c->ctx);
-	xvi_endpoint__close(c->ep);
 	xp_inside--;
+	xps_reap(c->ep, &c->local);	/* its slow close off this thread (reap.c) */
 	c->ctx = NULL;
 	c->ep = NULL;
 	c->fd = -1;
@@ -614,6 +616,7 @@ __attribute__((destructor)) static void xps_exit(void)
 		if (ctxs[i].ctx)
 			ctx_free(&ctxs[i]);
 	nctx = 0;
+	xps_reap_wait(NULL);
 	unlock();
 }
 
@@ -1678,8 +1681,11 @@ static void epoll_drop(struct xps *x)
 
 void xps_epoll_forget(int fd)
 {
-	/* With mu held the close is the library's own (its epoll or timer fd). */
-	if (held || !__atomic_load_n(&nregs, __ATOMIC_RELAXED))
+	/*
+	 * With mu held, or inside libxvi (the reaper), the close is the
+	 * library's own (its epoll, timer or socket fd).
+	 */
+	if (held || xp_inside || !__atomic_load_n(&nregs, __ATOMIC_RELAXED))
 		return;
 	lock();
 	unregister(-1, fd);
