@@ -1157,34 +1157,54 @@ XP_API int shutdown(int fd, int how)
 }
 
 /*
- * sendfile to a stream: read the file and send it, 64 KiB at a time (the
- * stream copies anyway).  @off as sendfile's: NULL uses and moves the
- * file's offset, else pread at *@off and update it.
+ * sendfile to a stream: the file is read straight into the stream's send
+ * buffer (send_alloc), so its bytes are copied once here, as send() from
+ * the program's memory would copy them; the segments are made from the
+ * buffer as for any send.  Reading through a bounce buffer and send()
+ * cost a copy more.  @off as sendfile's: NULL uses and moves the file's
+ * offset, else pread at *@off and update it.
  */
 static ssize_t stream_sendfile(int out, int in, off_t *off, size_t count)
 {
 	struct xps *x = xps_get(out);
-	char buf[65536];
-	struct iovec v = { .iov_base = buf };
 	size_t done = 0;
-	ssize_t r, w;
+	ssize_t room, r;
+	void *p;
+	int err;
 
 	while (done < count) {
-		size_t want = count - done < sizeof(buf) ? count - done : sizeof(buf);
-
-		r = off ? pread(in, buf, want, *off) : REAL(read)(in, buf, want);
-		if (r <= 0)
-			return done ? (ssize_t)done : r;
-		v.iov_len = r;
-		w = xps_send(out, &v, 1, 0);
-		if (w > 0 && off)
-			*off += w;
-		else if (w > 0 && w < r)
-			lseek(in, w - r, SEEK_CUR);	/* give back what was not sent */
-		if (w > 0)
-			done += w;
-		if (w < r || x->nonblock)
-			return done ? (ssize_t)done : w;
+		lock();
+		room = xvi_stream__send_alloc(x->s, &p, count - done);
+		if (room <= 0) {
+			unlock();
+			if (room == -EAGAIN && !x->nonblock) {
+				if (sleep_on(x->c, -1, -1) < 0)
+					return done ? (ssize_t)done : -1;
+				continue;
+			}
+			if (done)
+				break;
+			/* As TCP: a send on a closed stream is EPIPE and SIGPIPE. */
+			if (room == -EPIPE)
+				raise(SIGPIPE);
+			return fail(room ? (int)-room : EAGAIN);
+		}
+		r = off ? pread(in, p, room, *off) : REAL(read)(in, p, room);
+		err = errno;
+		xvi_stream__send_commit(x->s, r > 0 ? (size_t)r : 0);
+		unlock();
+		if (r <= 0) {
+			if (done)
+				break;
+			errno = err;
+			return r;
+		}
+		if (off)
+			*off += r;
+		done += r;
+		__atomic_fetch_add(&cnt.tx_bytes, r, __ATOMIC_RELAXED);
+		if (r < room)
+			break;	/* the file ended, or gave less for now */
 	}
 	return done;
 }
