@@ -835,7 +835,15 @@ ssize_t xvi_stream__send_alloc(struct xvi_stream *s, void **buf, size_t len)
 
 	if (!s || !buf)
 		return xvi_err(-EINVAL);
+	/*
+	 * Corked as send is: an application writing in place calls
+	 * send_alloc and send_commit once per message, and each run
+	 * uncorked rang the doorbell (a system call) for the one segment
+	 * the last commit queued.  Never while waiting.
+	 */
+	s->ctx->cork = true;
 	progress(s->ctx);
+	s->ctx->cork = false;
 	/* Waiting processes what arrives: ACKs free room. */
 	while ((r = xvi_ss__send_alloc(s, buf, len)) == -EAGAIN && blocking(s))
 		xvi_stream_ctx__wait(s->ctx, -1);
@@ -852,9 +860,14 @@ static int in_place_result(int err, const char *call, size_t len, const char *fi
 
 int xvi_stream__send_commit(struct xvi_stream *s, size_t len)
 {
+	int err;
+
 	if (!s)
 		return xvi_err(-EINVAL);
-	return in_place_result(xvi_ss__send_commit(s, len), "send_commit", len,
+	s->ctx->cork = true;	/* as in send_alloc */
+	err = xvi_ss__send_commit(s, len);
+	s->ctx->cork = false;
+	return in_place_result(err, "send_commit", len,
 			       "more than send_alloc gave, or a send in between took the space back: call send_alloc again");
 }
 
