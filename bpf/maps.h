@@ -56,6 +56,19 @@ struct {
 	__type(value, __u32);
 } xvi_route_devs SEC(".maps");
 
+/*
+ * ifindex -> ifindex: the interfaces handlers on this one may forward to
+ * (xvi_ext_forward, docs/EXTENSIONS.md "Forwarding").  Written by root
+ * (`xdp-vi ext forward`), read by XDP (xvi_ext_ret_forward's redirect).
+ * The kernel drops entries whose device goes.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_DEVMAP_HASH);
+	__uint(max_entries, XVI_EXT_FWD_MAX_IFACES);
+	__type(key, __u32);
+	__type(value, __u32);
+} xvi_ext_fwd_devs SEC(".maps");
+
 #include "ep_stats.h"
 
 #include "trace.h"

@@ -224,7 +224,8 @@ int xvi_client(struct xdp_md *ctx)
  * progress (cannot happen: only dispatched handlers hold the map), nothing
  * is counted.
  */
-static __always_inline void xvi_client_ret_count(struct xdp_md *ctx, __u8 action)
+static __always_inline struct xvi_ext_counters *xvi_client_ret_count(struct xdp_md *ctx,
+								   __u8 action)
 {
 	struct xvi_ext_counters *hs;
 	struct xvi_cext_cur *cur;
@@ -232,7 +233,7 @@ static __always_inline void xvi_client_ret_count(struct xdp_md *ctx, __u8 action
 
 	cur = bpf_map_lookup_elem(&xvi_cext_cur, &zero);
 	if (!cur || !cur->armed)
-		return;
+		return NULL;
 	cur->armed = 0;
 	key = cur->handler;
 	hs = bpf_map_lookup_elem(&xvi_cext_stats, &key);
@@ -240,6 +241,7 @@ static __always_inline void xvi_client_ret_count(struct xdp_md *ctx, __u8 action
 		hs->act[action]++;
 	if (cur->trace)
 		xvi_trace_emit(ctx, cur->start_ns, xvi_slot, key, action);
+	return hs;
 }
 
 /*
@@ -269,10 +271,22 @@ int name(struct xdp_md *ctx)						\
 /* XDP_TX goes to the host end and its guard, like anything the client sends. */
 XVI_CLIENT_RET_PROG(xvi_client_ret_reply, XVI_EXT_ACT_REPLY, XDP_TX)
 /*
- * A handler here cannot name a target (xdp-vid refuses bpf_redirect*): a
- * forward is counted and dropped, what XDP_REDIRECT with no target became.
+ * A forward (xvi_ext_forward) is refused here, whatever its target: the
+ * frame would leave by another interface than the endpoint's own, where
+ * no guard vouches for the owner (docs/SECURITY.md, "Extension
+ * handlers"); and xdp-vid refuses bpf_redirect* in the handlers, so none
+ * can redirect by itself.  Counted as an error and a drop: `forward`
+ * counts only frames that left.
  */
-XVI_CLIENT_RET_PROG(xvi_client_ret_forward, XVI_EXT_ACT_FORWARD, XDP_DROP)
+SEC("xdp")
+int xvi_client_ret_forward(struct xdp_md *ctx)
+{
+	struct xvi_ext_counters *hs = xvi_client_ret_count(ctx, XVI_EXT_ACT_ERROR);
+
+	if (hs)
+		hs->act[XVI_EXT_ACT_DROP]++;
+	return XDP_DROP;
+}
 XVI_CLIENT_RET_PROG(xvi_client_ret_place, XVI_EXT_ACT_PLACE, XDP_DROP)
 XVI_CLIENT_RET_PROG(xvi_client_ret_drop, XVI_EXT_ACT_DROP, XDP_DROP)
 /* To the client end's stack, where xvi_client_stack_drop takes it. */

@@ -878,12 +878,9 @@ int xvi_demux(struct xdp_md *ctx)
  * xvi_ext_cur, written by xvi_demux before the tail call, never from the
  * frame or its metadata, which the handler could have changed.
  */
-static __always_inline struct xvi_ext_cur *xvi_ext_ret_enter(struct xdp_md *ctx,
-							     struct xvi_global_counters **gp,
-							     __u8 action)
+static __always_inline struct xvi_ext_cur *xvi_ext_ret_cur(struct xvi_global_counters **gp)
 {
 	struct xvi_global_counters *g;
-	struct xvi_ext_counters *hs;
 	struct xvi_ext_cur *cur;
 	__u32 zero = 0;
 
@@ -897,15 +894,35 @@ static __always_inline struct xvi_ext_cur *xvi_ext_ret_enter(struct xdp_md *ctx,
 		return NULL;
 	}
 	cur->armed = 0;
-	hs = bpf_map_lookup_elem(&xvi_ext_stats, &cur->key);
-	if (hs)
-		hs->act[action]++;
-	if (cur->trace)
-		xvi_trace_event(ctx, cur->start_ns, cur->key, action);
 	return cur;
 }
 
-/* The handler's own verdict: reply (XDP_TX), forward, place, drop, pass. */
+/* Count @action for the dispatched handler; trace it if @trace and tracing. */
+static __always_inline void xvi_ext_ret_count(struct xdp_md *ctx, const struct xvi_ext_cur *cur,
+					      __u8 action, bool trace)
+{
+	struct xvi_ext_counters *hs;
+	__u32 key = cur->key;
+
+	hs = bpf_map_lookup_elem(&xvi_ext_stats, &key);
+	if (hs)
+		hs->act[action]++;
+	if (trace && cur->trace)
+		xvi_trace_event(ctx, cur->start_ns, key, action);
+}
+
+static __always_inline struct xvi_ext_cur *xvi_ext_ret_enter(struct xdp_md *ctx,
+							     struct xvi_global_counters **gp,
+							     __u8 action)
+{
+	struct xvi_ext_cur *cur = xvi_ext_ret_cur(gp);
+
+	if (cur)
+		xvi_ext_ret_count(ctx, cur, action, true);
+	return cur;
+}
+
+/* The handler's own verdict: reply (XDP_TX), place, drop, pass. */
 static __always_inline int xvi_ext_ret_verdict(struct xdp_md *ctx, __u8 action, int verdict)
 {
 	struct xvi_global_counters *g;
@@ -913,8 +930,7 @@ static __always_inline int xvi_ext_ret_verdict(struct xdp_md *ctx, __u8 action, 
 	return xvi_ext_ret_enter(ctx, &g, action) ? verdict : XDP_DROP;
 }
 
-/* One return path per verdict action; forward's target was set by the handler's
- * bpf_redirect*(), which is per CPU and outlives the tail call. */
+/* One return path per verdict action. */
 #define XVI_EXT_RET_PROG(name, action, verdict)				\
 SEC("xdp.frags")							\
 int name(struct xdp_md *ctx)						\
@@ -923,26 +939,23 @@ int name(struct xdp_md *ctx)						\
 }
 
 XVI_EXT_RET_PROG(xvi_ext_ret_reply, XVI_EXT_ACT_REPLY, XDP_TX)
-XVI_EXT_RET_PROG(xvi_ext_ret_forward, XVI_EXT_ACT_FORWARD, XDP_REDIRECT)
 XVI_EXT_RET_PROG(xvi_ext_ret_place, XVI_EXT_ACT_PLACE, XDP_DROP)
 XVI_EXT_RET_PROG(xvi_ext_ret_drop, XVI_EXT_ACT_DROP, XDP_DROP)
 XVI_EXT_RET_PROG(xvi_ext_ret_pass, XVI_EXT_ACT_PASS, XDP_PASS)
 
-/* Delivery: the message being dispatched on this CPU to its endpoint. */
-SEC("xdp.frags")
-int xvi_ext_ret_deliver(struct xdp_md *ctx)
+/*
+ * The message of dispatch @cur to its endpoint's socket, whatever the
+ * handler did to the metadata: rewritten from @cur.
+ */
+static __always_inline int xvi_ext_to_endpoint(struct xdp_md *ctx, struct xvi_global_counters *g,
+					       const struct xvi_ext_cur *cur)
 {
-	struct xvi_global_counters *g;
 	struct xvi_ep_counters *ep;
-	struct xvi_ext_cur *cur;
 	struct xvi_rx_meta *meta;
 	__u32 slot;
 	void *data;
 	int have, act;
 
-	cur = xvi_ext_ret_enter(ctx, &g, XVI_EXT_ACT_DELIVER);
-	if (!cur || !g)
-		return XDP_DROP;
 	slot = cur->meta.slot;
 	ep = bpf_map_lookup_elem(&xvi_ep_stats, &slot);
 	if (!ep)
@@ -971,6 +984,62 @@ out:
 	else
 		g->passed++;
 	return act;
+}
+
+/* Delivery: the message being dispatched on this CPU to its endpoint. */
+SEC("xdp.frags")
+int xvi_ext_ret_deliver(struct xdp_md *ctx)
+{
+	struct xvi_global_counters *g;
+	struct xvi_ext_cur *cur;
+
+	cur = xvi_ext_ret_enter(ctx, &g, XVI_EXT_ACT_DELIVER);
+	if (!cur || !g)
+		return XDP_DROP;
+	return xvi_ext_to_endpoint(ctx, g, cur);
+}
+
+/*
+ * Forward (xvi_ext_forward): out of the interface the handler's request in
+ * front of the metadata names, only if root allowed it for this interface
+ * (xvi_ext_fwd_devs), with no metadata left on the frame: a veth hands it
+ * to the peer's XDP, which must see a frame as it came off a wire.  A
+ * handler never redirects itself through an action, so a forward cannot
+ * reach an interface outside the map.  Refused (no request, a target not
+ * in the map): counted as an error and traced as one, then the message is
+ * delivered to the endpoint, as a message no handler took would be, or
+ * dropped if the handler changed the frame's size (the metadata's offsets
+ * would lie).
+ */
+SEC("xdp.frags")
+int xvi_ext_ret_forward(struct xdp_md *ctx)
+{
+	struct xvi_ext_fwd_req *req = (void *)(long)ctx->data_meta;
+	struct xvi_global_counters *g;
+	struct xvi_ext_cur *cur;
+	__u32 ifindex = 0;
+	int have;
+
+	cur = xvi_ext_ret_cur(&g);
+	if (!cur || !g)
+		return XDP_DROP;
+	if ((void *)(req + 1) <= (void *)(long)ctx->data && req->magic == XVI_EXT_FWD_MAGIC)
+		ifindex = req->ifindex;
+	have = (int)(ctx->data - ctx->data_meta);
+	/* bpf_redirect_map() only records the target: the lookup is the check. */
+	if (ifindex && bpf_redirect_map(&xvi_ext_fwd_devs, ifindex, 0) == XDP_REDIRECT &&
+	    !bpf_xdp_adjust_meta(ctx, have)) {
+		xvi_ext_ret_count(ctx, cur, XVI_EXT_ACT_FORWARD, true);
+		return XDP_REDIRECT;
+	}
+	xvi_ext_ret_count(ctx, cur, XVI_EXT_ACT_ERROR, true);
+	if (bpf_xdp_get_buff_len(ctx) != cur->frame_len) {
+		xvi_ext_ret_count(ctx, cur, XVI_EXT_ACT_DROP, false);
+		g->dropped++;
+		return XDP_DROP;
+	}
+	xvi_ext_ret_count(ctx, cur, XVI_EXT_ACT_DELIVER, false);
+	return xvi_ext_to_endpoint(ctx, g, cur);
 }
 
 _Static_assert(XVI_EXT_RET_NR == XVI_EXT_ACT_RET_NR, "return paths are the actions");

@@ -7,7 +7,7 @@
  *    senders in user space and for the datapath alike;
  *  - under __bpf__, what a handler is compiled against with clang: the
  *    message context (xvi_ext_msg) and the actions (deliver, drop, pass,
- *    reply).
+ *    reply, forward, placed).
  *
  * docs/EXTENSIONS.md says how to write, load and unload a handler;
  * docs/PROTOCOL.md section "Active messages" has the header's layout.
@@ -50,11 +50,27 @@ struct xvi_am_hdr {
  */
 #define XVI_EXT_RET_DELIVER	0	/* to the owning endpoint's socket */
 #define XVI_EXT_RET_REPLY	1	/* XDP_TX */
-#define XVI_EXT_RET_FORWARD	2	/* XDP_REDIRECT, set up by the handler */
+#define XVI_EXT_RET_FORWARD	2	/* XDP_REDIRECT to an allowed interface */
 #define XVI_EXT_RET_PLACE	3	/* XDP_DROP: the data is placed */
 #define XVI_EXT_RET_DROP	4	/* XDP_DROP */
 #define XVI_EXT_RET_PASS	5	/* XDP_PASS */
 #define XVI_EXT_RET_NR		6
+
+/*
+ * A forward's target (xvi_ext_forward): the handler puts this in front of
+ * the frame's metadata (struct xvi_rx_meta), and the datapath's forward
+ * path redirects to req.ifindex only if that interface is in the
+ * datapath's XVI_EXT_FWD_MAP, the interfaces root allowed
+ * (`xdp-vi ext forward IFACE TARGET...`).  Anything else is refused:
+ * counted as an error and the message delivered to the endpoint.
+ */
+struct xvi_ext_fwd_req {
+	__u32 magic;		/* XVI_EXT_FWD_MAGIC */
+	__u32 ifindex;		/* the interface to send the frame out of */
+};
+
+#define XVI_EXT_FWD_MAGIC	0x58564657U	/* "XVFW" */
+#define XVI_EXT_FWD_MAP		"xvi_ext_fwd_devs"	/* ifindex -> ifindex (DEVMAP_HASH) */
 
 #ifndef __bpf__
 /* ---- libxvi: loading handlers (root: CAP_BPF and CAP_NET_ADMIN) -------- */
@@ -293,6 +309,33 @@ static __always_inline void xvi_ext__swap(void *a, void *b, __u32 n)
 	__builtin_memcpy(t, a, n);
 	__builtin_memcpy(a, b, n);
 	__builtin_memcpy(b, t, n);
+}
+
+/*
+ * Send the frame out of interface @ifindex (XDP_REDIRECT), as the handler
+ * left it: the handler rewrites what the next hop needs first (Ethernet
+ * addresses; IP addresses, ports and their checksums if it changes the
+ * destination; see docs/EXTENSIONS.md, "Forwarding").  The datapath
+ * forwards only to the interfaces root allowed for this interface
+ * (`xdp-vi ext forward`); any other target is refused: counted as an
+ * error for the handler and the message delivered to the endpoint (or,
+ * if the handler changed the frame's size, dropped).  The metadata in
+ * front of the frame is taken off before it leaves.  On a protected
+ * endpoint's client end a forward is refused and dropped.
+ */
+static __always_inline int xvi_ext_forward(struct xdp_md *ctx, __u32 ifindex)
+{
+	struct xvi_ext_fwd_req *req;
+
+	/* No room: the forward path finds no request and refuses it. */
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*req)))
+		return xvi_ext__ret(ctx, XVI_EXT_RET_FORWARD, XDP_DROP);
+	req = (void *)(long)ctx->data_meta;
+	if ((void *)(req + 1) > (void *)(long)ctx->data)
+		return xvi_ext__ret(ctx, XVI_EXT_RET_FORWARD, XDP_DROP);
+	req->magic = XVI_EXT_FWD_MAGIC;
+	req->ifindex = ifindex;
+	return xvi_ext__ret(ctx, XVI_EXT_RET_FORWARD, XDP_DROP);
 }
 
 /*

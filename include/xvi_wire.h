@@ -33,6 +33,8 @@
 /* Pin directory: <bpffs>/xdp-vi/<ifname>/<map name>. */
 /* Interfaces a router interface can forward to (xvi_route_devs). */
 #define XVI_ROUTE_MAX_IFACES	64
+/* Interfaces the handlers of an interface may forward to (xvi_ext_fwd_devs). */
+#define XVI_EXT_FWD_MAX_IFACES	64
 /*
  * Port hooks (docs/EXTENSIONS.md, "Port hooks"): programs root installs for
  * UDP ports that no endpoint holds.  xvi_port_hooks[port] is 0 (no hook)
@@ -306,13 +308,14 @@ enum xvi_config_flags {
 enum xvi_ext_action {
 	XVI_EXT_ACT_DELIVER,		/* to the owning endpoint's socket */
 	XVI_EXT_ACT_REPLY,		/* XDP_TX back where it came from */
-	XVI_EXT_ACT_FORWARD,		/* XDP_REDIRECT the handler set up */
+	XVI_EXT_ACT_FORWARD,		/* XDP_REDIRECT to an allowed interface */
 	XVI_EXT_ACT_PLACE,		/* data placed, frame consumed */
 	XVI_EXT_ACT_DROP,
 	XVI_EXT_ACT_PASS,		/* to the kernel's stack */
 	XVI_EXT_ACT_RET_NR,
 	XVI_EXT_ACT_MISS = XVI_EXT_ACT_RET_NR,	/* no handler at the index */
-	XVI_EXT_ACT_ERROR,		/* bad header: unknown version (or index) */
+	XVI_EXT_ACT_ERROR,		/* bad header: unknown version (or index);
+					 * or a forward refused (its target not allowed) */
 	XVI_EXT_ACT_NR,
 };
 

@@ -240,13 +240,15 @@ static struct xvi_ext_counters hstats(__u32 index)
 /* Every return path counts its action for the index that ran, and carries it out. */
 Test(client_ext, actions_counted_per_handler, .init = ce_setup, .fini = ce_teardown)
 {
-	static const struct { __u32 ret; __u8 act; __u32 verdict; } cases[] = {
-		{ XVI_EXT_RET_DELIVER, XVI_EXT_ACT_DELIVER, XDP_REDIRECT },
-		{ XVI_EXT_RET_REPLY, XVI_EXT_ACT_REPLY, XDP_TX },
-		{ XVI_EXT_RET_FORWARD, XVI_EXT_ACT_FORWARD, XDP_DROP },
-		{ XVI_EXT_RET_PLACE, XVI_EXT_ACT_PLACE, XDP_DROP },
-		{ XVI_EXT_RET_DROP, XVI_EXT_ACT_DROP, XDP_DROP },
-		{ XVI_EXT_RET_PASS, XVI_EXT_ACT_PASS, XDP_PASS },
+	/* @act2: a second counter the path moves (< 0: none). */
+	static const struct { __u32 ret; __u8 act; int act2; __u32 verdict; } cases[] = {
+		{ XVI_EXT_RET_DELIVER, XVI_EXT_ACT_DELIVER, -1, XDP_REDIRECT },
+		{ XVI_EXT_RET_REPLY, XVI_EXT_ACT_REPLY, -1, XDP_TX },
+		/* Refused on the client end: an error and a drop, never a forward. */
+		{ XVI_EXT_RET_FORWARD, XVI_EXT_ACT_ERROR, XVI_EXT_ACT_DROP, XDP_DROP },
+		{ XVI_EXT_RET_PLACE, XVI_EXT_ACT_PLACE, -1, XDP_DROP },
+		{ XVI_EXT_RET_DROP, XVI_EXT_ACT_DROP, -1, XDP_DROP },
+		{ XVI_EXT_RET_PASS, XVI_EXT_ACT_PASS, -1, XDP_PASS },
 	};
 	struct xvi_ext_counters c;
 	size_t i;
@@ -264,8 +266,9 @@ Test(client_ext, actions_counted_per_handler, .init = ce_setup, .fini = ce_teard
 		c = hstats(h);
 		cr_expect_eq(c.runs, 2, "handler %u: runs %llu", h, (unsigned long long)c.runs);
 		for (a = 0; a < XVI_EXT_ACT_NR; a++)
-			cr_expect_eq(c.act[a], a == cases[i].act ? 2 : 0, "handler %u action %d: %llu",
-				     h, a, (unsigned long long)c.act[a]);
+			cr_expect_eq(c.act[a], a == cases[i].act || a == cases[i].act2 ? 2 : 0,
+				     "handler %u action %d: %llu", h, a,
+				     (unsigned long long)c.act[a]);
 	}
 	/* Nothing counted on an index that did not run. */
 	c = hstats(0);

@@ -116,6 +116,9 @@ static void ext_setup(void)
 		cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_xsks), &slot,
 						 &fd, 0), 0);
 	ifindex = if_nametoindex(FX_PEER);
+	/* What `xdp-vi ext forward FX_IFACE FX_PEER` does: the one allowed target. */
+	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_ext_fwd_devs), &ifindex,
+					 &ifindex, 0), 0, "xvi_ext_fwd_devs: %s", strerror(errno));
 	slot = SLOT_PROT;
 	cr_assert_eq(bpf_map_update_elem(bpf_map__fd(env.skel->maps.xvi_devs), &slot, &ifindex,
 					 0), 0);
@@ -557,14 +560,104 @@ ParameterizedTest(unsigned int *i, ext, actions)
 Test(ext, stray_return_dropped)
 {
 	const struct fx_frame_spec s = AM4(.am_handler = H_ACT);
+	const struct bpf_program *paths[] = {
+		env.skel->progs.xvi_ext_ret_reply, env.skel->progs.xvi_ext_ret_forward,
+	};
+	struct fx_frame f;
+	struct run r;
+	size_t i;
+
+	cr_assert_eq(fx_frame_build(&s, &f), 0);
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		run_prog(bpf_program__fd(paths[i]), &f, SLOT, &r);
+		cr_expect_eq(r.verdict, XDP_DROP, "%s: verdict %u", bpf_program__name(paths[i]),
+			     r.verdict);
+		cr_expect_eq(r.g.ext_stray, i + 1, "%s: ext_stray %llu",
+			     bpf_program__name(paths[i]), (unsigned long long)r.g.ext_stray);
+		expect_handler(&r, H_ACT, 0, -1);
+	}
+	fx_frame_free(&f);
+}
+
+/* ---- forward (xvi_ext_forward) --------------------------------------------- */
+
+/* ext_act forwarding the message to interface @ifindex. */
+static void run_forward(__u32 ifindex, struct fx_frame *f, struct run *r)
+{
+	const struct fx_frame_spec s = AM4(.am_handler = H_ACT, .am_arg0 = XVI_EXT_RET_FORWARD,
+					   .am_arg1 = ifindex);
+
+	run_demux(&s, SLOT, f, r);
+}
+
+/*
+ * To an allowed interface: XDP_REDIRECT (the target is the one of the
+ * datapath's map), counted as a forward, the frame as the handler left
+ * it and no metadata on it; the endpoint's socket gets nothing.
+ */
+Test(ext, forward_allowed)
+{
 	struct fx_frame f;
 	struct run r;
 
-	cr_assert_eq(fx_frame_build(&s, &f), 0);
-	run_prog(bpf_program__fd(env.skel->progs.xvi_ext_ret_reply), &f, SLOT, &r);
-	cr_expect_eq(r.verdict, XDP_DROP, "verdict %u", r.verdict);
-	cr_expect_eq(r.g.ext_stray, 1);
-	expect_handler(&r, H_ACT, 0, -1);
+	run_forward(if_nametoindex(FX_PEER), &f, &r);
+	cr_assert_eq(r.verdict, XDP_REDIRECT, "verdict %u, expected XDP_REDIRECT", r.verdict);
+	expect_handler(&r, H_ACT, 1, XVI_EXT_ACT_FORWARD);
+	cr_expect_eq(r.meta_len, 0, "%u metadata bytes left on a forwarded frame", r.meta_len);
+	cr_expect_eq(r.out_len, f.len);
+	cr_expect_eq(memcmp(r.out + r.meta_len, f.buf, f.len), 0, "frame bytes changed");
+	cr_expect_eq(r.d.ext_msgs, 1);
+	cr_expect_eq(r.d.ext_delivered, 0);
+	cr_expect_eq(r.d.rx_frames, 0, "a forwarded message reached the socket");
+	fx_frame_free(&f);
+}
+
+/*
+ * Refused: a target root did not allow (the interface the message came in
+ * on, loopback, an index no device has, none at all): an error for the
+ * handler, never a forward, and the message delivered to its endpoint,
+ * frame and metadata as without a handler.
+ */
+Test(ext, forward_not_allowed_delivered)
+{
+	const __u32 targets[] = { if_nametoindex(FX_IFACE), 1, 0x7fffffff, 0 };
+	struct fx_frame f;
+	struct run r;
+	size_t i;
+	__u32 h;
+	int a;
+
+	for (i = 0; i < sizeof(targets) / sizeof(targets[0]); i++) {
+		cr_log_info("target %u", targets[i]);
+		run_forward(targets[i], &f, &r);
+		expect_delivered(&r, &f, SLOT);
+		cr_expect_eq(r.d.ext_msgs, 1);
+		cr_expect_eq(r.d.ext_delivered, 1, "target %u: not delivered", targets[i]);
+		for (h = 0; h < XVI_EXT_MAX_HANDLERS; h++) {
+			cr_expect_eq(r.hd[h].runs, h == H_ACT, "handler %u: runs %llu", h,
+				     (unsigned long long)r.hd[h].runs);
+			for (a = 0; a < XVI_EXT_ACT_NR; a++)
+				cr_expect_eq(r.hd[h].act[a], h == H_ACT && (a == XVI_EXT_ACT_ERROR ||
+									  a == XVI_EXT_ACT_DELIVER),
+					     "target %u: handler %u action %d moved by %llu",
+					     targets[i], h, a, (unsigned long long)r.hd[h].act[a]);
+		}
+		fx_frame_free(&f);
+	}
+}
+
+/* An allowed target taken away again is refused from then on. */
+Test(ext, forward_target_removed)
+{
+	__u32 peer = if_nametoindex(FX_PEER);
+	struct fx_frame f;
+	struct run r;
+
+	cr_assert_eq(bpf_map_delete_elem(bpf_map__fd(env.skel->maps.xvi_ext_fwd_devs), &peer), 0);
+	run_forward(peer, &f, &r);
+	expect_delivered(&r, &f, SLOT);
+	cr_expect_eq(r.hd[H_ACT].act[XVI_EXT_ACT_FORWARD], 0);
+	cr_expect_eq(r.hd[H_ACT].act[XVI_EXT_ACT_ERROR], 1);
 	fx_frame_free(&f);
 }
 
@@ -641,6 +734,7 @@ struct trace_case {
 	__u16 handler;
 	__u8 action;
 	bool ran;			/* a handler ran: dispatch before action */
+	bool fwd_peer;			/* arg[1] = FX_PEER's ifindex (known at run time) */
 };
 
 static const struct trace_case trace_cases[] = {
@@ -648,6 +742,10 @@ static const struct trace_case trace_cases[] = {
 	{ "deliver", AM4(.am_handler = H_COUNT), H_COUNT, XVI_EXT_ACT_DELIVER, true },
 	{ "drop", AM4(.am_handler = H_ACT, .am_arg0 = XVI_EXT_RET_DROP), H_ACT,
 	  XVI_EXT_ACT_DROP, true },
+	{ "forward", AM4(.am_handler = H_ACT, .am_arg0 = XVI_EXT_RET_FORWARD, .am_arg1 = 0),
+	  H_ACT, XVI_EXT_ACT_FORWARD, true, .fwd_peer = true },
+	{ "forward_refused", AM4(.am_handler = H_ACT, .am_arg0 = XVI_EXT_RET_FORWARD,
+				 .am_arg1 = 1), H_ACT, XVI_EXT_ACT_ERROR, true },
 	{ "miss", AM4(.am_handler = H_NONE), H_NONE, XVI_EXT_ACT_MISS, false },
 	{ "error", AM4(.am_handler = H_ECHO, .am_version = 2), H_ECHO, XVI_EXT_ACT_ERROR,
 	  false },
@@ -674,9 +772,13 @@ ParameterizedTest(unsigned int *i, ext, trace_events)
 	struct run r;
 	__u32 cap;
 
+	struct fx_frame_spec spec = c->f;
+
 	cr_log_info("case %s", c->name);
+	if (c->fwd_peer)
+		spec.am_arg1 = if_nametoindex(FX_PEER);
 	set_trace(true);
-	run_traced(&c->f, SLOT, &f, &r, &t);
+	run_traced(&spec, SLOT, &f, &r, &t);
 	cr_assert_eq(t.n, 1, "%s: %d events, expected 1", c->name, t.n);
 	e = &t.ev;
 	cr_expect_eq(e->slot, SLOT, "%s: slot %u", c->name, e->slot);

@@ -3,7 +3,7 @@
  * A handler for the tests of the per-handler counters and the trace: it
  * ends with the action its message's arg[0] names, one per return path
  * (XVI_EXT_RET_*), or with a verdict of its own (EXT_ACT_OWN).
- * forward redirects to the ifindex in arg[1].
+ * forward asks for the ifindex in arg[1] (xvi_ext_forward).
  */
 #include "xvi_ext.h"
 
@@ -23,8 +23,7 @@ XVI_EXT_HANDLER(xvi_ext_act)
 	case XVI_EXT_RET_REPLY:
 		return xvi_ext_reply(ctx, &m);
 	case XVI_EXT_RET_FORWARD:
-		bpf_redirect(bpf_ntohl(m.am->arg[1]), 0);
-		return xvi_ext__ret(ctx, XVI_EXT_RET_FORWARD, XDP_REDIRECT);
+		return xvi_ext_forward(ctx, bpf_ntohl(m.am->arg[1]));
 	case XVI_EXT_RET_PLACE:
 		return xvi_ext__ret(ctx, XVI_EXT_RET_PLACE, XDP_DROP);
 	case XVI_EXT_RET_DROP:
