@@ -219,6 +219,11 @@ int xvi_ctl__route_devs_fd(const struct xvi_ctl *ctl)
 	return ctl ? ctl->fds[MAP_ROUTE_DEVS] : xvi_err(-EINVAL);
 }
 
+int xvi_ctl__ext_fwd_devs_fd(const struct xvi_ctl *ctl)
+{
+	return ctl ? ctl->fds[MAP_EXT_FWD_DEVS] : xvi_err(-EINVAL);
+}
+
 int xvi_ctl__ifindex(const struct xvi_ctl *ctl)
 {
 	return ctl ? ctl->ifindex : xvi_err(-EINVAL);

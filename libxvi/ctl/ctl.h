@@ -188,6 +188,11 @@ int xvi_ctl__route_set(struct xvi_ctl *ctl, bool on);
 /* The router's egress interfaces from this one (DEVMAP_HASH ifindex -> ifindex). */
 int xvi_ctl__route_devs_fd(const struct xvi_ctl *ctl);
 /*
+ * The interfaces handlers on this one may forward to (xvi_ext_forward;
+ * DEVMAP_HASH ifindex -> ifindex).  Root's to fill: `xdp-vi ext forward`.
+ */
+int xvi_ctl__ext_fwd_devs_fd(const struct xvi_ctl *ctl);
+/*
  * Tracing on IFACE on or off (XVI_CFG_TRACE in xvi_config).  Turning it on
  * while it is on is -EBUSY (one reader per ring buffer) unless @force.
  */

@@ -76,6 +76,8 @@ const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 	[MAP_PORT_HOOK_STATS] = { "xvi_port_hook_stats", BPF_MAP_TYPE_PERCPU_ARRAY,
 				  sizeof(__u32), sizeof(struct xvi_port_hook_counters),
 				  XVI_PORT_HOOK_MAX },
+	[MAP_EXT_FWD_DEVS] = { XVI_EXT_FWD_MAP, BPF_MAP_TYPE_DEVMAP_HASH, sizeof(__u32),
+			       sizeof(__u32), XVI_EXT_FWD_MAX_IFACES },
 };
 
 int xvi_ctl_netns_ino(__u64 *ino)

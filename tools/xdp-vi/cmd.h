@@ -33,6 +33,7 @@ struct xvi_cfg {
 	const char *prog;	/* ext load: the handler's program in obj */
 	bool replace;		/* ext load: replace a loaded handler */
 	bool handler_set;	/* ext: --handler was given */
+	bool remove;		/* ext forward: take the targets out */
 	const char *pcap;	/* trace: the frames into this pcap file */
 	const char *plot;	/* trace: the timeline into this SVG file */
 	double duration;	/* trace: seconds; 0 = until ^C or --count */
@@ -78,6 +79,9 @@ int cmd_serve(const struct xvi_cfg *cfg);
 int cmd_ext_load(const struct xvi_cfg *cfg);
 int cmd_ext_list(const struct xvi_cfg *cfg);
 int cmd_ext_unload(const struct xvi_cfg *cfg);
+int cmd_ext_forward(const struct xvi_cfg *cfg);
+/* The interfaces a DEVMAP_HASH (ifindex keys) holds, by name (forward.c). */
+void print_ifindex_keys(int fd, bool json);
 int cmd_hook_list(const struct xvi_cfg *cfg);
 int cmd_router_enable(const struct xvi_cfg *cfg);
 int cmd_router_disable(const struct xvi_cfg *cfg);

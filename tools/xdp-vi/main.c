@@ -108,6 +108,13 @@ static const struct opt_def ext_unload_opts[] = {
 	{ OPT_END },
 };
 
+static const struct opt_def ext_forward_opts[] = {
+	{ OPT_FLAG, "remove", 'r', OPT_FIELD(struct xvi_cfg, remove),
+	  .help = "take the TARGETs out instead" },
+	{ OPT_FLAG, "json", 'j', OPT_FIELD(struct xvi_cfg, json), .help = "JSON output" },
+	{ OPT_END },
+};
+
 static const struct cmd_def ext_cmds[] = {
 	{ "ext load", cmd_ext_load, "IFACE OBJ", 2, 2, ext_load_opts,
 	  "load an active-message handler for an endpoint",
@@ -126,6 +133,14 @@ static const struct cmd_def ext_cmds[] = {
 	  "unload an endpoint's handler",
 	  "Unload handler N of the endpoint TAG on IFACE: its messages are delivered\n"
 	  "to the endpoint again (and counted as ext_missing)." },
+	{ "ext forward", cmd_ext_forward, "IFACE [TARGET...]", 1, 1 + XVI_EXT_FWD_MAX_IFACES,
+	  ext_forward_opts, "allow handlers on IFACE to forward to interfaces",
+	  "Let the handlers on IFACE forward messages (xvi_ext_forward) out of each\n"
+	  "TARGET, which must run the datapath too; with --remove, no longer.  Then\n"
+	  "print the interfaces they may forward to (all of them without TARGET).\n"
+	  "A forward to any other interface is refused: counted as an error for the\n"
+	  "handler and the message delivered to its endpoint.  See\n"
+	  "docs/EXTENSIONS.md, \"Forwarding\"." },
 	{ NULL },
 };
 
@@ -262,7 +277,8 @@ static const struct cmd_def cmds[] = {
 	  "side file of their events, --plot a timeline per handler.  See\n"
 	  "docs/EXTENSIONS.md, \"Tracing and per-handler counters\"." },
 	{ "ext", NULL, "VERB ...", 0, 0, NULL,
-	  "active-message handlers: ext load, ext list, ext unload", .verbs = ext_cmds },
+	  "active-message handlers: ext load, ext list, ext unload, ext forward",
+	  .verbs = ext_cmds },
 	{ "steer", NULL, "VERB ...", 0, 0, NULL,
 	  "steering rules: steer add, steer del", .verbs = steer_cmds },
 	{ "router", NULL, "VERB ...", 0, 0, NULL,

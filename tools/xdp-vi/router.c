@@ -234,10 +234,8 @@ static int status_one(const char *ifname, const struct xvi_cfg *cfg, bool first)
 	struct xvi_global_counters g;
 	struct xvi_config c;
 	struct xvi_ctl *ctl;
-	__u32 key, *prev = NULL, next;
-	char name[IF_NAMESIZE];
 	size_t i;
-	int fd, k = 0;
+	int fd;
 
 	ctl = xvi_ctl__open(ifname, &opts);
 	if (!ctl) {
@@ -255,16 +253,7 @@ static int status_one(const char *ifname, const struct xvi_cfg *cfg, bool first)
 		       ifname, c.flags & XVI_CFG_ROUTE ? "true" : "false");
 	else
 		printf("%s: routing %s, egress:", ifname, c.flags & XVI_CFG_ROUTE ? "on" : "off");
-	while (!bpf_map_get_next_key(fd, prev, &next)) {
-		key = next;
-		prev = &key;
-		if (!if_indextoname(key, name))
-			snprintf(name, sizeof(name), "#%u", key);
-		printf(cfg->json ? "%s\"%s\"" : "%s %s", cfg->json && k ? "," : "", name);
-		k++;
-	}
-	if (!cfg->json && !k)
-		printf(" none");
+	print_ifindex_keys(fd, cfg->json);
 	printf(cfg->json ? "]" : "\n");
 	for (i = 0; i < sizeof(rt_counters) / sizeof(rt_counters[0]); i++) {
 		__u64 v = *(__u64 *)((char *)&g + rt_counters[i].off);
