@@ -343,3 +343,15 @@ t_main() {
 	done
 	return $failed
 }
+
+# t_pins_released DIR [PROG_ID WHAT]: after detach, the program PROG_ID
+# (WHAT, a handler) is gone, no xvi_* pin is left in the bpffs DIR, and DIR
+# is unmounted.
+t_pins_released() {
+	local dir=$1 id=${2:-} what=${3:-}
+	[ -z "$id" ] || t_ids_gone prog "$id" >/dev/null ||
+		{ fail "$what (prog $id) is still loaded after detach"; return 1; }
+	[ -z "$(find "$dir" -mindepth 1 -name 'xvi_*' 2>/dev/null)" ] ||
+		{ fail "pins left: $(find "$dir" -mindepth 1 | head)"; return 1; }
+	umount "$dir" || fail "cannot unmount $dir"
+}

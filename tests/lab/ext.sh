@@ -219,16 +219,11 @@ case_unpinned() {
 }
 
 case_nothing_left() {
-	local err left
+	local err
 	[ -z "$CAT_PID" ] || t_stop "$CAT_PID"
 	err=$(_xb detach "$LAB_IFACE" 2>&1 >/dev/null) || fail "detach failed: $err" || return
 	t_xdpvi a detach "$LAB_IFACE" >/dev/null 2>&1
-	[ -z "$ECHO_ID" ] || left=$(t_ids_gone prog "$ECHO_ID") ||
-		fail "the echo handler (prog $ECHO_ID) is still loaded after unload and detach" ||
-		return
-	[ -z "$(find "$BPFFS" -mindepth 1 -name 'xvi_*' 2>/dev/null)" ] ||
-		fail "pins left: $(find "$BPFFS" -mindepth 1 | head)" || return
-	umount "$BPFFS" || fail "cannot unmount $BPFFS"
+	t_pins_released "$BPFFS" "$ECHO_ID" "the echo handler, unloaded,"
 }
 
 # shellcheck disable=SC2034 # read by t_main

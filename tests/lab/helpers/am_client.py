@@ -13,8 +13,12 @@ usage:
       the number sent so far is written to --progress after each reply.
       Prints "ok N replies".
 
+--arg1 ADDR puts the IPv4 address ADDR (its four bytes, in network order)
+in arg1 instead of 0; --sent FILE writes every message sent, in hex, one
+a line (udp_recv.py --format "{hex}" prints what arrived the same way).
+
 Each message is the 16-byte header (magic "XVAM", version 1, flags 0,
-HANDLER, arg0 = the message's number, arg1 = 0) and the text
+HANDLER, arg0 = the message's number, arg1 = 0 or --arg1) and the text
 "xvi-am <number> <token>" padded to 64 bytes; --token TEXT sets the
 token (default: random), so that no stale datagram can match.
 """
@@ -29,9 +33,9 @@ AM_MAGIC = 0x5856414D
 AM_VERSION = 1
 
 
-def message(handler, i, token):
+def message(handler, i, token, arg1=b"\0\0\0\0"):
     body = ("xvi-am %d %s " % (i, token)).encode().ljust(64, b".")
-    return struct.pack("!IBBHII", AM_MAGIC, AM_VERSION, 0, handler, i, 0) + body
+    return struct.pack("!IBBHI", AM_MAGIC, AM_VERSION, 0, handler, i) + arg1 + body
 
 
 def main():
@@ -45,7 +49,10 @@ def main():
     ap.add_argument("--token", default=os.urandom(6).hex())
     ap.add_argument("--until")
     ap.add_argument("--progress")
+    ap.add_argument("--arg1", type=socket.inet_aton, default=b"\0\0\0\0")
+    ap.add_argument("--sent")
     a = ap.parse_args()
+    log = open(a.sent, "w") if a.sent else None
 
     fam = socket.AF_INET6 if ":" in a.dst else socket.AF_INET
     s = socket.socket(fam, socket.SOCK_DGRAM)
@@ -53,9 +60,12 @@ def main():
     s.settimeout(5.0)
     i = 0
     while (os.path.exists(a.until) is False) if a.until else i < a.count:
-        m = message(a.handler, i, a.token)
+        m = message(a.handler, i, a.token, a.arg1)
         i += 1
         s.send(m)
+        if log:
+            log.write(m.hex() + "\n")
+            log.flush()
         if not a.expect_echo:
             continue
         try:
