@@ -646,6 +646,35 @@ Test(ext, forward_not_allowed_delivered)
 	}
 }
 
+/*
+ * A handler that changed the frame's size: forwarded as it is to an
+ * allowed target; refused, it cannot go to the socket with the dispatch's
+ * offsets: dropped, an error and a drop for the handler.
+ */
+Test(ext, forward_grown_frame)
+{
+	struct fx_frame_spec s = AM4(.am_handler = H_ACT, .am_arg0 = 101,
+				     .am_arg1 = if_nametoindex(FX_PEER));
+	struct fx_frame f;
+	struct run r;
+
+	run_demux(&s, SLOT, &f, &r);
+	cr_assert_eq(r.verdict, XDP_REDIRECT, "allowed: verdict %u", r.verdict);
+	cr_expect_eq(r.out_len, f.len + 4, "allowed: %u bytes out", r.out_len);
+	expect_handler(&r, H_ACT, 1, XVI_EXT_ACT_FORWARD);
+	fx_frame_free(&f);
+
+	s.am_arg1 = 1;
+	run_demux(&s, SLOT, &f, &r);
+	cr_assert_eq(r.verdict, XDP_DROP, "refused: verdict %u", r.verdict);
+	cr_expect_eq(r.d.rx_frames + r.d.ext_delivered, 0, "refused: reached the socket");
+	cr_expect_eq(r.hd[H_ACT].act[XVI_EXT_ACT_ERROR], 1);
+	cr_expect_eq(r.hd[H_ACT].act[XVI_EXT_ACT_DROP], 1);
+	cr_expect_eq(r.hd[H_ACT].act[XVI_EXT_ACT_FORWARD] + r.hd[H_ACT].act[XVI_EXT_ACT_DELIVER],
+		     0);
+	fx_frame_free(&f);
+}
+
 /* An allowed target taken away again is refused from then on. */
 Test(ext, forward_target_removed)
 {
