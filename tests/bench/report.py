@@ -916,6 +916,8 @@ def main():
                    "against kernel TCP", "two-node", False)
     script_section("ftp", "4p. FTP over xvi-run --streams against kernel TCP (SOVIA's Table 5)",
                    "two-node", False)
+    script_section("extfwd", "4s. A handler's forward against its other actions, per frame "
+                   "(BPF_PROG_RUN)", "two-node", False)
 
     # optimisations
     w("## Optimisations, each on and off")
