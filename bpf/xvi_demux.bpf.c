@@ -1002,8 +1002,9 @@ int xvi_ext_ret_deliver(struct xdp_md *ctx)
 /*
  * Forward (xvi_ext_forward): out of the interface the handler's request in
  * front of the metadata names, only if root allowed it for this interface
- * (xvi_ext_fwd_devs), with no metadata left on the frame: a veth hands it
- * to the peer's XDP, which must see a frame as it came off a wire.  A
+ * (xvi_ext_fwd_devs), with no metadata left on the frame: nothing of this
+ * host's dispatch leaves with it (a redirected frame keeps its metadata
+ * size, so a veth peer's XDP program could find it in front).  A
  * handler never redirects itself through an action, so a forward cannot
  * reach an interface outside the map.  Refused (no request, a target not
  * in the map): counted as an error and traced as one, then the message is
