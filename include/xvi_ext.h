@@ -209,8 +209,9 @@ struct {
 /*
  * End the handler with the datapath's return path @ret, which counts and
  * traces the action and returns @verdict.  Returns @verdict itself if
- * that path is missing: on a protected endpoint's client end, where only
- * delivery has one, the action is taken uncounted and untraced.
+ * that path is missing (attach, and xdp-vid for a protected endpoint's
+ * client end, install every one): the action is then taken uncounted and
+ * untraced.
  */
 static __always_inline int xvi_ext__ret(struct xdp_md *ctx, __u32 ret, int verdict)
 {
