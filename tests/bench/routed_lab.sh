@@ -30,3 +30,22 @@ routed_lab_up() {
 		_rx m -- sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1 ||
 		{ echo "routed lab: could not build the routed lab" >&2; return 1; }
 }
+
+# routed_lab_ipv6 NAME: the same lab routed for IPv6 too, as the router's
+# lab test has it (the lab disables IPv6 on m's veths):
+#
+#   a 2001:2:1::1/64 -- xva  m  xvb -- 2001:2:2::2/64 b
+#                 2001:2:1::fe  2001:2:2::fe
+routed_lab_ipv6() {
+	local name=$1
+
+	_rx() { lab_exec --name "$name" -T 30 "$@"; }
+	_rx m -- sysctl -qw net.ipv6.conf.xva.disable_ipv6=0 net.ipv6.conf.xvb.disable_ipv6=0 &&
+		_rx m -- ip addr add 2001:2:1::fe/64 dev xva nodad &&
+		_rx m -- ip addr add 2001:2:2::fe/64 dev xvb nodad &&
+		_rx a -- ip addr add 2001:2:1::1/64 dev xv0 nodad &&
+		_rx a -- ip -6 route add default via 2001:2:1::fe &&
+		_rx b -- ip addr add 2001:2:2::2/64 dev xv0 nodad &&
+		_rx b -- ip -6 route add default via 2001:2:2::fe ||
+		{ echo "routed lab: could not route IPv6" >&2; return 1; }
+}

@@ -4,6 +4,7 @@
 # tests/bench/router.sh: the cost per forwarded frame of the datapath's IP
 # router against the kernel's forwarding of the same frames, on one routed
 # three-node lab (a 198.18.1.1 -- m -- 198.18.2.2 b, tests/bench/routed_lab.sh).
+# With -6 the frames are IPv6 (a 2001:2:1::1 -- m -- 2001:2:2::2 b).
 # A benchmark, not a test: it prints a table and never fails on numbers.
 #
 #   node a: no sender process.  BPF_PROG_RUN in live-frames mode
@@ -34,25 +35,29 @@
 # frame, and shows who forwarded them: rt_forwarded (XDP) and m's kernel
 # ForwDatagrams.
 #
-# usage: B=build tests/bench/router.sh [-n REPEAT] [-m BYTES] [-r ROUNDS] [-c CPU]
+# usage: B=build tests/bench/router.sh [-6] [-n REPEAT] [-m BYTES] [-r ROUNDS] [-c CPU]
 
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-build}
 case $B in /*) BB=$B ;; *) BB=$ROOT/$B ;; esac
 BIN=$BB/bin
-N=2000000 MSG=64 ROUNDS=3 CPU=1
+N=2000000 MSG=64 ROUNDS=3 CPU=1 FAM=4
+[ "${1:-}" = -6 ] && { FAM=6; shift; }
 while [ $# -ge 2 ]; do
 	case $1 in -n) N=$2 ;; -m) MSG=$2 ;; -r) ROUNDS=$2 ;; -c) CPU=$2 ;; *) break ;; esac
 	shift 2
 done
 [ $# -eq 0 ] || { grep '^# usage:' "$0" | cut -c3- >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "router.sh: needs root (lab)" >&2; exit 1; }
-for f in "$BIN/xdp-vi" "$BIN/xvi-relay" "$BB/tests/fwd_gen.bpf.o" "$BB/tests/fwd_sink.bpf.o"; do
+GEN=fwd_gen HDRS=34
+[ $FAM = 6 ] && HDRS=54
+for f in "$BIN/xdp-vi" "$BIN/xvi-relay" "$BB/tests/$GEN.bpf.o" "$BB/tests/fwd_sink.bpf.o"; do
 	[ -r "$f" ] || { echo "router.sh: $f missing: make B=$B" >&2; exit 1; }
 done
 command -v bpftool >/dev/null || { echo "router.sh: needs bpftool" >&2; exit 1; }
-[ "$MSG" -ge 34 ] || { echo "router.sh: -m must be 34 or more (the header copy)" >&2; exit 2; }
+[ "$MSG" -ge $HDRS ] ||
+	{ echo "router.sh: -m must be $HDRS or more (the header copy)" >&2; exit 2; }
 . "$ROOT/netns-lab/lib.sh"
 export XVI_RELAY=$BIN/xvi-relay
 TMP=$(mktemp -d /tmp/xvi-bench-rt.XXXXXX)
@@ -60,15 +65,16 @@ lab_at_exit "rm -rf '$TMP'"
 L=xbr$$
 . "$ROOT/tests/bench/routed_lab.sh"
 routed_lab_up "$L" || exit 1
+[ $FAM = 4 ] || routed_lab_ipv6 "$L" || exit 1
 x() { local n=$1; shift; lab_exec --name "$L" -T 120 "$n" -- "$@"; }
 die() { echo "router.sh: $*" >&2; exit 1; }
 
 FS=$LAB_STATE/$L/router-bpffs
 mkdir -p "$FS" && mount -t bpf bpf "$FS" || die "cannot mount a bpffs on $FS"
 lab_at_exit "umount '$FS' 2>/dev/null"
-bpftool prog load "$BB/tests/fwd_gen.bpf.o" "$FS/fwd_gen" || die "cannot load fwd_gen"
-gen=$(bpftool prog show pinned "$FS/fwd_gen" --json |
-	python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') || die "no fwd_gen id"
+bpftool prog load "$BB/tests/$GEN.bpf.o" "$FS/$GEN" || die "cannot load $GEN"
+gen=$(bpftool prog show pinned "$FS/$GEN" --json |
+	python3 -c 'import json,sys; print(json.load(sys.stdin)["id"])') || die "no $GEN id"
 
 xdp_prog() {	# NODE IFACE: the id of the XDP program attached there
 	x "$1" ip -d link show dev "$2" | grep -oE 'prog/xdp id [0-9]+' | awk '{ print $3 }'
@@ -89,9 +95,10 @@ val = lambda x: int.from_bytes(bytes(int(b, 16) for b in x), "little") if isinst
     else int(x)
 print(sum(val(c["value"]) for c in v))'
 }
-kfwd() {
-	x m cat /proc/net/snmp | awk '/^Ip: [A-Za-z]/ { for (i = 2; i <= NF; i++)
-		if ($i == "ForwDatagrams") c = i } /^Ip: [0-9]/ { print $c }'
+kfwd() {	# datagrams m's kernel forwarded, IPv4 and IPv6
+	x m cat /proc/net/snmp /proc/net/snmp6 | awk '/^Ip: [A-Za-z]/ { for (i = 2; i <= NF; i++)
+		if ($i == "ForwDatagrams") c = i } /^Ip: [0-9]/ { s += $c }
+		$1 == "Ip6OutForwDatagrams" { s += $2 } END { print s + 0 }'
 }
 rtfwd() {
 	x m "$BIN/xdp-vi" router status xva xvb --json |
@@ -129,11 +136,13 @@ mmac=$(x m cat /sys/class/net/xva/address)
 aidx=$(x a cat /sys/class/net/xv0/ifindex)
 # b drops everything, ARP replies too: m knows b's MAC for good.
 x m ip neigh replace 198.18.2.2 lladdr "$bmac" dev xvb nud permanent || die "neighbour on m"
+[ $FAM = 4 ] || x m ip -6 neigh replace 2001:2:2::2 lladdr "$bmac" dev xvb nud permanent ||
+	die "IPv6 neighbour on m"
 SINK=$(sink_on b xv0) || exit 1
 
 # The frame a -> b: UDP to the discard port, full checksums, its payload
-# starting with a copy of its own Ethernet and IPv4 headers (fwd_gen).
-python3 - "$TMP/frame.bin" "$amac" "$mmac" "$MSG" <<'PY' || die "frame"
+# starting with a copy of its own Ethernet and IP headers (fwd_gen).
+python3 - "$TMP/frame.bin" "$amac" "$mmac" "$MSG" "$FAM" <<'PY' || die "frame"
 import socket, struct, sys
 out, src, dst, msg = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
 def csum(b):
@@ -144,6 +153,17 @@ def csum(b):
         s = (s & 0xffff) + (s >> 16)
     return ~s & 0xffff
 mac = lambda m: bytes(int(x, 16) for x in m.split(":"))
+if sys.argv[5] == "6":
+    sa = socket.inet_pton(socket.AF_INET6, "2001:2:1::1")
+    da = socket.inet_pton(socket.AF_INET6, "2001:2:2::2")
+    ip = struct.pack("!IHBB16s16s", 6 << 28, 8 + msg, 17, 64, sa, da)
+    eth = mac(dst) + mac(src) + b"\x86\xdd"
+    payload = (eth + ip).ljust(msg, b"\0")
+    udp = bytearray(struct.pack("!HHHH", 40000, 9, 8 + msg, 0))
+    c = csum(sa + da + struct.pack("!IxxxB", 8 + msg, 17) + bytes(udp) + payload) or 0xffff
+    struct.pack_into("!H", udp, 6, c)
+    open(out, "wb").write(eth + ip + bytes(udp) + payload)
+    sys.exit(0)
 sa, da = socket.inet_aton("198.18.1.1"), socket.inet_aton("198.18.2.2")
 ip = bytearray(struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + 8 + msg, 1, 0, 64, 17, 0, sa, da))
 struct.pack_into("!H", ip, 10, csum(bytes(ip)))
@@ -203,7 +223,7 @@ for r in $(seq "$ROUNDS"); do
 done
 x m "$BIN/xdp-vi" router disable xva xvb >/dev/null
 
-python3 - "$TMP/rows" "$MSG" "$N" "$ROUNDS" <<'PY'
+python3 - "$TMP/rows" "$MSG" "$N" "$ROUNDS" "IPv$FAM" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 n = int(sys.argv[3])
@@ -215,8 +235,8 @@ def med(v, i):
 def fmt(xs, f):
     return "%s (%s-%s)" % (f % statistics.median(xs), f % min(xs), f % max(xs)) if xs else "-"
 floor = med("floor", 1)
-print("Router a -> m -> b, %s-byte UDP payloads, live frames from a (XDP_TX), XDP drop at b,"
-      % sys.argv[2])
+print("Router a -> m -> b, %s, %s-byte UDP payloads, live frames from a (XDP_TX), XDP drop at b,"
+      % (sys.argv[5], sys.argv[2]))
 print("one CPU, %d frames a run, %s rounds; medians (min-max)" % (n, sys.argv[4]))
 print("| m | chain ns/frame | m's forwarding ns/frame | xvi_demux ns/run | Mframes/s, one CPU "
       "| by XDP / by m's kernel, a run |")
@@ -246,4 +266,11 @@ if not lost:
 else:
     print("the sink counted fewer frames than sent in %d runs (e.g. %s of %d)"
           % (len(lost), lost[0][2], n))
+# The path is not the one a row claims: XDP forwarded in a kernel row, or
+# the reverse (the table is then not a comparison).
+wrong = [r for r in rows if (r[0] == "xdp" and (int(r[3]) < n or int(r[4]) > n // 100)) or
+         (r[0] == "kernel" and (int(r[3]) > 0 or int(r[4]) < n))]
+if wrong:
+    sys.exit("router.sh: forwarded by the wrong path in %d runs, e.g. %s: by XDP %s, "
+             "by m's kernel %s" % (len(wrong), wrong[0][0], wrong[0][3], wrong[0][4]))
 PY

@@ -6,16 +6,19 @@
  * sender's socket, skb or syscall per frame.
  *
  * Live frames recycle their pages with the bytes the last use left
- * (docs/KERNEL.md, fact 33), and forwarding rewrites the MACs, the TTL and
- * the header checksum in place: the frame carries a pristine copy of its
- * Ethernet and IPv4 headers at the start of its UDP payload, and each
- * repetition restores them from it.  Nothing on the way touches the payload.
+ * (docs/KERNEL.md, fact 33), and forwarding rewrites the MACs, the TTL or
+ * hop limit and the IPv4 header checksum in place: the frame carries a
+ * pristine copy of its Ethernet and IP headers at the start of its UDP
+ * payload, and each repetition restores them from it.  Nothing on the way
+ * touches the payload or the EtherType, which tells the header's length.
  */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
 #define FWD_GEN_HDRS	34	/* Ethernet (14) + IPv4 without options (20) */
 #define FWD_GEN_PAYLOAD	42	/* + UDP (8): where the copy starts */
+#define FWD_GEN_HDRS6	54	/* Ethernet (14) + IPv6 (40) */
+#define FWD_GEN_PAYLOAD6 62
 
 SEC("xdp")
 int fwd_gen(struct xdp_md *ctx)
@@ -24,7 +27,13 @@ int fwd_gen(struct xdp_md *ctx)
 
 	if ((void *)(p + FWD_GEN_PAYLOAD + FWD_GEN_HDRS) > (void *)(long)ctx->data_end)
 		return XDP_ABORTED;
-	__builtin_memcpy(p, p + FWD_GEN_PAYLOAD, FWD_GEN_HDRS);
+	if (p[12] == 0x86 && p[13] == 0xdd) {
+		if ((void *)(p + FWD_GEN_PAYLOAD6 + FWD_GEN_HDRS6) > (void *)(long)ctx->data_end)
+			return XDP_ABORTED;
+		__builtin_memcpy(p, p + FWD_GEN_PAYLOAD6, FWD_GEN_HDRS6);
+	} else {
+		__builtin_memcpy(p, p + FWD_GEN_PAYLOAD, FWD_GEN_HDRS);
+	}
 	return XDP_TX;
 }
 
