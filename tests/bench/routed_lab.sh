@@ -49,3 +49,13 @@ routed_lab_ipv6() {
 		_rx b -- ip -6 route add default via 2001:2:2::fe ||
 		{ echo "routed lab: could not route IPv6" >&2; return 1; }
 }
+
+# routed_lab_kfwd NAME: the datagrams m's kernel forwarded so far, IPv4
+# (ForwDatagrams) and IPv6 (Ip6OutForwDatagrams) summed.
+routed_lab_kfwd() {
+	lab_exec --name "$1" -T 30 m -- cat /proc/net/snmp /proc/net/snmp6 | awk '
+		/^Ip: [A-Za-z]/ { for (i = 2; i <= NF; i++) if ($i == "ForwDatagrams") c = i }
+		/^Ip: [0-9]/ { s += $c }
+		$1 == "Ip6OutForwDatagrams" { s += $2 }
+		END { print s + 0 }'
+}

@@ -95,11 +95,7 @@ val = lambda x: int.from_bytes(bytes(int(b, 16) for b in x), "little") if isinst
     else int(x)
 print(sum(val(c["value"]) for c in v))'
 }
-kfwd() {	# datagrams m's kernel forwarded, IPv4 and IPv6
-	x m cat /proc/net/snmp /proc/net/snmp6 | awk '/^Ip: [A-Za-z]/ { for (i = 2; i <= NF; i++)
-		if ($i == "ForwDatagrams") c = i } /^Ip: [0-9]/ { s += $c }
-		$1 == "Ip6OutForwDatagrams" { s += $2 } END { print s + 0 }'
-}
+kfwd() { routed_lab_kfwd "$L"; }
 rtfwd() {
 	x m "$BIN/xdp-vi" router status xva xvb --json |
 		python3 -c 'import json,sys; print(sum(i["rt_forwarded"] for i in json.load(sys.stdin)))'
