@@ -494,6 +494,7 @@ def main():
         "preload_mc": [r.get("text") for r in recs if r.get("test") == "preload_mc"],
         "preload_tcp": [r.get("text") for r in recs if r.get("test") == "preload_tcp"],
         "ftp": [r.get("text") for r in recs if r.get("test") == "ftp"],
+        "routerlat": [r.get("text") for r in recs if r.get("test") == "routerlat"],
         "preload": [r.get("text") for r in preload],
         "unavailable": unavailable,
         "latency_per_wait_mode": lat_mode, "stream_latency": slat,
@@ -848,7 +849,8 @@ def main():
         w("## " + title)
         w("")
         if texts:
-            src = {"napi": "streamzc.sh and preload.sh, run with XVI_NAPI=thread"}
+            src = {"napi": "streamzc.sh and preload.sh, run with XVI_NAPI=thread",
+                   "routerlat": "router.sh -6 and tests/bench/routerlat.sh"}
             w("From tests/bench/%s (its own %s lab, run by make bench; "
               "its output verbatim):" % (src.get(test, test + ".sh"), lab))
             w("")
@@ -918,6 +920,8 @@ def main():
                    "two-node", False)
     script_section("extfwd", "4s. A handler's forward against its other actions, per frame "
                    "(BPF_PROG_RUN)", "two-node", False)
+    script_section("routerlat", "4t. The IP router: IPv6 forwarding cost, and latency through "
+                   "the router node", "routed three-node", True)
 
     # optimisations
     w("## Optimisations, each on and off")
