@@ -66,7 +66,7 @@ routed_lab_up "$L" && routed_lab_ipv6 "$L" || exit 1
 x() { local n=$1; shift; lab_exec --name "$L" -T 60 "$n" -- "$@"; }
 die() { echo "routerlat.sh: $*" >&2; exit 1; }
 
-A4=198.18.1.1 B4=198.18.2.2 A6=2001:2:1::1 B6=2001:2:2::2
+B4=198.18.2.2 B6=2001:2:2::2
 ROWS="sp-udp4 sp-tcp4 udp4 tcp4 udp6 tcp6"
 declare -A PORT=([sp-udp4]=11111 [sp-tcp4]=11112 [udp4]=11113 [tcp4]=11114 [udp6]=11115
 	[tcp6]=11116)
@@ -79,11 +79,13 @@ done
 
 # The servers, on b for the whole run (the lab's teardown kills them).
 srv() { lab_exec --name "$L" -T 3000 b -- taskset -c 1 "$@" >>"$TMP/servers.out" 2>&1 & }
-srv sockperf server -i $B4 -p ${PORT[sp-udp4]}
-srv sockperf server --tcp -i $B4 -p ${PORT[sp-tcp4]}
-for r in udp4 udp6; do srv "$BIN/xvi-perf" server --kernel -i ${DST[$r]} -p ${PORT[$r]}; done
+srv sockperf server -i $B4 -p "${PORT[sp-udp4]}"
+srv sockperf server --tcp -i $B4 -p "${PORT[sp-tcp4]}"
+for r in udp4 udp6; do
+	srv "$BIN/xvi-perf" server --kernel -i "${DST[$r]}" -p "${PORT[$r]}"
+done
 for r in tcp4 tcp6; do
-	srv "$BIN/xvi-perf" server --kernel --stream -i ${DST[$r]} -p ${PORT[$r]}
+	srv "$BIN/xvi-perf" server --kernel --stream -i "${DST[$r]}" -p "${PORT[$r]}"
 done
 for r in $ROWS; do
 	case $r in *udp*) o=-uln ;; *) o=-tln ;; esac
@@ -109,7 +111,7 @@ variant() {	# VARIANT: make m forward that way
 		for i in xva xvb; do
 			x m "$BIN/xdp-vi" detach "$i" >/dev/null || die "detach $i on m"
 		done
-		[ -z "$(x m ip -d link show | grep 'prog/xdp')" ] || die "XDP left on m"
+		x m ip -d link show | grep -q 'prog/xdp' && die "XDP left on m"
 		;;
 	*)
 		for i in xva xvb; do
@@ -135,14 +137,14 @@ run() {
 	local v=$1 r=$2 out=$TMP/$1-$2.out f0 f1 k0 k1 res
 	f0=$(rtfwd) k0=$(kfwd)
 	case $r in
-	sp-udp4) x a taskset -c 0 sockperf ping-pong -i $B4 -p ${PORT[$r]} -t "$SEC" -m "$MSG" \
+	sp-udp4) x a taskset -c 0 sockperf ping-pong -i $B4 -p "${PORT[$r]}" -t "$SEC" -m "$MSG" \
 		>"$out" 2>&1 ;;
-	sp-tcp4) x a taskset -c 0 sockperf ping-pong --tcp -i $B4 -p ${PORT[$r]} -t "$SEC" \
+	sp-tcp4) x a taskset -c 0 sockperf ping-pong --tcp -i $B4 -p "${PORT[$r]}" -t "$SEC" \
 		-m "$MSG" >"$out" 2>&1 ;;
-	udp*) x a taskset -c 0 "$BIN/xvi-perf" ping-pong --kernel -i ${DST[$r]} -p ${PORT[$r]} \
-		-t "$SEC" -m "$MSG" --json >"$out" 2>&1 ;;
-	tcp*) x a taskset -c 0 "$BIN/xvi-perf" ping-pong --kernel --stream -i ${DST[$r]} \
-		-p ${PORT[$r]} -t "$SEC" -m "$MSG" --json >"$out" 2>&1 ;;
+	udp*) x a taskset -c 0 "$BIN/xvi-perf" ping-pong --kernel -i "${DST[$r]}" \
+		-p "${PORT[$r]}" -t "$SEC" -m "$MSG" --json >"$out" 2>&1 ;;
+	tcp*) x a taskset -c 0 "$BIN/xvi-perf" ping-pong --kernel --stream -i "${DST[$r]}" \
+		-p "${PORT[$r]}" -t "$SEC" -m "$MSG" --json >"$out" 2>&1 ;;
 	esac
 	f1=$(rtfwd) k1=$(kfwd)
 	case $r in
