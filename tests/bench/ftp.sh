@@ -9,9 +9,10 @@
 # it prints a table and never fails on numbers.
 #
 #   variants: kernel (both plain), xvi (both under xvi-run --streams, the
-#   library's window 32) and xvi128 (the same, XVI_RUN_STREAM_WINDOW=128)
+#   preload's window 128) and xvi32 (the same, XVI_RUN_STREAM_WINDOW=32:
+#   the library's and SOVIA's window)
 #
-# The variants alternate (kernel, xvi, xvi128, kernel, ...) for ROUNDS
+# The variants alternate (kernel, xvi, xvi32, kernel, ...) for ROUNDS
 # rounds, a fresh server per run.  A get is timed by difference, so that
 # nothing but FTP runs in the timed span: per file, one lftp session gets
 # it once and another gets it 1 + K times (K = 3), each session timed
@@ -78,7 +79,7 @@ K=3
 session() {
 	local v=$1 port=$2 f=$3 n=$4 pre=() env=() i t0 t1
 	[ "$v" != kernel ] && pre=("$XVIRUN" --streams --stats "$TMP/cli.stats")
-	[ "$v" = xvi128 ] && env=(XVI_RUN_STREAM_WINDOW=128)
+	[ "$v" = xvi32 ] && env=(XVI_RUN_STREAM_WINDOW=32)
 	rm -f "$TMP/cli.stats" "$SHM"/cli/*
 	{
 		echo "set cmd:fail-exit yes; set net:max-retries 1; set net:timeout 30"
@@ -109,7 +110,7 @@ session() {
 ftprun() {
 	local v=$1 port=$2 pre=() env=() f d1 dk
 	[ "$v" != kernel ] && pre=("$XVIRUN" --streams)
-	[ "$v" = xvi128 ] && env=(XVI_RUN_STREAM_WINDOW=128)
+	[ "$v" = xvi32 ] && env=(XVI_RUN_STREAM_WINDOW=32)
 	# shellcheck disable=SC2016 # expanded by the inner shell
 	x b 300 env "${env[@]}" sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/srv.pid" "${pre[@]}" \
 		"$FTPD_PY" -m pyftpdlib -i 198.18.0.2 -p "$port" -d "$SHM/srv" \
@@ -142,7 +143,7 @@ ftprun() {
 }
 
 for ((i = 0; i < ROUNDS; i++)); do
-	for v in kernel xvi xvi128; do
+	for v in kernel xvi xvi32; do
 		port=$((PORT++))
 		ftprun "$v" "$port" | tee -a "$TMP/rows" | sed "s/^/[$(date -u +%T)] /" >&2
 	done
@@ -151,13 +152,13 @@ done
 python3 - "$TMP/rows" "$ROUNDS" <<'EOF'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
-vs = ["kernel", "xvi", "xvi128"]
-names = {"kernel": "kernel TCP", "xvi": "xvi, window 32", "xvi128": "xvi, window 128"}
+vs = ["kernel", "xvi", "xvi32"]
+names = {"kernel": "kernel TCP", "xvi": "xvi, window 128", "xvi32": "xvi, window 32"}
 print("FTP get, tmpfs to tmpfs: pyftpdlib on b, lftp on a (passive mode), a get timed as "
       "the difference of a 1-get and a 4-get session over 3, %s rounds "
       "alternating; median (min-max) Mbit/s; ratio = xvi median / kernel median" % sys.argv[2])
 print()
-print("| file | " + " | ".join(names[v] for v in vs) + " | xvi/kernel | xvi128/kernel |")
+print("| file | " + " | ".join(names[v] for v in vs) + " | xvi/kernel | xvi32/kernel |")
 print("|---|" + "---|" * (len(vs) + 2))
 for size in sorted({int(r[1]) for r in rows}):
     med = {}
@@ -175,5 +176,5 @@ for size in sorted({int(r[1]) for r in rows}):
         cells.append(c)
     ratio = lambda v: ("%.2f" % (med[v] / med["kernel"])) if v in med and med.get("kernel") else "-"
     print("| %.1f MB | %s | %s | %s |" % (size / 1e6, " | ".join(cells), ratio("xvi"),
-                                         ratio("xvi128")))
+                                         ratio("xvi32")))
 EOF

@@ -15,7 +15,8 @@
 #   xvi      both ends under xvi-run --streams
 #   nospin   both under xvi-run --streams --spin-us 0 (poll/select/epoll
 #            sleep at once: the spin before a sleep, off)
-#   w128     both under xvi-run --streams, XVI_RUN_STREAM_WINDOW=128
+#   w32      both under xvi-run --streams, XVI_RUN_STREAM_WINDOW=32 (the
+#            library's and SOVIA's window; the preload's default is 128)
 # sockperf with -i/-p waits in a blocking recv (the library's own wait);
 # with a feed file and -F epoll it waits in epoll_wait on non-blocking
 # sockets.  Throughput sets TCP_NODELAY only where the row says so
@@ -63,7 +64,7 @@ pre() {
 	kernel) ;;
 	xvi) echo "$XVIRUN --streams --stats $2" ;;
 	nospin) echo "$XVIRUN --streams --spin-us 0 --stats $2" ;;
-	w128) echo "env XVI_RUN_STREAM_WINDOW=128 $XVIRUN --streams --stats $2" ;;
+	w32) echo "env XVI_RUN_STREAM_WINDOW=32 $XVIRUN --streams --stats $2" ;;
 	esac
 }
 
@@ -159,7 +160,7 @@ ROWS=(
 	"tp16 kernel,xvi throughput 16 B"
 	"tp1472 kernel,xvi throughput 1472 B"
 	"tpn1472 kernel,xvi throughput 1472 B, TCP_NODELAY"
-	"iperf3 kernel,xvi,w128 iperf3"
+	"iperf3 kernel,xvi,w32 iperf3"
 )
 PORT=14000
 for ((i = 0; i < ROUNDS; i++)); do
@@ -202,7 +203,7 @@ def fmt(xs):
     g = lambda v: "%.2f" % v if v < 100 else "%d" % v
     return "%s (%s-%s)" % (g(med(xs)), g(min(xs)), g(max(xs)))
 names = {"kernel": "kernel TCP", "xvi": "xvi-run --streams", "nospin": "xvi, --spin-us 0",
-         "w128": "xvi, window 128"}
+         "w32": "xvi, window 32"}
 units = {"pp": ("p50 usec", "p99 usec"), "tp": ("sent msg/s", "received msg/s"),
          "ip": ("Mbit/s received", None)}
 print("| test | kernel TCP | xvi-run --streams | xvi/kernel | other xvi variant | other/kernel |")
