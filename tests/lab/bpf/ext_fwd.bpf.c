@@ -13,8 +13,10 @@
  *    the host routed the datagram from the interface it came in on);
  *  - then xvi_ext_forward(), which the datapath carries out only if root
  *    allowed that interface (`xdp-vi ext forward`).
- * No route or no neighbour yet, IPv6 and raw frames: delivered to the
- * endpoint instead.
+ * No route or no neighbour yet, IPv6, raw and 802.1Q-tagged frames:
+ * delivered to the endpoint instead (a tagged frame's route and neighbour
+ * are its VLAN device's, which a lookup on this interface would not see,
+ * and the tag would go out with it; the router leaves them too).
  */
 #include "xvi_ext.h"
 
@@ -45,7 +47,7 @@ XVI_EXT_HANDLER(xvi_ext_fwd)
 	__be32 from, to;
 	__u16 check;
 
-	if (xvi_ext_msg(ctx, &m) || (m.flags & (XVI_RX_IPV6 | XVI_RX_RAW)))
+	if (xvi_ext_msg(ctx, &m) || (m.flags & (XVI_RX_IPV6 | XVI_RX_RAW | XVI_RX_VLAN)))
 		return xvi_ext_deliver(ctx);
 	if (m.l3_off > 64 || m.l4_off > 128)
 		return xvi_ext_deliver(ctx);
