@@ -104,6 +104,14 @@ case_allow() {
 	err=$(_xm ext forward xva nosuch0 2>&1) && rc=0 || rc=$?
 	[ $rc -ne 0 ] && [[ $err == *"no interface nosuch0"* ]] ||
 		fail "forward to nosuch0: exit $rc: $err" || return
+	# IFACE itself: a missing one is named as missing, not as unattached.
+	err=$(_xm ext forward nosuch0 xvb 2>&1) && rc=0 || rc=$?
+	[ $rc -ne 0 ] && [[ $err == *"no interface nosuch0"* ]] &&
+		[[ $err != *"no xdp-vi datapath"* ]] ||
+		fail "forward on nosuch0: exit $rc: $err" || return
+	err=$(_xm ext forward lo xvb 2>&1) && rc=0 || rc=$?
+	[ $rc -ne 0 ] && [[ $err == *"lo has no xdp-vi datapath"* ]] ||
+		fail "forward on lo: exit $rc: $err" || return
 	out=$(_xm ext forward xva --json 2>&1) || fail "ext forward xva: $out" || return
 	[ "$out" = '{"ifname":"xva","forward_to":[]}' ] || fail "before: $out" || return
 	out=$(_xm ext forward xva xvb 2>&1) || fail "ext forward xva xvb: $out" || return

@@ -18,6 +18,31 @@
 #include "cmd.h"
 #include "ctl/ctl.h"
 
+/*
+ * @name's datapath, or NULL after saying why: no such interface, no
+ * datapath on it (@why follows the hint to attach), or another failure
+ * that the library reported above.
+ */
+static struct xvi_ctl *open_dp(const char *name, const struct xvi_ctl_opts *opts,
+			       const char *why)
+{
+	struct xvi_ctl *t;
+
+	if (!if_nametoindex(name)) {
+		fprintf(stderr, "xdp-vi ext forward: no interface %s in this network "
+			"namespace\n", name);
+		return NULL;
+	}
+	t = xvi_ctl__open(name, opts);
+	if (!t && errno == ENOENT)
+		fprintf(stderr, "xdp-vi ext forward: %s has no xdp-vi datapath; attach it "
+			"first ('xdp-vi attach %s')%s\n", name, name, why);
+	else if (!t)
+		fprintf(stderr, "xdp-vi ext forward: cannot open the datapath on %s (see "
+			"above)\n", name);
+	return t;
+}
+
 /* Check every TARGET before changing anything: the ifindex of each into @out. */
 static int targets_check(const struct xvi_cfg *cfg, __u32 *out)
 {
@@ -36,13 +61,9 @@ static int targets_check(const struct xvi_cfg *cfg, __u32 *out)
 		}
 		if (cfg->remove)
 			continue;
-		t = xvi_ctl__open(name, &opts);
-		if (!t) {
-			fprintf(stderr, "xdp-vi ext forward: %s has no xdp-vi datapath; attach it "
-				"first ('xdp-vi attach %s'): handlers forward only to interfaces "
-				"that run it\n", name, name);
+		t = open_dp(name, &opts, ": handlers forward only to interfaces that run it");
+		if (!t)
 			return -ENOENT;
-		}
 		xvi_ctl__close(t);
 	}
 	return 0;
@@ -79,12 +100,9 @@ int cmd_ext_forward(const struct xvi_cfg *cfg)
 	char *had = NULL;
 	int i, fd, ret = 1;
 
-	ctl = xvi_ctl__open(cfg->ifname, &opts);
-	if (!ctl) {
-		fprintf(stderr, "xdp-vi ext forward: %s has no xdp-vi datapath; attach it first "
-			"('xdp-vi attach %s')\n", cfg->ifname, cfg->ifname);
+	ctl = open_dp(cfg->ifname, &opts, "");
+	if (!ctl)
 		return 1;
-	}
 	fd = xvi_ctl__ext_fwd_devs_fd(ctl);
 	idx = calloc(cfg->nargs, sizeof(*idx));
 	had = calloc(cfg->nargs, 1);
