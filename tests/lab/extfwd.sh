@@ -163,7 +163,14 @@ case_forward_partial() {
 
 # Taken back: refused again, delivered to m's endpoint.
 case_remove() {
-	local out
+	local out err rc
+	# All or nothing: one bad name and nothing is taken out.
+	err=$(_xm ext forward xva xvb nosuch0 --remove 2>&1) && rc=0 || rc=$?
+	[ $rc -ne 0 ] && [[ $err == *"no interface nosuch0"* ]] ||
+		fail "--remove xvb nosuch0: exit $rc: $err" || return
+	out=$(_xm ext forward xva 2>&1) || fail "ext forward xva: $out" || return
+	[ "$out" = "xva: handlers may forward to: xvb" ] ||
+		fail "after a refused --remove: $out" || return
 	out=$(_xm ext forward xva xvb --remove 2>&1) || fail "--remove: $out" || return
 	[ "$out" = "xva: handlers may forward to: none" ] || fail "after --remove: $out" ||
 		return

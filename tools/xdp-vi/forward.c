@@ -113,15 +113,19 @@ int cmd_ext_forward(const struct xvi_cfg *cfg)
 	if (targets_check(cfg, idx))
 		goto out;
 	for (i = 1; i < cfg->nargs; i++) {
+		had[i] = !bpf_map_lookup_elem(fd, &idx[i], &v);
 		if (cfg->remove) {
 			if (bpf_map_delete_elem(fd, &idx[i]) && errno != ENOENT) {
 				fprintf(stderr, "xdp-vi ext forward: %s: cannot remove %s: %s\n",
 					cfg->ifname, cfg->args[i], strerror(errno));
+				/* Nothing half done: this call's removals come back. */
+				while (--i > 0)
+					if (had[i])
+						bpf_map_update_elem(fd, &idx[i], &idx[i], 0);
 				goto out;
 			}
 			continue;
 		}
-		had[i] = !bpf_map_lookup_elem(fd, &idx[i], &v);
 		if (bpf_map_update_elem(fd, &idx[i], &idx[i], 0)) {
 			int e = errno;
 
