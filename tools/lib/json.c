@@ -9,7 +9,7 @@ void json_init(struct json *j, FILE *f)
 	j->need_comma[0] = false;
 }
 
-static void put_string(FILE *f, const char *s)
+void json_put_str(FILE *f, const char *s)
 {
 	const unsigned char *p = (const unsigned char *)s;
 
@@ -40,7 +40,7 @@ static void begin(struct json *j, const char *key)
 		fprintf(j->f, "\n%*s", 2 * j->depth, "");
 	j->need_comma[j->depth] = true;
 	if (key) {
-		put_string(j->f, key);
+		json_put_str(j->f, key);
 		fputs(": ", j->f);
 	}
 }
@@ -78,7 +78,7 @@ void json_arr_close(struct json *j) { close_(j, ']'); }
 void json_str(struct json *j, const char *key, const char *val)
 {
 	begin(j, key);
-	put_string(j->f, val ? val : "");
+	json_put_str(j->f, val ? val : "");
 }
 
 void json_u64(struct json *j, const char *key, __u64 val)

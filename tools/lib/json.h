@@ -29,5 +29,7 @@ void json_int(struct json *j, const char *key, long long val);
 void json_double(struct json *j, const char *key, double val);
 void json_bool(struct json *j, const char *key, bool val);
 void json_null(struct json *j, const char *key);
+/* @s as a JSON string, quoted and escaped, for callers printing JSON themselves. */
+void json_put_str(FILE *f, const char *s);
 
 #endif /* XVI_TOOLS_JSON_H */

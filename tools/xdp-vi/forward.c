@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 
 #include "cmd.h"
+#include "json.h"
 #include "ctl/ctl.h"
 
 /*
@@ -85,7 +86,12 @@ void print_ifindex_keys(int fd, bool json)
 		prev = &key;
 		if (!if_indextoname(key, name))
 			snprintf(name, sizeof(name), "#%u", key);
-		printf(json ? "%s\"%s\"" : "%s %s", json && k ? "," : "", name);
+		if (json) {
+			printf("%s", k ? "," : "");
+			json_put_str(stdout, name);
+		} else {
+			printf(" %s", name);
+		}
 		k++;
 	}
 	if (!json && !k)
@@ -142,10 +148,13 @@ int cmd_ext_forward(const struct xvi_cfg *cfg)
 			goto out;
 		}
 	}
-	if (cfg->json)
-		printf("{\"ifname\":\"%s\",\"forward_to\":[", cfg->ifname);
-	else
+	if (cfg->json) {
+		printf("{\"ifname\":");
+		json_put_str(stdout, cfg->ifname);
+		printf(",\"forward_to\":[");
+	} else {
 		printf("%s: handlers may forward to:", cfg->ifname);
+	}
 	print_ifindex_keys(fd, cfg->json);
 	printf(cfg->json ? "]}\n" : "\n");
 	ret = 0;

@@ -16,6 +16,7 @@
 #include <bpf/bpf.h>
 
 #include "cmd.h"
+#include "json.h"
 #include "ctl/ctl.h"
 
 struct rt_if {
@@ -248,11 +249,14 @@ static int status_one(const char *ifname, const struct xvi_cfg *cfg, bool first)
 		return 1;
 	}
 	fd = xvi_ctl__route_devs_fd(ctl);
-	if (cfg->json)
-		printf("%s{\"ifname\":\"%s\",\"routing\":%s,\"egress\":[", first ? "" : ",",
-		       ifname, c.flags & XVI_CFG_ROUTE ? "true" : "false");
-	else
+	if (cfg->json) {
+		printf("%s{\"ifname\":", first ? "" : ",");
+		json_put_str(stdout, ifname);
+		printf(",\"routing\":%s,\"egress\":[",
+		       c.flags & XVI_CFG_ROUTE ? "true" : "false");
+	} else {
 		printf("%s: routing %s, egress:", ifname, c.flags & XVI_CFG_ROUTE ? "on" : "off");
+	}
 	print_ifindex_keys(fd, cfg->json);
 	printf(cfg->json ? "]" : "\n");
 	for (i = 0; i < sizeof(rt_counters) / sizeof(rt_counters[0]); i++) {
