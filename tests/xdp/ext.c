@@ -675,6 +675,35 @@ Test(ext, forward_grown_frame)
 	fx_frame_free(&f);
 }
 
+/*
+ * Forwards to the allowed target that are not a request of
+ * xvi_ext_forward's: a handler that redirected by itself and entered the
+ * forward path with no request (ext_act 102), and a request with a wrong
+ * magic (103).  Both refused: delivered, an error, never a forward.
+ */
+Test(ext, forward_not_requested_refused)
+{
+	const __u32 acts[] = { 102, 103 };
+	struct fx_frame_spec s = AM4(.am_handler = H_ACT, .am_arg1 = if_nametoindex(FX_PEER));
+	struct fx_frame f;
+	struct run r;
+	size_t i;
+
+	for (i = 0; i < sizeof(acts) / sizeof(acts[0]); i++) {
+		cr_log_info("ext_act %u", acts[i]);
+		s.am_arg0 = acts[i];
+		run_demux(&s, SLOT, &f, &r);
+		expect_delivered(&r, &f, SLOT);
+		cr_expect_eq(r.hd[H_ACT].act[XVI_EXT_ACT_FORWARD], 0, "ext_act %u: forwarded",
+			     acts[i]);
+		cr_expect_eq(r.hd[H_ACT].act[XVI_EXT_ACT_ERROR], 1, "ext_act %u: no error",
+			     acts[i]);
+		cr_expect_eq(r.hd[H_ACT].act[XVI_EXT_ACT_DELIVER], 1, "ext_act %u: not delivered",
+			     acts[i]);
+		fx_frame_free(&f);
+	}
+}
+
 /* An allowed target taken away again is refused from then on. */
 Test(ext, forward_target_removed)
 {
