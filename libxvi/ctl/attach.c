@@ -691,6 +691,43 @@ out:
 	return err ? xvi_err(err) : 0;
 }
 
+/*
+ * Take the detached @ifindex out of every other attached interface's
+ * xvi_ext_fwd_devs: handlers forward only to interfaces that run the
+ * datapath (docs/EXTENSIONS.md, "Forwarding"), which `xdp-vi ext forward`
+ * checks when a target is added and this keeps true afterwards.  Caller
+ * holds the lock.  A failure is warned about and leaves that entry (the
+ * detach itself is done); an interface that is gone needs nothing, the
+ * kernel drops a deleted device from every DEVMAP_HASH.
+ */
+static void fwd_unlist(const char *ifname, int ifindex, const struct xvi_ctl_opts *opts)
+{
+	struct if_nameindex *ifs, *i;
+	struct xvi_xdp_state st;
+	int fds[MAP_NR], k;
+	__u32 key = ifindex, id;
+
+	ifs = if_nameindex();
+	if (!ifs) {
+		pr_warn("%s: cannot list the interfaces to take it out of their forward "
+			"targets: %s\n", ifname, strerror(errno));
+		return;
+	}
+	for (i = ifs; i->if_index; i++) {
+		if ((int)i->if_index == ifindex ||
+		    xvi_ctl_xdp_inspect(i->if_index, &st, NULL, NULL) || !st.ours_id ||
+		    xvi_ctl_find_maps(i->if_name, i->if_index, opts, fds, &id))
+			continue;
+		if (bpf_map_delete_elem(fds[MAP_EXT_FWD_DEVS], &key) && errno != ENOENT)
+			pr_warn("%s: cannot take %s out of its forward targets: %s; run "
+				"'xdp-vi ext forward %s %s --remove'\n", i->if_name, ifname,
+				strerror(errno), i->if_name, ifname);
+		for (k = 0; k < MAP_NR; k++)
+			close(fds[k]);
+	}
+	if_freenameindex(ifs);
+}
+
 int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 {
 	struct xdp_multiprog *mp = NULL;
@@ -748,6 +785,8 @@ int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 	}
 	if (had_pins)
 		xvi_ctl_remove_pins(bpffs, dir);
+	if (ifindex)
+		fwd_unlist(ifname, ifindex, opts);
 	if (ours)
 		pr_info("%s: detached xdp-vi (prog id %u)%s%s\n", ifname, st.ours_id,
 			had_pins ? " and removed " : "", had_pins ? dir : "");

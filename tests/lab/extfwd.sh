@@ -11,8 +11,8 @@
 # b's kernel socket on 198.18.0.2:7500 must get every message byte for
 # byte, while the handler's counters show the forwards.  Before root
 # allows xvb (`xdp-vi ext forward xva xvb`) the forward is refused and the
-# endpoint on m gets the message.  The cases build on each other in table
-# order.
+# endpoint on m gets the message; so it is after xvb is detached.  The
+# cases build on each other in table order.
 
 . "$(dirname "$0")/_tap.sh"
 
@@ -77,13 +77,14 @@ case_load() {
 		fail "no handler listed: $(cat "$T_TMP/list.json")"
 }
 
-# Not allowed yet: refused, an error of the handler, and m's endpoint gets it.
-case_refused() {
-	local out before after
+# One message for b with TOKEN refused: an error of the handler, and m's
+# endpoint gets it.
+_refused() {
+	local token=$1 out before after
 	before=$(_counts runs forward error deliver) || fail "no status for m:$PORT" || return
 	out=$(t_x -T 30 a "$PY" "$T_HELPERS/am_client.py" $M4 "$PORT" 1 --count 1 \
-		--arg1 $B4 --token refused 2>&1) || fail "send: $out" || return
-	t_wait_grep "$T_TMP/cat.out" "xvi-am 0 refused" ||
+		--arg1 $B4 --token "$token" 2>&1) || fail "send: $out" || return
+	t_wait_grep "$T_TMP/cat.out" "xvi-am 0 $token" ||
 		fail "m's endpoint did not get the refused message: $(head -c 200 "$T_TMP/cat.err")" ||
 		return
 	after=$(_counts runs forward error deliver) || fail "no status for m:$PORT" || return
@@ -93,6 +94,11 @@ case_refused() {
 		[ $((d1 - d0)) -eq 1 ] ||
 		fail "runs +$((r1 - r0)) forward +$((f1 - f0)) error +$((e1 - e0)) deliver" \
 			"+$((d1 - d0)), expected +1 +0 +1 +1"
+}
+
+# Not allowed yet.
+case_refused() {
+	_refused refused
 }
 
 case_allow() {
@@ -180,12 +186,22 @@ case_remove() {
 		fail "m's endpoint did not get the message refused after --remove"
 }
 
+# Allowed, then the target detached: detach takes it out of xva's targets,
+# and the forward is refused again.
+case_detached() {
+	local out err
+	out=$(_xm ext forward xva xvb 2>&1) || fail "ext forward xva xvb: $out" || return
+	err=$(_xm detach xvb 2>&1 >/dev/null) || fail "detach xvb: $err" || return
+	out=$(_xm ext forward xva 2>&1) || fail "ext forward xva: $out" || return
+	[ "$out" = "xva: handlers may forward to: none" ] ||
+		fail "after detaching xvb: $out" || return
+	_refused detached
+}
+
 case_nothing_left() {
-	local i err
+	local err
 	[ -z "$CAT_PID" ] || t_stop "$CAT_PID"
-	for i in xva xvb; do
-		err=$(_xm detach "$i" 2>&1 >/dev/null) || fail "detach $i: $err" || return
-	done
+	err=$(_xm detach xva 2>&1 >/dev/null) || fail "detach xva: $err" || return
 	t_xdpvi b detach "$LAB_IFACE" >/dev/null 2>&1
 	t_pins_released "$BPFFS" "$FWD_ID" "the handler"
 }
@@ -198,6 +214,7 @@ CASES=(
 	forward		case_forward		"50 messages a -> m's handler -> b's socket, byte-exact, forward +50"
 	forward_partial	case_forward_partial	"the same with a's partial checksums, zeroed by the handler"
 	remove		case_remove		"ext forward --remove: refused again, delivered to m's endpoint"
+	detached	case_detached		"xvb allowed, then detached: out of xva's targets, refused again"
 	nothing_left	case_nothing_left	"after detach: no handler program, no pins"
 )
 
