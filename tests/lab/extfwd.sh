@@ -198,6 +198,24 @@ case_detached() {
 	_refused detached
 }
 
+# Interface names in --json are JSON strings: a name with a quote and a
+# backslash (both legal in a name) parses back as itself.
+case_json_names() {
+	local name='q"\x' out err ok
+	# A veth pair inside m (the kernel here has no dummy driver).
+	t_x m ip link add "$name" type veth peer name xvq && t_x m ip link set "$name" up ||
+		fail "cannot add a veth on m" || return
+	err=$(_xm attach "$name" --mode generic 2>&1 >/dev/null) &&
+		out=$(_xm ext forward xva "$name" --json 2>&1) || err="$err$out"
+	ok=$(printf '%s' "$out" | "$PY" -c 'import json, sys
+d = json.load(sys.stdin)
+print(d["forward_to"] == [sys.argv[1]] and d["ifname"] == "xva")' "$name" 2>&1)
+	_xm detach "$name" >/dev/null 2>&1
+	t_x m ip link del "$name"
+	[ -z "$err" ] || fail "attach or ext forward on $name: ${err//$'\n'/ }" || return
+	[ "$ok" = True ] || fail "ext forward --json: $out: $ok"
+}
+
 case_nothing_left() {
 	local err
 	[ -z "$CAT_PID" ] || t_stop "$CAT_PID"
@@ -215,6 +233,7 @@ CASES=(
 	forward_partial	case_forward_partial	"the same with a's partial checksums, zeroed by the handler"
 	remove		case_remove		"ext forward --remove: refused again, delivered to m's endpoint"
 	detached	case_detached		"xvb allowed, then detached: out of xva's targets, refused again"
+	json_names	case_json_names		"ext forward --json escapes a name with a quote and a backslash"
 	nothing_left	case_nothing_left	"after detach: no handler program, no pins"
 )
 
