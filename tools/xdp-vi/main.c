@@ -136,7 +136,8 @@ static const struct cmd_def ext_cmds[] = {
 	{ "ext forward", cmd_ext_forward, "IFACE [TARGET...]", 1, 1 + XVI_EXT_FWD_MAX_IFACES,
 	  ext_forward_opts, "allow handlers on IFACE to forward to interfaces",
 	  "Let the handlers on IFACE forward messages (xvi_ext_forward) out of each\n"
-	  "TARGET, which must run the datapath too; with --remove, no longer.  Then\n"
+	  "TARGET, which must run the datapath too; with --remove, no longer.  All\n"
+	  "TARGETs or none: after an error nothing has changed.  Then\n"
 	  "print the interfaces they may forward to (all of them without TARGET).\n"
 	  "A forward to any other interface is refused: counted as an error for the\n"
 	  "handler and the message delivered to its endpoint.  See\n"
@@ -252,7 +253,8 @@ static const struct cmd_def cmds[] = {
 	  "Remove the xvi_demux program from IFACE (other libxdp programs stay) and\n"
 	  "every pin and directory attach created, and undo a threaded NAPI that\n"
 	  "attach set.  Also cleans up pins left\n"
-	  "behind when the program is already gone." },
+	  "behind when the program is already gone.  IFACE leaves every other\n"
+	  "interface's forward targets (ext forward)." },
 	{ "status", cmd_status, "[IFACE]", 0, 1, status_opts,
 	  "show the program, endpoints and counters",
 	  "Show the attached program, every endpoint (slot, tag, owner, queue,\n"
