@@ -9,13 +9,13 @@
  * done, inside whichever call of the program noticed it, and an FTP
  * server that closes a passive data listener stalled its next reply so:
  * every get paid 25 ms more than over kernel TCP.  So the endpoint goes
- * to a reaper thread, started at the first release, that closes it while
- * the program goes on.  Nothing else holds the endpoint by then.
+ * to a reaper thread (up to REAPERS, started as needed) that closes it
+ * while the program goes on.  Nothing else holds the endpoint by then.
  *
  * Until its close is done the endpoint's UDP port stays taken: an
  * endpoint opened on that address waits for it first (xps_reap_wait), as
- * does the exit (closes finish as they did).  A fork waits for a close in
- * progress (its libxvi locks must not be copied held); the child drops
+ * does the exit (closes finish as they did).  A fork waits for the closes
+ * under way (their libxvi locks must not be copied held); the child drops
  * the queue: the endpoints are the parent's to close.
  */
 #include <pthread.h>
@@ -24,22 +24,37 @@
 #include "reap.h"
 #include "xvi.h"
 
-#define REAP_MAX 64
+/*
+ * Reapers, and closes queued or under way at most.  A closing endpoint
+ * still holds its place in the segment (64 members: libxvi/ep/segment.h)
+ * until its grace periods are over, and one thread closes one endpoint
+ * per 30 ms: a program that releases listeners faster (many short FTP
+ * gets) filled the segment with an unbounded queue, and its next
+ * listener got no endpoint (in the lab, one Python client's passive
+ * connect in 16 fell back to kernel TCP after 300 ms).  Several reapers
+ * wait for their grace periods together (concurrent waits end with one
+ * grace period), and past the bound the program's thread closes as it
+ * did before: the waits are paid, nothing is refused.
+ */
+#define REAPERS 4
+#define REAP_MAX 8
 
 static struct {
 	struct xvi_endpoint *ep;
 	union xvi_sockaddr local;
 } queue[REAP_MAX];
 static int queued;
-static bool busy;		/* the reaper is closing one, out of the queue */
-static union xvi_sockaddr closing_addr;
-static bool running;
+static int busy;			/* closes under way, out of the queue */
+static union xvi_sockaddr closing[REAPERS];	/* their addresses */
+static bool closing_set[REAPERS];
+static int running;			/* reaper threads started */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t done = PTHREAD_COND_INITIALIZER;
 
 static void *reaper(void *arg)
 {
+	int me = (int)(long)arg;
 	struct xvi_endpoint *ep;
 
 	/* Its closes are the library's own: no interceptor takes them. */
@@ -49,13 +64,15 @@ static void *reaper(void *arg)
 		while (!queued)
 			pthread_cond_wait(&work, &mu);
 		ep = queue[0].ep;
-		closing_addr = queue[0].local;
+		closing[me] = queue[0].local;
+		closing_set[me] = true;
 		memmove(&queue[0], &queue[1], --queued * sizeof(queue[0]));
-		busy = true;
+		busy++;
 		pthread_mutex_unlock(&mu);
 		xvi_endpoint__close(ep);
 		pthread_mutex_lock(&mu);
-		busy = false;
+		closing_set[me] = false;
+		busy--;
 		pthread_cond_broadcast(&done);
 	}
 	return NULL;
@@ -76,13 +93,14 @@ static void reap_postfork_parent(void)
 static void reap_postfork_child(void)
 {
 	queued = 0;
-	running = false;
+	running = 0;
+	memset(closing_set, 0, sizeof(closing_set));
 	pthread_mutex_init(&mu, NULL);
 	pthread_cond_init(&work, NULL);
 	pthread_cond_init(&done, NULL);
 }
 
-/* mu held: the reaper runs, or false (then the caller closes). */
+/* mu held: a reaper is free for one more close, or false (the caller closes). */
 static bool start(void)
 {
 	static bool forks_known;
@@ -90,8 +108,10 @@ static bool start(void)
 	pthread_t t;
 	int err;
 
-	if (running)
+	if (running > busy + queued)
 		return true;
+	if (running == REAPERS)
+		return queued + busy < REAP_MAX;
 	if (!forks_known) {
 		if (pthread_atfork(reap_prefork, reap_postfork_parent, reap_postfork_child))
 			return false;
@@ -100,19 +120,19 @@ static bool start(void)
 	/* Signals stay the program's threads' (EINTR where it expects it). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	err = pthread_create(&t, NULL, reaper, NULL);
+	err = pthread_create(&t, NULL, reaper, (void *)(long)running);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (err)
-		return false;
+		return running > 0 && queued + busy < REAP_MAX;
 	pthread_detach(t);
-	running = true;
+	running++;
 	return true;
 }
 
 void xps_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local)
 {
 	pthread_mutex_lock(&mu);
-	if (queued < REAP_MAX && start()) {
+	if (start()) {
 		queue[queued].ep = ep;
 		queue[queued].local = *local;
 		queued++;
@@ -122,7 +142,7 @@ void xps_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local)
 	}
 	pthread_mutex_unlock(&mu);
 	xp_inside++;
-	xvi_endpoint__close(ep);	/* no thread, or a full queue: here, as before */
+	xvi_endpoint__close(ep);	/* no thread, or enough pending: here, as before */
 	xp_inside--;
 }
 
@@ -133,8 +153,9 @@ static bool pending(const union xvi_sockaddr *local)
 
 	if (!local)
 		return queued || busy;
-	if (busy && xp_sa_eq(&closing_addr, local))
-		return true;
+	for (i = 0; i < REAPERS; i++)
+		if (closing_set[i] && xp_sa_eq(&closing[i], local))
+			return true;
 	for (i = 0; i < queued; i++)
 		if (xp_sa_eq(&queue[i].local, local))
 			return true;
