@@ -212,7 +212,7 @@ case_active() {
 # are released when each transfer is over, so every data connection still
 # goes over xvi (none kernel-only for want of a context).
 case_many() {
-	local n=40 port=2125 stats_s
+	local n=120 port=2125 stats_s
 	_ftpd_up xvi "$port" || return
 	_opens_around _lftp_many "$port" "$n" || { _ftpd_down "$port"; return 1; }
 	_ftpd_down "$port"
@@ -376,7 +376,7 @@ case_vsftpd_active() {
 CASES=(
 	passive		case_passive	"pyftpdlib and lftp under xvi-run --streams, passive mode: listing, 64 MiB get and put over xvi streams, byte-exact"
 	active		case_active	"the same in active mode: the server connects each data connection"
-	many		case_many	"41 connections in one passive session (40 gets), more than 32 stream contexts: every one over xvi, listener contexts released and reused"
+	many		case_many	"121 connections in one passive session (120 gets), more than 32 stream contexts and more listeners released than a segment holds endpoints (64): every one over xvi, listener contexts released and reused"
 	fallback	case_fallback	"lftp under xvi-run --streams against a plain pyftpdlib: kernel TCP, byte-exact"
 	vsftpd_passive	case_vsftpd_passive	"vsftpd (a process per connection) and lftp under xvi-run --streams, passive mode: the control connection over xvi through the parent's relay, data over kernel TCP; listing, 64 MiB get and put byte-exact"
 	vsftpd_active	case_vsftpd_active	"the same in active mode: vsftpd's session connects each data connection"
