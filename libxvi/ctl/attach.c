@@ -692,25 +692,48 @@ out:
 }
 
 /*
- * Take the detached @ifindex out of every other attached interface's
- * xvi_ext_fwd_devs: handlers forward only to interfaces that run the
- * datapath (docs/EXTENSIONS.md, "Forwarding"), which `xdp-vi ext forward`
- * checks when a target is added and this keeps true afterwards.  Caller
- * holds the lock.  A failure is warned about and leaves that entry (the
- * detach itself is done); an interface that is gone needs nothing, the
- * kernel drops a deleted device from every DEVMAP_HASH.
+ * The lists of interfaces that an attached interface's datapath redirects
+ * to, each of which must run the datapath: handlers' forward targets
+ * (docs/EXTENSIONS.md, "Forwarding"), which `xdp-vi ext forward` checks
+ * when a target is added, and the router's egress interfaces ("IP
+ * router"), which `router enable` takes from attached interfaces only.  A
+ * detached interface no longer takes what is redirected to it (a veth
+ * drops it unless its peer runs XDP, docs/KERNEL.md, fact 7), while the
+ * router passes a frame whose egress is in no list to the kernel, which
+ * forwards it.
  */
-static void fwd_unlist(const char *ifname, int ifindex, const struct xvi_ctl_opts *opts)
+static void unlist_warn(int map, const char *other, const char *ifname, int err)
 {
+	if (map == MAP_EXT_FWD_DEVS)
+		pr_warn("%s: cannot take %s out of its forward targets: %s; run "
+			"'xdp-vi ext forward %s %s --remove'\n", other, ifname, strerror(err),
+			other, ifname);
+	else
+		pr_warn("%s: cannot take %s out of its routing egress interfaces: %s; run "
+			"'xdp-vi router disable %s' and enable it again\n", other, ifname,
+			strerror(err), other);
+}
+
+/*
+ * Take the detached @ifindex out of both lists of every other attached
+ * interface in the namespace, keeping the rule above true.  Caller holds
+ * the lock.  A failure is warned about and leaves that entry (the detach
+ * itself is done); an interface that is gone needs nothing, the kernel
+ * drops a deleted device from every DEVMAP_HASH.
+ */
+static void redirect_unlist(const char *ifname, int ifindex, const struct xvi_ctl_opts *opts)
+{
+	static const int maps[] = { MAP_EXT_FWD_DEVS, MAP_ROUTE_DEVS };
 	struct if_nameindex *ifs, *i;
 	struct xvi_xdp_state st;
 	int fds[MAP_NR], k;
 	__u32 key = ifindex, id;
+	size_t m;
 
 	ifs = if_nameindex();
 	if (!ifs) {
 		pr_warn("%s: cannot list the interfaces to take it out of their forward "
-			"targets: %s\n", ifname, strerror(errno));
+			"targets and routing egress interfaces: %s\n", ifname, strerror(errno));
 		return;
 	}
 	for (i = ifs; i->if_index; i++) {
@@ -718,10 +741,9 @@ static void fwd_unlist(const char *ifname, int ifindex, const struct xvi_ctl_opt
 		    xvi_ctl_xdp_inspect(i->if_index, &st, NULL, NULL) || !st.ours_id ||
 		    xvi_ctl_find_maps(i->if_name, i->if_index, opts, fds, &id))
 			continue;
-		if (bpf_map_delete_elem(fds[MAP_EXT_FWD_DEVS], &key) && errno != ENOENT)
-			pr_warn("%s: cannot take %s out of its forward targets: %s; run "
-				"'xdp-vi ext forward %s %s --remove'\n", i->if_name, ifname,
-				strerror(errno), i->if_name, ifname);
+		for (m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
+			if (bpf_map_delete_elem(fds[maps[m]], &key) && errno != ENOENT)
+				unlist_warn(maps[m], i->if_name, ifname, errno);
 		for (k = 0; k < MAP_NR; k++)
 			close(fds[k]);
 	}
@@ -786,7 +808,7 @@ int xvi_ctl__detach(const char *ifname, const struct xvi_ctl_opts *opts)
 	if (had_pins)
 		xvi_ctl_remove_pins(bpffs, dir);
 	if (ifindex)
-		fwd_unlist(ifname, ifindex, opts);
+		redirect_unlist(ifname, ifindex, opts);
 	if (ours)
 		pr_info("%s: detached xdp-vi (prog id %u)%s%s\n", ifname, st.ours_id,
 			had_pins ? " and removed " : "", had_pins ? dir : "");
