@@ -60,10 +60,19 @@ _readdress() {
 		{ fail "cannot turn checksum offload off on a and b"; return 1; }
 }
 
-# _rt KEY: KEY summed over m's two interfaces (xdp-vi router status --json).
+# _rt KEY [IFACE...]: KEY summed over m's interfaces, both unless named
+# (xdp-vi router status --json).
 _rt() {
-	t_xdpvi m router status xva xvb --json >"$T_TMP/rt.json" || return 1
-	t_json_values "$T_TMP/rt.json" "$1" | awk '{ s += $1 } END { print s + 0 }'
+	local key=$1
+	shift
+	[ $# -gt 0 ] || set -- xva xvb
+	t_xdpvi m router status "$@" --json >"$T_TMP/rt.json" || return 1
+	t_json_values "$T_TMP/rt.json" "$key" | awk '{ s += $1 } END { print s + 0 }'
+}
+
+# The egress interfaces of m's IFACE, one a line, sorted.
+_egress() {
+	t_xdpvi m router status "$1" | sed -n '1s/.*egress://p' | tr ' ' '\n' | sed '/^$/d' | sort
 }
 
 # Datagrams m's kernel forwarded, IPv4 plus IPv6.
@@ -229,11 +238,37 @@ case_disable() {
 	[ $((k1 - k0)) -ge 20 ] || fail "m's kernel forwarded $((k1 - k0)), expected >= 20"
 }
 
+# Both routing again, then xvb detached: detach takes it out of xva's
+# egress interfaces, so what a sends to b is passed on xva
+# (rt_pass_no_egress) to m's kernel, which forwards it, as it does b's
+# replies arriving on xvb, which no longer runs XDP.  Left in xva's map,
+# xvb would still get a's frames redirected (and dropped if b's end ran no
+# XDP, docs/KERNEL.md, fact 7).
+case_detach() {
+	local err eg f0 f1 n0 n1 k0 k1
+	err=$(t_xdpvi m router enable xva xvb 2>&1) || fail "router enable: $err" || return
+	eg=$(_egress xva | tr '\n' ' ')
+	[ "$eg" = "xva xvb " ] || fail "xva's egress before the detach: $eg" || return
+	_pings a $B4 3 || fail "ping a -> b routed again: $(cat "$T_TMP/ping.out")" || return
+	err=$(t_xdpvi m detach xvb 2>&1 >/dev/null) || fail "detach xvb: $err" || return
+	eg=$(_egress xva | tr '\n' ' ')
+	[ "$eg" = "xva " ] || fail "xva's egress after detaching xvb: $eg" || return
+	f0=$(_rt rt_forwarded xva) n0=$(_rt rt_pass_no_egress xva) k0=$(_kfwd)
+	_pings a $B4 10 || fail "ping a -> b after detaching xvb: $(cat "$T_TMP/ping.out")" ||
+		return
+	f1=$(_rt rt_forwarded xva) n1=$(_rt rt_pass_no_egress xva) k1=$(_kfwd)
+	t_log "10 echoes after detaching xvb: rt_forwarded +$((f1 - f0))," \
+		"rt_pass_no_egress +$((n1 - n0)), kernel forwarded +$((k1 - k0))"
+	[ "$f1" = "$f0" ] || fail "xva forwarded $((f1 - f0)) frames to the detached xvb" || return
+	[ $((n1 - n0)) -ge 10 ] || fail "rt_pass_no_egress moved by $((n1 - n0)), expected >= 10" ||
+		return
+	[ $((k1 - k0)) -ge 20 ] || fail "m's kernel forwarded $((k1 - k0)), expected >= 20"
+}
+
+# xvb went in case detach.
 case_nothing_left() {
 	local i err
-	for i in xva xvb; do
-		err=$(t_xdpvi m detach "$i" 2>&1 >/dev/null) || fail "detach $i: $err" || return
-	done
+	err=$(t_xdpvi m detach xva 2>&1 >/dev/null) || fail "detach xva: $err" || return
 	for i in a b; do t_xdpvi "$i" detach "$LAB_IFACE" >/dev/null 2>&1; done
 	[ -z "$(t_x m ip -d link show | grep -E 'prog/xdp')" ] ||
 		fail "XDP left on m: $(t_x m ip -d link show | grep -E 'prog/xdp')"
@@ -251,6 +286,7 @@ CASES=(
 	local		case_local		"m's own addresses still reach m's kernel"
 	route_change	case_route_change	"a prohibit route on m takes effect, and its removal"
 	disable		case_disable		"router disable: the kernel forwards again"
+	detach		case_detach		"xvb detached: out of xva's egress, m's kernel forwards a -> b"
 	nothing_left	case_nothing_left	"detach leaves no XDP program on m"
 )
 
