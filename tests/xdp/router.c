@@ -389,6 +389,17 @@ Test(router, no_egress_passed)
 	check_passed(&s, RT_CNT(rt_pass_no_egress), "egress not routing");
 }
 
+/* As after `xdp-vi detach` of the egress: IPv6 too goes to the kernel
+ * with its hop limit untouched. */
+Test(router, no_egress6_passed)
+{
+	struct fx_frame_spec s = { .l3 = FX_IP6, .dst = RT_DST6, .dport = 9, .payload = 64 };
+	__u32 out = if_nametoindex(RT_OUT);
+
+	cr_assert_eq(bpf_map_delete_elem(bpf_map__fd(env.skel->maps.xvi_route_devs), &out), 0);
+	check_passed(&s, RT_CNT(rt_pass_no_egress), "IPv6 egress not routing");
+}
+
 Test(router, partial_csum_passed_on_local_link)
 {
 	struct fx_frame_spec s = { .l3 = FX_IP4, .dst = RT_DST4, .dport = 9, .payload = 64,
