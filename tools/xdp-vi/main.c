@@ -254,7 +254,9 @@ static const struct cmd_def cmds[] = {
 	  "every pin and directory attach created, and undo a threaded NAPI that\n"
 	  "attach set.  Also cleans up pins left\n"
 	  "behind when the program is already gone.  IFACE leaves every other\n"
-	  "interface's forward targets (ext forward)." },
+	  "interface's forward targets (ext forward) and routing egress\n"
+	  "interfaces (router enable): what they routed out of it goes to the\n"
+	  "kernel, which forwards it." },
 	{ "status", cmd_status, "[IFACE]", 0, 1, status_opts,
 	  "show the program, endpoints and counters",
 	  "Show the attached program, every endpoint (slot, tag, owner, queue,\n"
