@@ -850,6 +850,7 @@ def main():
         w("")
         if texts:
             src = {"napi": "streamzc.sh and preload.sh, run with XVI_NAPI=thread",
+                   "napipp": "streampp.sh -n, run with XVI_NAPI=thread",
                    "routerlat": "router.sh -6 and tests/bench/routerlat.sh"}
             w("From tests/bench/%s (its own %s lab, run by make bench; "
               "its output verbatim):" % (src.get(test, test + ".sh"), lab))
@@ -922,6 +923,8 @@ def main():
                    "(BPF_PROG_RUN)", "two-node", False)
     script_section("routerlat", "4t. The IP router: IPv6 forwarding cost, and latency through "
                    "the router node", "routed three-node", True)
+    script_section("napipp", "4u. 4q's stream rows again with the veths' NAPI threaded "
+                   "(xdp-vi attach --napi thread)", "two-node lab with 2-queue veths", False)
 
     # optimisations
     w("## Optimisations, each on and off")
