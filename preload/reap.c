@@ -103,7 +103,6 @@ static void reap_postfork_child(void)
 /* mu held: a reaper is free for one more close, or false (the caller closes). */
 static bool start(void)
 {
-	static bool forks_known;
 	sigset_t all, old;
 	pthread_t t;
 	int err;
@@ -112,11 +111,6 @@ static bool start(void)
 		return true;
 	if (running == REAPERS)
 		return queued + busy < REAP_MAX;
-	if (!forks_known) {
-		if (pthread_atfork(reap_prefork, reap_postfork_parent, reap_postfork_child))
-			return false;
-		forks_known = true;
-	}
 	/* Signals stay the program's threads' (EINTR where it expects it). */
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
@@ -127,6 +121,16 @@ static bool start(void)
 	pthread_detach(t);
 	running++;
 	return true;
+}
+
+/*
+ * Before stream mode's own fork handlers: prepare handlers run in the
+ * reverse order, so a fork takes the stream lock first and then this
+ * one, the order in which xps_reap() is called.
+ */
+void xps_reap_setup(void)
+{
+	pthread_atfork(reap_prefork, reap_postfork_parent, reap_postfork_child);
 }
 
 void xps_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local)

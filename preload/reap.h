@@ -10,7 +10,10 @@
 
 struct xvi_endpoint;
 
-/* Close @ep (its address @local) soon, on the reaper thread. */
+/* Fork handlers; called before stream mode registers its own. */
+void xps_reap_setup(void);
+
+/* Close @ep (its address @local) soon, on a reaper thread. */
 void xps_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local);
 
 /* Until no close of an endpoint on @local (NULL: any) is queued or under way. */
