@@ -45,8 +45,7 @@ static struct {
 } queue[REAP_MAX];
 static int queued;
 static int busy;			/* closes under way, out of the queue */
-static union xvi_sockaddr closing[REAPERS];	/* their addresses */
-static bool closing_set[REAPERS];
+static union xvi_sockaddr closing[REAPERS];	/* their addresses; AF_UNSPEC: idle */
 static int running;			/* reaper threads started */
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t work = PTHREAD_COND_INITIALIZER;
@@ -65,13 +64,12 @@ static void *reaper(void *arg)
 			pthread_cond_wait(&work, &mu);
 		ep = queue[0].ep;
 		closing[me] = queue[0].local;
-		closing_set[me] = true;
 		memmove(&queue[0], &queue[1], --queued * sizeof(queue[0]));
 		busy++;
 		pthread_mutex_unlock(&mu);
 		xvi_endpoint__close(ep);
 		pthread_mutex_lock(&mu);
-		closing_set[me] = false;
+		closing[me].sa.sa_family = AF_UNSPEC;
 		busy--;
 		pthread_cond_broadcast(&done);
 	}
@@ -94,7 +92,7 @@ static void reap_postfork_child(void)
 {
 	queued = 0;
 	running = 0;
-	memset(closing_set, 0, sizeof(closing_set));
+	memset(closing, 0, sizeof(closing));
 	pthread_mutex_init(&mu, NULL);
 	pthread_cond_init(&work, NULL);
 	pthread_cond_init(&done, NULL);
@@ -158,7 +156,7 @@ static bool pending(const union xvi_sockaddr *local)
 	if (!local)
 		return queued || busy;
 	for (i = 0; i < REAPERS; i++)
-		if (closing_set[i] && xp_sa_eq(&closing[i], local))
+		if (closing[i].sa.sa_family != AF_UNSPEC && xp_sa_eq(&closing[i], local))
 			return true;
 	for (i = 0; i < queued; i++)
 		if (xp_sa_eq(&queue[i].local, local))

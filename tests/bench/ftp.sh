@@ -73,13 +73,21 @@ live() {
 
 K=3
 
+# prefix VARIANT: VARIANT's command prefix in PRE (none for kernel TCP).
+prefix() {
+	PRE=()
+	[ "$1" = kernel ] && return
+	[ "$1" = xvi32 ] && PRE=(env XVI_RUN_STREAM_WINDOW=32)
+	PRE+=("$XVIRUN" --streams)
+}
+
 # session VARIANT PORT FILE N: one lftp session getting FILE N times;
 # prints its duration in ns, nothing when it failed or a get was not over
 # xvi (for an xvi variant) or differs.
 session() {
-	local v=$1 port=$2 f=$3 n=$4 pre=() env=() i t0 t1
-	[ "$v" != kernel ] && pre=("$XVIRUN" --streams --stats "$TMP/cli.stats")
-	[ "$v" = xvi32 ] && env=(XVI_RUN_STREAM_WINDOW=32)
+	local v=$1 port=$2 f=$3 n=$4 i t0 t1
+	prefix "$v"
+	[ "$v" != kernel ] && PRE+=(--stats "$TMP/cli.stats")
 	rm -f "$TMP/cli.stats" "$SHM"/cli/*
 	{
 		echo "set cmd:fail-exit yes; set net:max-retries 1; set net:timeout 30"
@@ -88,7 +96,7 @@ session() {
 		for ((i = 0; i < n; i++)); do echo "get f$f -o $SHM/cli/f$f"; done
 	} >"$TMP/script"
 	t0=$(date +%s%N)
-	if ! x a 120 env "${env[@]}" "${pre[@]}" lftp -f "$TMP/script" \
+	if ! x a 120 "${PRE[@]}" lftp -f "$TMP/script" \
 		>/dev/null 2>"$TMP/lftp.err"; then
 		echo "ftp.sh: $v: lftp failed: $(tail -c 300 "$TMP/lftp.err")" >&2
 		return
@@ -108,11 +116,10 @@ session() {
 # ftprun VARIANT PORT: one server, and per file the two sessions; prints
 # "VARIANT SIZE MBITS" per file, MBITS "-" when not measured.
 ftprun() {
-	local v=$1 port=$2 pre=() env=() f d1 dk
-	[ "$v" != kernel ] && pre=("$XVIRUN" --streams)
-	[ "$v" = xvi32 ] && env=(XVI_RUN_STREAM_WINDOW=32)
+	local v=$1 port=$2 f d1 dk
+	prefix "$v"
 	# shellcheck disable=SC2016 # expanded by the inner shell
-	x b 300 env "${env[@]}" sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/srv.pid" "${pre[@]}" \
+	x b 300 sh -c 'echo $$ >"$0"; exec "$@"' "$TMP/srv.pid" "${PRE[@]}" \
 		"$FTPD_PY" -m pyftpdlib -i 198.18.0.2 -p "$port" -d "$SHM/srv" \
 		</dev/null >/dev/null 2>"$TMP/srv-$port.err" &
 	local w=$!
