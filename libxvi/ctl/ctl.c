@@ -151,26 +151,6 @@ static struct xvi_tag tag_base(const struct xvi_tag *t)
 	return b;
 }
 
-/*
- * Slot whose owner names @tag, or -ENOENT.  A spread tag's own entry
- * (queue 0) is named by every member's owner, whose tags carry a queue.
- */
-static int owner_of_tag(struct xvi_ctl *ctl, const struct xvi_tag *tag,
-			struct xvi_slot_owner *o)
-{
-	struct xvi_tag b;
-	__u32 slot;
-
-	for (slot = 0; slot < XVI_MAX_ENDPOINTS; slot++) {
-		if (owner_get(ctl, slot, o))
-			continue;
-		b = tag->queue ? o->tag : tag_base(&o->tag);
-		if (tag_eq(&b, tag))
-			return slot;
-	}
-	return -ENOENT;
-}
-
 static int del_ignore_enoent(int fd, const void *key)
 {
 	if (bpf_map_delete_elem(fd, key) && errno != ENOENT)
@@ -275,33 +255,58 @@ static int drop_veth(struct xvi_ctl *ctl, __u32 slot, __u32 broker)
 	return err;
 }
 
-static int gc_locked(struct xvi_ctl *ctl)
+/* An owner that is this process answers without a read of /proc. */
+static bool owner_alive(const struct xvi_slot_owner *o, __u32 self, __u64 *self_start)
+{
+	if (o->pid == self) {
+		if (!*self_start)
+			*self_start = xvi_ctl__proc_start_time(self);
+		if (*self_start)
+			return o->start_time == *self_start;
+	}
+	return xvi_ctl__owner_alive(o->pid, o->start_time);
+}
+
+/*
+ * Release the slots of dead owners and drop tags no owner names.  @set is
+ * read here and left holding the live owners, for the caller's checks
+ * under the same lock.
+ */
+static int gc_locked(struct xvi_ctl *ctl, struct xvi_owner_set *set)
 {
 	struct xvi_tag keys[XVI_MAX_TAGS], key, *prev = NULL;
-	struct xvi_slot_owner o;
+	const struct xvi_slot_owner *o;
+	struct xvi_slot_owner held;
+	__u32 self = getpid(), i;
+	__u64 self_start = 0;
+	int n = 0, nkeys = 0, j, err;
 	char tagstr[64];
-	int n = 0, nkeys = 0, i, err;
-	__u32 slot;
 
-	for (slot = 0; slot < XVI_MAX_ENDPOINTS; slot++) {
-		if (owner_get(ctl, slot, &o))
-			continue;
-		xvi_tag__format(&o.tag, tagstr, sizeof(tagstr));
-		if (broker_gone(&o)) {
+	err = xvi_ctl_owners_read(ctl, set);
+	if (err)
+		return err;
+	for (i = 0; i < set->n;) {
+		o = &set->o[i];
+		xvi_tag__format(&o->tag, tagstr, sizeof(tagstr));
+		if (broker_gone(o)) {
 			/* the pair first: it carries the guard that lets frames out */
-			if (drop_veth(ctl, slot, o.broker_pid))
+			if (drop_veth(ctl, set->slot[i], o->broker_pid)) {
+				i++;
 				continue;
+			}
 			pr_info("%s: slot %u (%s): its broker, xdp-vid pid %u, is gone: releasing "
-				"it\n", ctl->ifname, slot, tagstr, o.broker_pid);
-		} else if (xvi_ctl__owner_alive(o.pid, o.start_time)) {
+				"it\n", ctl->ifname, set->slot[i], tagstr, o->broker_pid);
+		} else if (owner_alive(o, self, &self_start)) {
+			i++;
 			continue;
 		} else {
 			pr_info("%s: slot %u (%s): owner pid %u is gone, releasing it\n",
-				ctl->ifname, slot, tagstr, o.pid);
+				ctl->ifname, set->slot[i], tagstr, o->pid);
 		}
-		err = release_locked(ctl, slot);
+		err = release_locked(ctl, set->slot[i]);
 		if (err)
 			return err;
+		xvi_ctl_owners_drop(set, i);
 		n++;
 	}
 
@@ -311,12 +316,12 @@ static int gc_locked(struct xvi_ctl *ctl)
 		keys[nkeys] = key;
 		prev = &keys[nkeys++];
 	}
-	for (i = 0; i < nkeys; i++) {
-		if (owner_of_tag(ctl, &keys[i], &o) >= 0)
+	for (j = 0; j < nkeys; j++) {
+		if (xvi_ctl_owners_find_tag(set, &keys[j], &held) >= 0)
 			continue;
-		xvi_tag__format(&keys[i], tagstr, sizeof(tagstr));
+		xvi_tag__format(&keys[j], tagstr, sizeof(tagstr));
 		pr_info("%s: tag %s has no owner, removing it\n", ctl->ifname, tagstr);
-		err = del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &keys[i]);
+		err = del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &keys[j]);
 		if (err)
 			return err;
 		n++;
@@ -326,13 +331,18 @@ static int gc_locked(struct xvi_ctl *ctl)
 
 int xvi_ctl__gc(struct xvi_ctl *ctl)
 {
+	struct xvi_owner_set *set;
 	int err;
 
+	set = malloc(sizeof(*set));
+	if (!set)
+		return xvi_err(-ENOMEM);
 	err = xvi_ctl_lock_ex(ctl->lock_fd);
-	if (err)
-		return xvi_err(err);
-	err = gc_locked(ctl);
-	xvi_ctl_lock_un(ctl->lock_fd);
+	if (!err) {
+		err = gc_locked(ctl, set);
+		xvi_ctl_lock_un(ctl->lock_fd);
+	}
+	free(set);
 	return err < 0 ? xvi_err(err) : err;
 }
 
@@ -406,22 +416,23 @@ static bool udp_addr_is_any(const struct xvi_tag *t)
  * Returns the slot of a live overlapping owner (*held filled), or -ENOENT.
  * Caller holds the lock and ran gc, so every owner found is alive.
  */
-static int overlap_holder(struct xvi_ctl *ctl, const struct xvi_slot_owner *owner,
+static int overlap_holder(const struct xvi_owner_set *set, const struct xvi_slot_owner *owner,
 			  struct xvi_slot_owner *held)
 {
 	const struct xvi_tag *t = &owner->tag;
-	__u32 s;
+	const struct xvi_slot_owner *o;
+	__u32 i;
 
 	if (t->kind != XVI_TAG_UDP4 && t->kind != XVI_TAG_UDP6)
 		return -ENOENT;
-	for (s = 0; s < XVI_MAX_ENDPOINTS; s++) {
-		if (owner_get(ctl, s, held))
+	for (i = 0; i < set->n; i++) {
+		o = &set->o[i];
+		if (o->tag.kind != t->kind || o->tag.port != t->port || o->pid == owner->pid)
 			continue;
-		if (held->tag.kind != t->kind || held->tag.port != t->port ||
-		    held->pid == owner->pid)
-			continue;
-		if (udp_addr_is_any(&held->tag) != udp_addr_is_any(t))
-			return s;
+		if (udp_addr_is_any(&o->tag) != udp_addr_is_any(t)) {
+			*held = *o;
+			return set->slot[i];
+		}
 	}
 	return -ENOENT;
 }
@@ -433,8 +444,8 @@ static int overlap_holder(struct xvi_ctl *ctl, const struct xvi_slot_owner *owne
  * the process spreads its own threads, not strangers' endpoints.  Caller
  * holds the lock and ran gc.
  */
-static int spread_check(struct xvi_ctl *ctl, const struct xvi_slot_owner *owner,
-			const char *tagstr)
+static int spread_check(struct xvi_ctl *ctl, const struct xvi_owner_set *set,
+			const struct xvi_slot_owner *owner, const char *tagstr)
 {
 	struct xvi_tag base = tag_base(&owner->tag);
 	struct xvi_slot_owner held;
@@ -443,7 +454,7 @@ static int spread_check(struct xvi_ctl *ctl, const struct xvi_slot_owner *owner,
 
 	if (bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &base, &v))
 		return 0;
-	s = owner_of_tag(ctl, &base, &held);
+	s = xvi_ctl_owners_find_tag(set, &base, &held);
 	if (s < 0)
 		return 0;
 	if (!(v.flags & XVI_EP_F_SPREAD)) {
@@ -478,8 +489,8 @@ static int spread_make(struct xvi_ctl *ctl, const struct xvi_tag *tag, bool *mad
 	return errno == EEXIST ? 0 : -errno;
 }
 
-static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slot,
-			const char *tagstr)
+static int claim_locked(struct xvi_ctl *ctl, struct xvi_owner_set *set,
+			struct xvi_slot_owner *owner, __u32 *slot, const char *tagstr)
 {
 	struct xvi_tag base = tag_base(&owner->tag);
 	bool made_base = false;
@@ -489,7 +500,7 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 	struct xvi_ep_value v;
 	int err, s;
 
-	err = gc_locked(ctl);
+	err = gc_locked(ctl, set);
 	if (err < 0)
 		return err;
 	/* A wildcard endpoint takes datagrams for the host's addresses of now. */
@@ -498,13 +509,13 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 		return err;
 
 	if (owner->tag.queue) {
-		err = spread_check(ctl, owner, tagstr);
+		err = spread_check(ctl, set, owner, tagstr);
 		if (err)
 			return err;
 	}
 	/* gc ran under the same lock: any owner naming the tag is alive */
 	if (!bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &owner->tag, &v)) {
-		s = owner_of_tag(ctl, &owner->tag, &held);
+		s = xvi_ctl_owners_find_tag(set, &owner->tag, &held);
 		if (s >= 0) {
 			pr_warn("%s: %s is in use by pid %u (slot %u%s); close that "
 				"endpoint or pick another %s\n", ctl->ifname, tagstr,
@@ -515,7 +526,7 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 			return -EADDRINUSE;
 		}
 	}
-	s = overlap_holder(ctl, owner, &held);
+	s = overlap_holder(set, owner, &held);
 	if (s >= 0) {
 		xvi_tag__format(&held.tag, heldstr, sizeof(heldstr));
 		pr_warn("%s: %s overlaps %s of pid %u (slot %u): a wildcard and an exact address on one port cannot belong to two processes; close that endpoint or pick another port\n",
@@ -524,6 +535,8 @@ static int claim_locked(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32
 	}
 
 	for (s = 0; s < XVI_MAX_ENDPOINTS; s++) {
+		if (xvi_ctl_owners_has_slot(set, s))
+			continue;
 		if (!bpf_map_update_elem(ctl->fds[MAP_OWNERS], &s, owner, BPF_NOEXIST))
 			break;
 		if (errno != EEXIST)
@@ -575,6 +588,7 @@ undo:
 
 int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slot)
 {
+	struct xvi_owner_set *set;
 	char tagstr[64];
 	__u64 start;
 	int err;
@@ -611,11 +625,15 @@ int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slo
 	owner->xsk_fd = -1;
 	owner->bind_flags = 0;
 
+	set = malloc(sizeof(*set));
+	if (!set)
+		return xvi_err(-ENOMEM);
 	err = xvi_ctl_lock_ex(ctl->lock_fd);
-	if (err)
-		return xvi_err(err);
-	err = claim_locked(ctl, owner, slot, tagstr);
-	xvi_ctl_lock_un(ctl->lock_fd);
+	if (!err) {
+		err = claim_locked(ctl, set, owner, slot, tagstr);
+		xvi_ctl_lock_un(ctl->lock_fd);
+	}
+	free(set);
 	if (err)
 		return xvi_err(err);
 	pr_debug("%s: %s claimed slot %u for pid %u\n", ctl->ifname, tagstr, *slot,

@@ -8,6 +8,7 @@
  *   ctl/attach.c  attach, detach, the interface configuration
  *   ctl.c         a handle on one interface's maps: the endpoint table,
  *                 garbage collection, counters
+ *   ctl/owners.c  the slot owner table read in one batch, and questions to it
  * Their names are xvi_ctl_verb, one underscore: ctl.h's xvi_ctl__verb are
  * what other layers and the programs call, these only the files above.
  */
@@ -59,6 +60,28 @@ struct xvi_ctl {
 	__u32 prog_id;		/* the program the maps were found through, 0 = pins */
 	char ifname[IF_NAMESIZE];
 };
+
+/* ---- ctl/owners.c ---- */
+
+/* Every entry of xvi_owners: slot[i] is owned by o[i]. */
+struct xvi_owner_set {
+	__u32 n;
+	__u32 slot[XVI_MAX_ENDPOINTS];
+	struct xvi_slot_owner o[XVI_MAX_ENDPOINTS];
+};
+
+/* Fill @set from @ctl's owner table; the caller holds the lock.  0 or -errno. */
+int xvi_ctl_owners_read(struct xvi_ctl *ctl, struct xvi_owner_set *set);
+/*
+ * The slot whose owner names @tag (*o filled), or -ENOENT.  A spread tag's
+ * own entry (queue 0) is named by every member's owner, whose tags carry a
+ * queue.
+ */
+int xvi_ctl_owners_find_tag(const struct xvi_owner_set *set, const struct xvi_tag *tag,
+			    struct xvi_slot_owner *o);
+bool xvi_ctl_owners_has_slot(const struct xvi_owner_set *set, __u32 slot);
+/* Forget entry @i (not slot @i): the order of the rest changes. */
+void xvi_ctl_owners_drop(struct xvi_owner_set *set, __u32 i);
 
 /* ---- ctl/common.c ---- */
 
