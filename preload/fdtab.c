@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include "preload.h"
 #include "ep/endpoint.h"
+#include "reap.h"
 
 struct xsock *xp_fds[XP_FD_MAX];
 struct xsock *xp_live;
@@ -122,5 +123,6 @@ static void after_fork(void)
 
 __attribute__((constructor)) static void fdtab_init(void)
 {
+	xp_reap_setup();	/* first: its prepare handler runs last (reap.c) */
 	pthread_atfork(before_fork, after_fork, after_fork);
 }

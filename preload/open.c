@@ -12,6 +12,7 @@
 #include <arpa/inet.h>
 #include "preload.h"
 #include "ep/endpoint.h"
+#include "reap.h"
 
 struct xp_conf xp_conf = { .spin_us = 50 };
 
@@ -364,8 +365,6 @@ void xp_close_ep(struct xsock *xs)
 	}
 	if (xs->has_peek)
 		xvi_endpoint__release(xs->ep, &xs->peek, 1);
-	xp_inside++;
-	xvi_endpoint__close(xs->ep);
-	xp_inside--;
+	xp_reap(xs->ep, &xs->local);	/* its slow close off this thread (reap.c) */
 	xs->ep = NULL;
 }

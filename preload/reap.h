@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
- * Stream mode: released contexts' endpoints closed by a reaper thread
- * (reap.c says why).
+ * Endpoints closed by reaper threads (reap.c says why): a UDP socket's when
+ * the program closes it, a stream context's when it is released.
  */
 #ifndef XVI_PRELOAD_REAP_H
 #define XVI_PRELOAD_REAP_H
@@ -10,13 +10,16 @@
 
 struct xvi_endpoint;
 
-/* Fork handlers; called before stream mode registers its own. */
-void xps_reap_setup(void);
+/* Fork handlers; registered before the fd table's (fdtab.c) and stream mode's. */
+void xp_reap_setup(void);
 
 /* Close @ep (its address @local) soon, on a reaper thread. */
-void xps_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local);
+void xp_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local);
 
-/* Until no close of an endpoint on @local (NULL: any) is queued or under way. */
-void xps_reap_wait(const union xvi_sockaddr *local);
+/*
+ * Until no close of an endpoint on @local's port (same family; NULL: any
+ * endpoint) is queued or under way.
+ */
+void xp_reap_wait(const union xvi_sockaddr *local);
 
 #endif

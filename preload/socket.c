@@ -14,6 +14,7 @@
 #include <sys/ioctl.h>
 #include "preload.h"
 #include "ep/endpoint.h"
+#include "reap.h"
 #include "stream.h"
 
 /* linux/in6.h's, which glibc's netinet/in.h lacks. */
@@ -89,6 +90,8 @@ XP_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	r = xp_sa_in(xs, addr, len, &local);
 	if (r < 0)
 		return REAL(bind)(fd, addr, len);
+	if (r == 0)
+		xp_reap_wait(&local);	/* an endpoint of ours still closing holds the port */
 	if (r == 1) {
 		xp_fallback(fd, xs, XR_DUALSTACK, "bind to an IPv4-mapped address");
 		return REAL(bind)(fd, addr, len);
@@ -150,6 +153,9 @@ XP_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 XP_API int close(int fd)
 {
+	/* libxvi's own fds (a reaper closing an endpoint): nothing of ours */
+	if (xp_inside)
+		return REAL(close)(fd);
 	XPS_HOOK(fd, xps_close(fd));
 	if (xp_get(fd))
 		xp_drop(fd);

@@ -502,7 +502,7 @@ static struct xps_ctx *get_ctx(int fd, const char *ifname, union xvi_sockaddr lo
 		}
 		*sa_port(&local) = htons(port);
 	}
-	xps_reap_wait(&local);	/* an endpoint still closing holds the port */
+	xp_reap_wait(&local);	/* an endpoint still closing holds the port */
 	ep = open_ep_sa(ifname, &local);
 	if (!ep) {
 		int e = errno;
@@ -567,7 +567,7 @@ static void ctx_free(struct xps_ctx *c)
 	xp_inside++;
 	xvi_stream_ctx__free(c->ctx);
 	xp_inside--;
-	xps_reap(c->ep, &c->local);	/* its slow close off this thread (reap.c) */
+	xp_reap(c->ep, &c->local);	/* its slow close off this thread (reap.c) */
 	c->ctx = NULL;
 	c->ep = NULL;
 	c->fd = -1;
@@ -622,7 +622,7 @@ __attribute__((destructor)) static void xps_exit(void)
 		if (ctxs[i].ctx)
 			ctx_free(&ctxs[i]);
 	nctx = 0;
-	xps_reap_wait(NULL);
+	xp_reap_wait(NULL);
 	unlock();
 }
 
@@ -2346,6 +2346,5 @@ static void xps_postfork_child(void)
 
 static void fork_setup(void)
 {
-	xps_reap_setup();
 	pthread_atfork(xps_prefork, xps_postfork_parent, xps_postfork_child);
 }
