@@ -545,7 +545,7 @@ t.bind(("127.0.0.1", 0))
 # shellcheck disable=SC2034 # read by t_main
 CASES=(
 	sem_kernel	case_sem_kernel	"preload_sem on kernel sockets (b) against an echo server (a)"
-	sem_xvi		case_sem_xvi	"preload_sem under xvi-run: epoll/poll/select mixed and nested, dup2, fork, EINTR, FIONREAD"
+	sem_xvi		case_sem_xvi	"preload_sem under xvi-run: epoll/poll/select mixed and nested, dup2, fork, EINTR, FIONREAD, a port bound again at once after its close"
 	sem_batch	case_sem_batch	"preload_sem under xvi-run --tx-batch 8: no datagram left unsent before a wait"
 	sem_protected	case_sem_protected	"preload_sem as a plain uid: protected endpoint through xdp-vid"
 	sp_pp_srv	case_sp_pp_srv	"sockperf server under xvi-run (b), plain sockperf ping-pong (a)"

@@ -143,6 +143,44 @@ static void check_reuse(const struct sockaddr_in *me)
 	close(b);
 }
 
+/*
+ * A socket closed and its port bound again at once, as a server that
+ * restarts its socket does: the second bind succeeds and echoes.  Under
+ * the preload the first socket's endpoint may still be closing on a
+ * thread of its own, its port taken until then; the closes of
+ * REBIND_CROWD other sockets just before keep those threads busy, so that
+ * it is still waiting to be closed.  As root only: a plain uid's
+ * endpoints come from xdp-vid, whose policy allows a few opens a second.
+ */
+#define REBIND_CROWD 12
+
+static void check_rebind(const struct sockaddr_in *me)
+{
+	struct sockaddr_in p5 = *me, pc = *me;
+	int a, i, j, crowd[REBIND_CROWD], ncrowd = getuid() ? 0 : REBIND_CROWD;
+	char buf[64] = "";
+
+	p5.sin_port = htons(ntohs(me->sin_port) + 4);
+	for (i = 0; i < 3; i++) {
+		a = socket(AF_INET, SOCK_DGRAM, 0);
+		CHECK("rebind_bind", a >= 0 && !bind(a, (struct sockaddr *)&p5, sizeof(p5)),
+		      "bind of port %u, round %d, right after its last close",
+		      ntohs(p5.sin_port), i);
+		CHECK("rebind_echo", echo(a, "again", buf, sizeof(buf)) == 0, "round %d: got '%s'",
+		      i, buf);
+		for (j = 0; j < ncrowd; j++) {
+			pc.sin_port = htons(ntohs(me->sin_port) + 6 + j);
+			crowd[j] = socket(AF_INET, SOCK_DGRAM, 0);
+			CHECK("rebind_crowd", crowd[j] >= 0 &&
+			      !bind(crowd[j], (struct sockaddr *)&pc, sizeof(pc)),
+			      "bind of port %u", ntohs(pc.sin_port));
+		}
+		for (j = 0; j < ncrowd; j++)
+			close(crowd[j]);
+		close(a);
+	}
+}
+
 /* IP_PKTINFO and IP_RECVTOS on recvmsg, the kernel's layout (the peer sends TOS 0x20). */
 static void check_cmsgs(const struct sockaddr_in *me)
 {
@@ -521,6 +559,7 @@ int main(int argc, char **argv)
 	CHECK("fork", pid > 0 && WIFEXITED(st) && WIFEXITED(st) &&
 	      WEXITSTATUS(st) == 0, "child status %d", st);
 	check_reuse(&me);
+	check_rebind(&me);
 	check_cmsgs(&me);
 	check_tstamp(&me);
 	printf("all %d checks passed\n", nchecks);
