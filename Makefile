@@ -183,6 +183,9 @@ $(BENCH_BINS): $(B)/tests/%: $(B)/obj/tests/bench/%.o | $(B)/tests
 	$(CC) -pthread -o $@ $< $(BENCH_LDLIBS)
 # The bare AF_XDP ceiling program uses libxdp's xsk API (and no libxvi).
 $(B)/tests/xsk_bare: BENCH_LDLIBS := -lxdp -lbpf
+# The memcached GET client's --xvi mode sends from a libxvi endpoint.
+$(B)/tests/kvget: $(B)/lib/libxvi.a
+$(B)/tests/kvget: BENCH_LDLIBS := $(B)/lib/libxvi.a $(LDLIBS)
 $(patsubst %.c,$(B)/obj/%.o,$(BENCH_SRCS)): OBJ_CFLAGS = $(CFLAGS) -pthread
 
 # ---- fuzzing: libFuzzer targets (clang, ASan + UBSan) -----------------------
