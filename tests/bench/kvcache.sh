@@ -8,17 +8,29 @@
 # numbers.
 #
 #   node a: kvget (tests/bench/kvget.c): one kernel UDP socket, WINDOW GETs
-#           of one hot key in flight
+#           of one hot key in flight; and, in rows of their own (xviN), N
+#           threads (several: each pinned to a CPU of its own), each with a
+#           libxvi endpoint on xv0 (kvget --xvi --threads N), XVI_WINDOW GETs
+#           in flight each, sent and received in batches: a client that costs
+#           less per GET, so that the servers, not one kernel socket, are measured
 #   node b: memcached -U PORT -p 0 -t 2, the datapath attached (with pins:
 #           the port hook needs them), the cache attached with --xdp (hits
 #           in XDP), without (hits in tc) or not at all (memcached alone)
 #   node a runs the datapath too, for every variant: an XDP_TX reply
 #           reaches a veth's peer only while the peer runs XDP
-#           (docs/KERNEL.md, fact 28); it passes the replies to a's kernel
+#           (docs/KERNEL.md, fact 28); it passes the replies to a's kernel,
+#           or delivers them to the xvi client's endpoints
 #
-# The variants alternate (xdp, tc, memcached, xdp6, memcached6, xdp, ...)
-# for ROUNDS rounds; the table shows median (min-max) of GET rate, p50 and
-# p99 latency.  The tc path answers no IPv6 GET: no tc row over IPv6.
+# The variants alternate (xdp, tc, memcached, xdp6, memcached6, then the
+# same three IPv4 servers with each xvi client, xdp, ...) for ROUNDS rounds;
+# the table shows median (min-max) of GET rate, p50 and p99 latency.  The
+# tc path answers no IPv6 GET: no tc row over IPv6.  Every reply's value is
+# checked by kvget; replies that fail count as bad, requests without a reply
+# as lost (both shown).  Around each run the script reads the CPU time of
+# the whole machine (/proc/stat: busy and softirq), of memcached
+# (/proc/PID/stat) and of the client (its getrusage): a second table, CPUs
+# used per second of run and machine CPU time per GET, says which side is
+# the bound.  The machine is the lab's both nodes and anything else running.
 #
 # Then the datapath's own cost per frame by BPF_PROG_RUN, alternated for
 # ROUNDS rounds: a datagram to a port nobody holds (passed) with no hook
@@ -37,18 +49,35 @@
 # The last column is the cache's own count of the GETs it answered
 # (xvi-kvcache stats), so that each row says who answered.
 #
-# usage: B=build [B_BASE=DIR] tests/bench/kvcache.sh [-t SEC] [-w WINDOW] [-r ROUNDS]
+# usage: B=build [B_BASE=DIR] tests/bench/kvcache.sh [-t SEC] [-w WINDOW] [-W XVI_WINDOW] [-r ROUNDS] [-c CLIENTS]
+#   CLIENTS: whose rows run, of "kernel" and "xviN" (N threads); default "kernel xvi1 xvi2"
 
 set -u -o pipefail
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 B=${B:-build}
 case $B in /*) BB=$B ;; *) BB=$ROOT/$B ;; esac
-SEC=3 WIN=8 ROUNDS=3
+# The xvi client saturates the servers here with 16 GETs in flight; 32
+# keeps it saturated without filling memcached's socket buffer (256 did:
+# memcached dropped requests).
+SEC=3 WIN=8 XWIN=32 ROUNDS=3 CLIENTS="kernel xvi1 xvi2"
 while [ $# -ge 2 ]; do
-	case $1 in -t) SEC=$2 ;; -w) WIN=$2 ;; -r) ROUNDS=$2 ;; *) break ;; esac
+	case $1 in
+	-t) SEC=$2 ;; -w) WIN=$2 ;; -W) XWIN=$2 ;; -r) ROUNDS=$2 ;; -c) CLIENTS=$2 ;;
+	*) break ;;
+	esac
 	shift 2
 done
-[ $# -eq 0 ] || { grep '^# usage:' "$0" | cut -c3- >&2; exit 2; }
+[ $# -eq 0 ] || { grep -A1 '^# usage:' "$0" | cut -c3- >&2; exit 2; }
+VARIANTS=
+for c in $CLIENTS; do
+	case $c in
+	kernel) VARIANTS="$VARIANTS xdp tc memcached xdp6 memcached6" ;;
+	xvi[1-9]|xvi1[0-6]) VARIANTS="$VARIANTS $c-xdp $c-tc $c-memcached" ;;
+	*) echo "kvcache.sh: -c $c: the clients are kernel and xviN (N threads, 1 to 16)" >&2
+	   exit 2 ;;
+	esac
+done
+[ -n "$VARIANTS" ] || { echo "kvcache.sh: -c names no client (kernel, xviN)" >&2; exit 2; }
 [ "$(id -u)" = 0 ] || { echo "kvcache.sh: needs root (lab)" >&2; exit 1; }
 for b in "$BB/bin/xdp-vi" "$BB/bin/xvi-kvcache" "$BB/tests/kvget" "$BB/ext/kvcache.bpf.o"; do
 	[ -e "$b" ] || { echo "kvcache.sh: $b missing: make B=$B" >&2; exit 1; }
@@ -69,8 +98,12 @@ FS=$LAB_STATE/$L/kv-bpffs
 mkdir -p "$FS" && mount -t bpf bpf "$FS" || die "cannot mount a bpffs on $FS"
 x b "$BB/bin/xdp-vi" --bpffs "$FS" attach xv0 >/dev/null || die "attach on b"
 x a "$BB/bin/xdp-vi" attach xv0 >/dev/null || die "attach on a"
+# memcached lives for the whole run: its bound is the measured runs' (each
+# SEC and some 10 s of attaching, warming and detaching), plus the rest.
+MC_TMO=$(awk -v n="$(wc -w <<<"$VARIANTS")" -v r="$ROUNDS" -v t="$SEC" \
+	'BEGIN { printf "%d", 300 + n * r * (t + 20) }')
 # shellcheck disable=SC2016 # expanded by the inner shell
-x b sh -c 'echo $$ >"$0"; exec memcached -u nobody -U "$1" -p 0 -l 198.18.0.2,[2001:2::2] -t 2 -m 64' \
+lab_exec --name "$L" -T "$MC_TMO" b -- sh -c 'echo $$ >"$0"; exec memcached -u nobody -U "$1" -p 0 -l 198.18.0.2,[2001:2::2] -t 2 -m 64' \
 	"$TMP/mc.pid" "$PORT" >"$TMP/mc.err" 2>&1 &
 MCW=$!
 lab_at_exit "kill \$(cat '$TMP/mc.pid' 2>/dev/null) 2>/dev/null; wait $MCW 2>/dev/null"
@@ -78,38 +111,60 @@ for _ in $(seq 50); do
 	[ -n "$(x b ss -H -uln "sport = :$PORT" 2>/dev/null)" ] && break
 	sleep 0.1
 done
-# A 100-byte value, as small objects are what such caches serve.
-x a python3 "$ROOT/tests/lab/helpers/memcache_udp.py" 198.18.0.2 "$PORT" set hot \
-	"$(head -c 100 /dev/zero | tr '\0' v)" || die "set failed: $(cat "$TMP/mc.err")"
+# A 100-byte value, as small objects are what such caches serve; kvget
+# checks every hit's bytes against it.
+VALUE=$(head -c 100 /dev/zero | tr '\0' v)
+x a python3 "$ROOT/tests/lab/helpers/memcache_udp.py" 198.18.0.2 "$PORT" set hot "$VALUE" ||
+	die "set failed: $(cat "$TMP/mc.err")"
 
-run_one() {	# VARIANT: one measured run, one line "variant gets p50 p99 replies hits"
-	local v=$1 mc=198.18.0.2
+cpu_now() {	# "busy softirq memcached" CPU time so far, in clock ticks
+	local mc
+	mc=$(cat "$TMP/mc.pid")
+	awk '/^cpu / { print $2 + $3 + $4 + $7 + $8 + $9, $8 }' /proc/stat | tr '\n' ' '
+	awk '{ print $14 + $15 }' "/proc/$mc/stat"
+}
+
+run_one() {	# VARIANT: one measured run, one line "variant gets p50 p99 replies hits ..."
+	local v=$1 srv=${1#xvi*-} mc=198.18.0.2 cli="" win=$WIN c0 c1 n
 	case $v in *6) mc=2001:2::2 ;; esac
-	if [ "${v%6}" != memcached ]; then
+	if [ "$srv" != "$v" ]; then
+		n=${v%%-*}
+		cli="--xvi xv0 --threads ${n#xvi}" win=$XWIN
+	fi
+	srv=${srv%6}
+	if [ "$srv" != memcached ]; then
 		# shellcheck disable=SC2046 # no word or one
 		x b "$BB/bin/xvi-kvcache" attach xv0 --port "$PORT" \
-			$([ "${v%6}" = xdp ] && echo "--xdp --bpffs $FS") >/dev/null || die "attach $v"
+			$([ "$srv" = xdp ] && echo "--xdp --bpffs $FS") >/dev/null || die "attach $v"
 		# One GET fills the cache before the measured ones.
 		x a python3 "$ROOT/tests/lab/helpers/memcache_udp.py" "$mc" "$PORT" get hot \
 			>/dev/null || die "warm-up GET"
 	fi
-	x a "$BB/tests/kvget" "$mc" "$PORT" hot "$SEC" "$WIN" >"$TMP/cli.json" ||
-		die "kvget failed"
+	c0=$(cpu_now)
+	# shellcheck disable=SC2086 # no word or four
+	x a "$BB/tests/kvget" $cli --expect "$VALUE" "$mc" "$PORT" hot "$SEC" "$win" \
+		>"$TMP/cli.json" || die "kvget $v failed"
+	c1=$(cpu_now)
 	echo '{"hits":0,"xdp_hits":0}' >"$TMP/kv.json"
-	if [ "${v%6}" != memcached ]; then
+	if [ "$srv" != memcached ]; then
 		x b "$BB/bin/xvi-kvcache" stats xv0 --json >"$TMP/kv.json" || die "stats"
 		x b "$BB/bin/xvi-kvcache" detach xv0 >/dev/null || die "detach"
 	fi
-	python3 -c 'import json,sys
+	python3 -c 'import json, os, sys
 j = json.load(open(sys.argv[1]))
 k = json.load(open(sys.argv[3]))
+c0, c1 = ([int(x) for x in c.split()] for c in sys.argv[4:6])
+hz, secs = os.sysconf("SC_CLK_TCK"), j["seconds"]
+busy, softirq, mc = ((b - a) / hz / secs for a, b in zip(c0, c1))
 print(sys.argv[2], j["gets_per_s"], j["p50_us"], j["p99_us"], j["hits"] + j["misses"],
-      k["hits"] + k["xdp_hits"])' "$TMP/cli.json" "$v" "$TMP/kv.json"
+      k["hits"] + k["xdp_hits"], "%.3f %.3f %.3f %.3f" % (j["cpu_s"] / secs, mc, busy, softirq),
+      j["lost"], j["bad"])' "$TMP/cli.json" "$v" "$TMP/kv.json" "$c0" "$c1"
 }
 
 for _ in $(seq "$ROUNDS"); do
-	for v in xdp tc memcached xdp6 memcached6; do
-		run_one "$v" | tee -a "$TMP/rows" >&2
+	for v in $VARIANTS; do
+		row=$(run_one "$v") || exit 1	# run_one said why
+		echo "$row" | tee -a "$TMP/rows" >&2
 	done
 done
 
@@ -192,32 +247,67 @@ for _ in $(seq "$ROUNDS"); do
 	done
 done
 
-python3 - "$TMP/rows" "$SEC" "$ROUNDS" "$WIN" <<'PY'
+python3 - "$TMP/rows" "$SEC" "$ROUNDS" "$WIN" "$XWIN" <<'PY'
 import statistics, sys
 rows = [l.split() for l in open(sys.argv[1]) if l.strip()]
 def col(v, i):
     return [float(r[i]) for r in rows if r[0] == v]
 def fmt(xs, f="%.0f"):
     return "%s (%s-%s)" % (f % statistics.median(xs), f % min(xs), f % max(xs)) if xs else "-"
-print("memcached GETs of one 100-byte value from a (kvget, %s in flight), %s s a run, %s rounds"
-      % (sys.argv[4], sys.argv[2], sys.argv[3]))
-print("| answered by | GETs/s | p50 us | p99 us | replies (all runs) | answered by the cache |")
+def med(v, i):
+    xs = col(v, i)
+    return statistics.median(xs) if xs else None
+names = [("xdp", "the cache, hits in XDP (kv_xdp, port hook)"),
+         ("tc", "the cache, hits in tc (kv_ingress)"), ("memcached", "memcached alone"),
+         ("xdp6", "IPv6: the cache, hits in XDP (kv_xdp, port hook)"),
+         ("memcached6", "IPv6: memcached alone")]
+xvis = sorted({r[0].split("-")[0] for r in rows if r[0].startswith("xvi")},
+              key=lambda c: int(c[3:]))
+for c in xvis:
+    names += [("%s-xdp" % c, "xvi client, %s threads: the cache, hits in XDP" % c[3:]),
+              ("%s-tc" % c, "xvi client, %s threads: the cache, hits in tc" % c[3:]),
+              ("%s-memcached" % c, "xvi client, %s threads: memcached alone" % c[3:])]
+names = [(v, n) for v, n in names if col(v, 1)]
+print("memcached GETs of one 100-byte value from a, %s s a run, %s rounds: kvget with one"
+      " kernel socket, %s in flight, or (xvi client) kvget --xvi, N threads with a libxvi"
+      " endpoint each, %s in flight each" % (sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]))
+print("| answered by | GETs/s | p50 us | p99 us | replies (all runs) | answered by the cache"
+      " | lost / bad |")
+print("|---|---|---|---|---|---|---|")
+for v, name in names:
+    print("| %s | %s | %s | %s | %d | %d | %d / %d |" % (
+        name, fmt(col(v, 1)), fmt(col(v, 2)), fmt(col(v, 3)), sum(col(v, 4)), sum(col(v, 5)),
+        sum(col(v, 10)), sum(col(v, 11))))
+print()
+pairs = [("xdp", "memcached"), ("tc", "memcached"), ("xdp6", "memcached6"), ("xdp", "tc")]
+for c in xvis:
+    pairs += [("%s-xdp" % c, "%s-memcached" % c), ("%s-tc" % c, "%s-memcached" % c),
+              ("%s-xdp" % c, "%s-tc" % c), ("%s-xdp" % c, "xdp"),
+              ("%s-memcached" % c, "memcached")]
+for a, b in pairs:
+    x, y = med(a, 1), med(b, 1)
+    if x and y:
+        print("GET rate of %s: %.2fx %s (medians)" % (a, x / y, b))
+# A client that takes CPU from memcached (a second spinning thread on a
+# 2-CPU machine) lowers memcached's rate: the cache's best rate over the
+# clients against memcached's best is the ratio that no client flatters.
+def best(srv):
+    got = [(med(v, 1), v) for v in [srv] + ["%s-%s" % (c, srv) for c in xvis] if col(v, 1)]
+    return max(got) if got else None
+for srv in ("xdp", "tc"):
+    x, y = best(srv), best("memcached")
+    if x and y:
+        print("best of each over the clients: %s %.0f (%s) against memcached %.0f (%s): %.2fx"
+              % (srv, x[0], x[1], y[0], y[1], x[0] / y[0]))
+print("\nCPU during the runs, CPUs busy per second of run (median (min-max)): the client"
+      " (its getrusage), memcached (/proc/PID/stat), the whole machine (/proc/stat: all but"
+      " idle and iowait; of it softirq), and the machine's CPU time per GET")
+print("| variant | client | memcached | machine busy | of it softirq | machine us per GET |")
 print("|---|---|---|---|---|---|")
-for v, name in (("xdp", "the cache, hits in XDP (kv_xdp, port hook)"),
-                ("tc", "the cache, hits in tc (kv_ingress)"), ("memcached", "memcached alone"),
-                ("xdp6", "IPv6: the cache, hits in XDP (kv_xdp, port hook)"),
-                ("memcached6", "IPv6: memcached alone")):
-    print("| %s | %s | %s | %s | %d | %d |" % (name, fmt(col(v, 1)), fmt(col(v, 2)),
-          fmt(col(v, 3)), sum(col(v, 4)), sum(col(v, 5))))
-m = col("memcached", 1)
-for v, base in (("xdp", m), ("tc", m), ("xdp6", col("memcached6", 1))):
-    c = col(v, 1)
-    if c and base:
-        print("\nGET rate with the cache, hits in %s: %.2fx memcached alone (medians)"
-              % (v, statistics.median(c) / statistics.median(base)))
-x, t = col("xdp", 1), col("tc", 1)
-if x and t:
-    print("\nhits in XDP: %.2fx hits in tc (medians)" % (statistics.median(x) / statistics.median(t)))
+for v, name in names:
+    per_get = [float(r[8]) / float(r[1]) * 1e6 for r in rows if r[0] == v and float(r[1]) > 0]
+    print("| %s | %s | %s | %s | %s | %s |" % (v, fmt(col(v, 6), "%.2f"), fmt(col(v, 7), "%.2f"),
+          fmt(col(v, 8), "%.2f"), fmt(col(v, 9), "%.2f"), fmt(per_get, "%.2f")))
 PY
 
 python3 - "$TMP/cost" "$ROUNDS" <<'PY'
