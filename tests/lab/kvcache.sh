@@ -200,6 +200,45 @@ print("".join(chr(33 + (i * 7 + n) % 94) for i in range(n)))' "$len")
 
 case_xdp_concurrent() { _concurrent xdp_hits; }
 
+# tests/bench/kvget --xvi (the benchmark's client, GETs from a libxvi
+# endpoint on a): a cached value read back byte-exact and answered by
+# kv_xdp; the same replies counted bad against another value (the check
+# can fail); a key never set read as misses.  Counts only, never speed.
+_kvget() {	# KEY EXPECT: kvget --xvi's JSON, 0.3 s, 8 GETs in flight
+	t_x -T 60 a "$T_B/tests/kvget" --xvi "$LAB_IFACE" --expect "$2" "$MC" "$PORT" "$1" 0.3 8
+}
+
+case_xdp_xvi_client() {
+	local out val x0 x1 h m b
+	t_need "$T_B/tests/kvget" || return 1
+	val=$("$PY" -c 'print("".join(chr(33 + (i * 11) % 94) for i in range(151)))')
+	out=$(_mc set xv-key "$val" 2>&1) || fail "set: $out" || return
+	out=$(_mc get xv-key 2>&1) || fail "get: $out" || return
+	x0=$(_stat xdp_hits) || fail "no stats" || return
+	out=$(_kvget xv-key "$val" 2>&1) || fail "kvget --xvi: $out" || return
+	echo "$out" >"$T_TMP/kvget.json"
+	h=$(t_json_values "$T_TMP/kvget.json" hits) && m=$(t_json_values "$T_TMP/kvget.json" misses) &&
+		b=$(t_json_values "$T_TMP/kvget.json" bad) || fail "kvget output: $out" || return
+	[ "$h" -gt 0 ] && [ "$m" -eq 0 ] && [ "$b" -eq 0 ] ||
+		fail "kvget --xvi of a cached value: $out" || return
+	x1=$(_stat xdp_hits) || fail "no stats" || return
+	[ "$x1" -gt "$x0" ] || fail "kv_xdp answered none of kvget's GETs ($x0 -> $x1)" || return
+	out=$(_kvget xv-key "${val:1}x" 2>&1) || fail "kvget --xvi: $out" || return
+	echo "$out" >"$T_TMP/kvget.json"
+	h=$(t_json_values "$T_TMP/kvget.json" hits) && b=$(t_json_values "$T_TMP/kvget.json" bad) ||
+		fail "kvget output: $out" || return
+	[ "$h" -eq 0 ] && [ "$b" -gt 0 ] ||
+		fail "kvget --xvi took replies of other bytes as hits: $out" || return
+	out=$(_kvget xv-never-set "$val" 2>&1) || fail "kvget --xvi: $out" || return
+	echo "$out" >"$T_TMP/kvget.json"
+	h=$(t_json_values "$T_TMP/kvget.json" hits) && m=$(t_json_values "$T_TMP/kvget.json" misses) &&
+		b=$(t_json_values "$T_TMP/kvget.json" bad) || fail "kvget output: $out" || return
+	if [ "$h" -ne 0 ] || [ "$m" -eq 0 ] || [ "$b" -ne 0 ]; then
+		fail "kvget --xvi of a key never set: $out"
+	fi
+}
+
+
 # The same over IPv6: values of odd and even lengths set, read once
 # (memcached's reply fills) and again (kv_xdp answers, with the UDP
 # checksum IPv6 requires: a's kernel drops a reply whose checksum is
@@ -312,6 +351,7 @@ CASES=(
 	concurrent	case_concurrent		"4 writers and 4 readers on a: no stale GET, some hits"
 	xdp_attach	case_xdp_attach		"attach --xdp: kv_xdp in the datapath's port hook"
 	xdp_hit		case_xdp_hit		"values of 1 to 1100 bytes answered by kv_xdp, byte-exact"
+	xdp_xvi_client	case_xdp_xvi_client	"kvget --xvi: a cached value byte-exact, bad bytes caught"
 	xdp_set_get	case_set_get		"with kv_xdp: set, then GET returns the new value, twice"
 	xdp_delete_get	case_delete_get		"with kv_xdp: delete, then GET misses"
 	xdp_concurrent	case_xdp_concurrent	"with kv_xdp: 4 writers and 4 readers, no stale GET"
