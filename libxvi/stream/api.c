@@ -46,7 +46,8 @@ struct xvi_sapi {
 	/*
 	 * The fd is armed: the endpoint's socket is in the epoll set and the
 	 * timerfd follows the engine's deadlines.  Always, unless the context
-	 * has XVI_SCTX_ARM_ON_SLEEP (xvi_stream_ctx__arm).
+	 * has XVI_SCTX_ARM_ON_SLEEP (xvi_stream_ctx__arm); its timerfd is
+	 * set only by xvi_stream_ctx__arm, to the deadline of that moment.
 	 */
 	bool armed;
 	bool arm_on_sleep;
@@ -165,12 +166,19 @@ static void ep_timer_arm(void *priv, __u64 at)
 	struct xvi_sapi *a = priv;
 	struct itimerspec its = { 0 };
 
+	if (!at || !a->armed || a->tfd_at == at)
+		return;
 	/*
-	 * Re-arm only when the new deadline is earlier: a later one makes at
-	 * worst a spurious wakeup, and this keeps a bulk transfer (whose
-	 * retransmission deadline moves with every ACK) free of syscalls.
+	 * Called from the engine's runs, re-arm only when the new deadline
+	 * is earlier: a later one makes at worst a spurious wakeup, and this
+	 * keeps a bulk transfer (whose retransmission deadline moves with
+	 * every ACK) free of syscalls.  With XVI_SCTX_ARM_ON_SLEEP the call
+	 * comes once per sleep (xvi_sctx__prepare_sleep), and the deadline
+	 * is set as it is: one left from an earlier sleep may be far earlier
+	 * (a probe for a message answered since) and wake this one for
+	 * nothing.
 	 */
-	if (!at || !a->armed || (a->tfd_at && a->tfd_at <= at))
+	if (!a->arm_on_sleep && a->tfd_at && a->tfd_at <= at)
 		return;
 	its.it_value.tv_sec = at / 1000000;
 	its.it_value.tv_nsec = (at % 1000000) * 1000;
@@ -367,21 +375,25 @@ int xvi_stream_ctx__arm(struct xvi_stream_ctx *ctx)
 		return xvi_err(-EINVAL);
 	a = ctx->api;
 	a->pumps = 0;
-	/* No reply will carry a held ACK while the application sleeps. */
-	xvi_sctx__release_acks(ctx);
-	if (a->armed)
-		return 0;
-	/*
-	 * Added with frames already in the ring, the socket is reported
-	 * ready at once (the kernel polls it on insertion): nothing that
-	 * arrived since the last pump is slept through.
-	 */
-	if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, xvi_endpoint__fd(a->ep), &ev) && errno != EEXIST) {
-		pr_warn("stream: cannot arm the context's fd: epoll_ctl: %s\n", strerror(errno));
-		return xvi_err(-errno);
+	if (!a->armed) {
+		/*
+		 * Added with frames already in the ring, the socket is reported
+		 * ready at once (the kernel polls it on insertion): nothing that
+		 * arrived since the last pump is slept through.
+		 */
+		if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, xvi_endpoint__fd(a->ep), &ev) &&
+		    errno != EEXIST) {
+			pr_warn("stream: cannot arm the context's fd: epoll_ctl: %s\n",
+				strerror(errno));
+			return xvi_err(-errno);
+		}
+		a->armed = true;
 	}
-	a->armed = true;
-	ep_timer_arm(a, ctx->armed);
+	/*
+	 * No reply will carry a held ACK while the application sleeps; with
+	 * XVI_SCTX_ARM_ON_SLEEP the timerfd gets the engine's deadline here.
+	 */
+	xvi_sctx__prepare_sleep(ctx);
 	return 0;
 }
 

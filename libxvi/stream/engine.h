@@ -294,6 +294,12 @@ void xvi_sctx__run_at(struct xvi_stream_ctx *ctx, __u64 now);
 __u64 xvi_sctx__next(struct xvi_stream_ctx *ctx);
 /* The application is about to sleep: held ACKs leave now (no reply soon). */
 void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx);
+/*
+ * The same, and with XVI_SCTX_ARM_ON_SLEEP the link's timer gets the
+ * deadline now (link.timer_arm), exact: such a context's runs keep it to
+ * themselves, as its application runs the timers itself while awake.
+ */
+void xvi_sctx__prepare_sleep(struct xvi_stream_ctx *ctx);
 /* Connections in a lingering close (orphans) still alive. */
 __u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx);
 /* Orphans whose close still needs the peer: a FIN unacknowledged or not

@@ -2,11 +2,12 @@
 /*
  * Every connection's due times, the run that fires them, sends what is
  * pending and re-arms the link's timer (xvi_sctx__run), and held ACKs
- * released before the application sleeps.  A run costs what is due and
- * what has output, not what the context holds: due connections come from
- * the timer queue (stream/tq.c, one node per connection at its earliest
- * due time), connections with something to send from the output list,
- * held ACKs from the held list.
+ * released before the application sleeps, when a context that arms on
+ * sleep also hands the link its timer (xvi_sctx__prepare_sleep).  A run
+ * costs what is due and what has output, not what the context holds: due
+ * connections come from the timer queue (stream/tq.c, one node per
+ * connection at its earliest due time), connections with something to
+ * send from the output list, held ACKs from the held list.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -137,6 +138,13 @@ void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx)
 		xvi_sctx__run(ctx);
 }
 
+void xvi_sctx__prepare_sleep(struct xvi_stream_ctx *ctx)
+{
+	xvi_sctx__release_acks(ctx);
+	if (ctx->flags & XVI_SCTX_ARM_ON_SLEEP)
+		ctx->link.timer_arm(ctx->link.priv, ctx->armed);
+}
+
 /*
  * Fire what is due: only the connections whose node is at or before now
  * come up, each once per run.  A connection run_timers leaves with a time
@@ -210,10 +218,20 @@ void sctx_run(struct xvi_stream_ctx *ctx)
 		d = dmin(d, ctx->now + 50);
 	if (ctx->tx_unflushed)
 		d = dmin(d, ctx->tx_first_us + CORK_US);
-	if (d != ctx->armed) {
-		ctx->armed = d;
+	if (d == ctx->armed)
+		return;
+	ctx->armed = d;
+	/*
+	 * A context that arms on sleep needs the link's timer only while the
+	 * application sleeps, and xvi_sctx__prepare_sleep() hands it the
+	 * deadline then.  Programmed from here, the endpoint link's
+	 * timerfd_settime (about 10 us in a guest, docs/KERNEL.md fact 61)
+	 * ran inside the pump that took in a message, before the
+	 * application could answer it: the ACK hold that every message of
+	 * a ping-pong starts moves the deadline earlier each time.
+	 */
+	if (!(ctx->flags & XVI_SCTX_ARM_ON_SLEEP))
 		ctx->link.timer_arm(ctx->link.priv, d);
-	}
 }
 
 void xvi_sctx__run(struct xvi_stream_ctx *ctx)

@@ -289,34 +289,54 @@ static void echo_once(struct sim *s, struct xvi_stream *c, struct xvi_stream *v)
 }
 
 /*
+ * A connection pair on node 0 (c) and node 1 (*v), beside @nidle idle
+ * ones, that has exchanged data both ways: the server answers data with
+ * data, so the ACK of a request waits for its reply.
+ */
+static struct xvi_stream *interactive_pair(struct sim *s, __u64 seed, int nidle,
+					   struct xvi_stream **v)
+{
+	XVI_OPTS(xvi_stream_ctx_opts, o);
+	struct xvi_stream *l, *c, *idle;
+
+	sim_init(s, seed, &o);
+	l = listener(s, 1, nidle + 4);
+	for (int i = 0; i < nidle; i++)
+		pair(s, l, &idle);
+	c = pair(s, l, v);
+	c->flags |= XVI_STREAM_NODELAY;
+	(*v)->flags |= XVI_STREAM_NODELAY;
+	for (int i = 0; i < 4; i++)
+		echo_once(s, c, *v);
+	cr_assert((*v)->ack.interactive, "the exchange did not make the server interactive");
+	return c;
+}
+
+/* A request from c arrives at v, which holds its ACK for the reply. */
+static void request_held(struct sim *s, struct xvi_stream *c, struct xvi_stream *v)
+{
+	__u8 buf[16] = { 2 };
+
+	cr_assert_eq(xvi_ss__send(c, buf, sizeof(buf)), (ssize_t)sizeof(buf));
+	cr_assert(RUN_UNTIL(s, 100000, xvi_srq__ready(&v->rcv.queue) >= sizeof(buf)));
+	cr_assert(v->ack.held, "the request's ACK was not held");
+}
+
+/*
  * A held ACK (piggybacking, PROTOCOL.md section 4) leaves when the
  * application is about to sleep: release_acks finds it on the held list,
  * not by walking every connection, and leaves the list empty.
  */
 Test(stream_tq, release_acks_sends_what_is_held)
 {
-	XVI_OPTS(xvi_stream_ctx_opts, o);
-	struct xvi_stream *l, *c, *v, *idle[20];
+	struct xvi_stream *c, *v;
 	struct xvi_stream_ctx *vx;
-	__u8 buf[16] = { 2 };
 	__u64 sent0;
 	struct sim s;
 
-	sim_init(&s, 5, &o);
-	l = listener(&s, 1, 32);
-	for (int i = 0; i < 20; i++)
-		pair(&s, l, &idle[i]);
-	c = pair(&s, l, &v);
+	c = interactive_pair(&s, 5, 20, &v);
 	vx = s.n[1].ctx;
-	c->flags |= XVI_STREAM_NODELAY;
-	v->flags |= XVI_STREAM_NODELAY;
-	for (int i = 0; i < 4; i++)
-		echo_once(&s, c, v);
-	cr_assert(v->ack.interactive, "the exchange did not make the server interactive");
-	/* A request arrives; its ACK waits for the reply. */
-	cr_assert_eq(xvi_ss__send(c, buf, sizeof(buf)), (ssize_t)sizeof(buf));
-	cr_assert(RUN_UNTIL(&s, 100000, xvi_srq__ready(&v->rcv.queue) >= sizeof(buf)));
-	cr_assert(v->ack.held, "the request's ACK was not held");
+	request_held(&s, c, v);
 	cr_assert(vx->held, "held ACK not on the held list");
 	sent0 = v->stats.segs_sent;
 	xvi_sctx__release_acks(vx);
@@ -324,5 +344,43 @@ Test(stream_tq, release_acks_sends_what_is_held)
 	cr_expect_eq(v->stats.segs_sent, sent0 + 1, "release sent %llu segments",
 		     (unsigned long long)(v->stats.segs_sent - sent0));
 	cr_expect_null(vx->held, "held list not emptied");
+	sim_fini(&s);
+}
+
+/*
+ * XVI_SCTX_ARM_ON_SLEEP: the engine's runs keep their deadlines from the
+ * link's timer, which only a sleep needs.  A request's ACK hold moved the
+ * deadline earlier on every message, and the endpoint link paid a
+ * timerfd_settime for it in the pump on the way to the reply.  Before a
+ * sleep, prepare_sleep sends the held ACK and hands the link the deadline
+ * left after it, exactly.
+ */
+Test(stream_tq, arm_on_sleep_sets_the_timer_before_a_sleep_only)
+{
+	struct xvi_stream *c, *v;
+	struct xvi_stream_ctx *vx;
+	__u64 sent0;
+	struct sim s;
+
+	c = interactive_pair(&s, 6, 0, &v);
+	vx = s.n[1].ctx;
+	vx->flags |= XVI_SCTX_ARM_ON_SLEEP;
+	/* The link was told nothing: any deadline is news to a run. */
+	s.n[1].timer = 0;
+	vx->armed = 0;
+	/* A request arrives: its ACK is held, the link's timer untouched. */
+	request_held(&s, c, v);
+	cr_expect_eq(s.n[1].timer, 0, "a run armed the link's timer for %llu (now %llu)",
+		     (unsigned long long)s.n[1].timer, (unsigned long long)s.now);
+	/* About to sleep: the ACK leaves, the timer gets what is left. */
+	sent0 = v->stats.segs_sent;
+	xvi_sctx__prepare_sleep(vx);
+	cr_expect_not(v->ack.held);
+	cr_expect_eq(v->stats.segs_sent, sent0 + 1);
+	cr_expect_eq(s.n[1].timer, xvi_sctx__next(vx), "timer %llu, engine's deadline %llu",
+		     (unsigned long long)s.n[1].timer,
+		     (unsigned long long)xvi_sctx__next(vx));
+	cr_expect_eq(v->timer.ack_hold_at, 0, "the released hold still counts");
+	cr_expect_neq(s.n[1].timer, 0, "no deadline handed over (keepalive, probe)");
 	sim_fini(&s);
 }
