@@ -121,8 +121,20 @@ static void after_fork(void)
 	xp_unlock();
 }
 
-__attribute__((constructor)) static void fdtab_init(void)
+static void fork_handlers(void)
 {
 	xp_reap_setup();	/* first: its prepare handler runs last (reap.c) */
 	pthread_atfork(before_fork, after_fork, after_fork);
+}
+
+void xp_fork_setup(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	pthread_once(&once, fork_handlers);
+}
+
+__attribute__((constructor)) static void fdtab_init(void)
+{
+	xp_fork_setup();
 }

@@ -339,12 +339,25 @@ void xp_tx_kick_all(void);
 /* @xs just got its endpoint: defer its doorbells if asked to. */
 void xp_tx_defer(struct xsock *xs);
 
-/* Before any wait: ring what sends left unrung. */
+/*
+ * Before any wait: ring what sends left unrung.  Not for libxvi's own
+ * sleeps (a reaper's close): they need no kick, and a fork waits for the
+ * reapers while it holds the fd table's lock, which the kick takes.
+ */
 static inline void xp_tx_kick_pending(void)
 {
-	if (xp_tx_dirty)
+	if (xp_tx_dirty && !xp_inside)
 		xp_tx_kick_all();
 }
+
+/* ---- fdtab.c ---- */
+/*
+ * The reapers' fork handlers, then the fd table's, registered once.  Stream
+ * mode registers its own after calling this: prepare handlers run in the
+ * reverse order, so a fork takes the stream lock, the fd table's lock and
+ * the reapers' lock in that order, the order every other path takes them.
+ */
+void xp_fork_setup(void);
 
 /* ---- data.c ---- */
 /* Wait for a datagram on @xs honouring O_NONBLOCK/@flags and SO_RCVTIMEO. */

@@ -17,9 +17,9 @@
  * Until its close is done the endpoint's port stays taken (its port
  * reservation, libxvi/ctl/reserve.c, is a kernel socket): a bind() or an
  * endpoint opened on that port waits for it first (xp_reap_wait), as does
- * the exit (closes finish as they did).  A fork waits for the closes under
- * way (their libxvi locks must not be copied held); the child drops the
- * queue: the endpoints are the parent's to close.
+ * the exit (closes finish as they did).  A fork waits for every close,
+ * queued ones too: their libxvi locks must not be copied held, and a
+ * child must not inherit a closing endpoint's fds.
  */
 #include <pthread.h>
 #include <signal.h>
@@ -106,10 +106,15 @@ static void *reaper(void *arg)
 	return NULL;
 }
 
+/*
+ * Every close done before the fork, queued ones too: a child would
+ * inherit a queued endpoint's fds (its socket, its port's reservation)
+ * and keep the port and the queue taken for as long as it lives.
+ */
 static void reap_prefork(void)
 {
 	pthread_mutex_lock(&mu);
-	while (busy)
+	while (busy || queued)
 		pthread_cond_wait(&done, &mu);
 }
 
@@ -181,16 +186,19 @@ void xp_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local)
 }
 
 /*
- * The port, not the address: a closing wildcard endpoint's reservation
- * holds the port for every address of its family, as a kernel bind sees it.
+ * The port, not the address nor the family: a closing wildcard endpoint's
+ * reservation holds the port for every address of its family, and an IPv4
+ * one also refuses a dual-stack IPv6 bind, as the kernel sees them.
+ * Waiting for an IPv6-only one in vain costs one close at most.
  */
+static __be16 port_of(const union xvi_sockaddr *a)
+{
+	return a->sa.sa_family == AF_INET6 ? a->in6.sin6_port : a->in.sin_port;
+}
+
 static bool same_port(const union xvi_sockaddr *a, const union xvi_sockaddr *b)
 {
-	if (a->sa.sa_family != b->sa.sa_family)
-		return false;
-	if (a->sa.sa_family == AF_INET6)
-		return a->in6.sin6_port == b->in6.sin6_port;
-	return a->in.sin_port == b->in.sin_port;
+	return port_of(a) == port_of(b);
 }
 
 /* mu held: the index of a queued close on @local's port, or -1. */

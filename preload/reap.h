@@ -17,7 +17,7 @@ void xp_reap_setup(void);
 void xp_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local);
 
 /*
- * Until no close of an endpoint on @local's port (same family; NULL: any
+ * Until no close of an endpoint on @local's port (either family; NULL: any
  * endpoint) is queued or under way.
  */
 void xp_reap_wait(const union xvi_sockaddr *local);

@@ -90,8 +90,11 @@ XP_API int bind(int fd, const struct sockaddr *addr, socklen_t len)
 	r = xp_sa_in(xs, addr, len, &local);
 	if (r < 0)
 		return REAL(bind)(fd, addr, len);
+	/* An endpoint of ours still closing holds the port, even for the kernel. */
 	if (r == 0)
-		xp_reap_wait(&local);	/* an endpoint of ours still closing holds the port */
+		xp_reap_wait(&local);
+	else if (len >= sizeof(struct sockaddr_in))
+		xp_reap_wait((const union xvi_sockaddr *)addr);	/* port at one offset in both */
 	if (r == 1) {
 		xp_fallback(fd, xs, XR_DUALSTACK, "bind to an IPv4-mapped address");
 		return REAL(bind)(fd, addr, len);
@@ -153,9 +156,14 @@ XP_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 XP_API int close(int fd)
 {
-	/* libxvi's own fds (a reaper closing an endpoint): nothing of ours */
-	if (xp_inside)
+	/*
+	 * libxvi's own fds (a reaper closing an endpoint): no socket of ours,
+	 * but the stream library's epoll fd has a set record to drop.
+	 */
+	if (xp_inside) {
+		xp_epoll_forget(fd);
 		return REAL(close)(fd);
+	}
 	XPS_HOOK(fd, xps_close(fd));
 	if (xp_get(fd))
 		xp_drop(fd);

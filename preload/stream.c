@@ -2346,5 +2346,6 @@ static void xps_postfork_child(void)
 
 static void fork_setup(void)
 {
+	xp_fork_setup();	/* before ours, whichever constructor runs first */
 	pthread_atfork(xps_prefork, xps_postfork_parent, xps_postfork_child);
 }

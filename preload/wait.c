@@ -37,6 +37,8 @@ void xp_flush_stashes(void)
 	struct xsock *xs;
 	bool any = false;
 
+	if (xp_inside)
+		return;		/* libxvi's own wait: as xp_tx_kick_pending */
 	/* Unlocked look first: most calls have nothing parked. */
 	for (xs = __atomic_load_n(&xp_live, __ATOMIC_ACQUIRE); xs && !any; xs = xs->next_live)
 		any = xs->state == XS_XVI && xs->ep && xs->ep->stash_n;
