@@ -38,7 +38,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/socket.h>
 #include <linux/if_xdp.h>
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -256,23 +255,6 @@ static int drop_veth(struct xvi_ctl *ctl, __u32 slot, __u32 broker)
 	return err;
 }
 
-/*
- * A direct endpoint of this process whose socket is gone: a process keeps
- * its pid and start time across exec, which closes the sockets (they are
- * close-on-exec) but leaves their slots, and the new image's claim of the
- * same port would find it "in use" by itself.  A slot still being set up
- * (no socket yet) is another thread's open.
- */
-static bool earlier_image(const struct xvi_slot_owner *o)
-{
-	struct xdp_options opts;
-	socklen_t len = sizeof(opts);
-
-	if (o->mode != XVI_EP_MODE_DIRECT || o->xsk_fd < 0)
-		return false;
-	return getsockopt(o->xsk_fd, SOL_XDP, XDP_OPTIONS, &opts, &len) != 0;
-}
-
 /* An owner that is this process answers without a read of /proc. */
 static bool owner_alive(const struct xvi_slot_owner *o, __u32 self, __u64 *self_start)
 {
@@ -280,7 +262,7 @@ static bool owner_alive(const struct xvi_slot_owner *o, __u32 self, __u64 *self_
 		if (!*self_start)
 			*self_start = xvi_ctl__proc_start_time(self);
 		if (*self_start)
-			return o->start_time == *self_start && !earlier_image(o);
+			return o->start_time == *self_start;
 	}
 	return xvi_ctl__owner_alive(o->pid, o->start_time);
 }
@@ -317,9 +299,6 @@ static int gc_locked(struct xvi_ctl *ctl, struct xvi_owner_set *set)
 		} else if (owner_alive(o, self, &self_start)) {
 			i++;
 			continue;
-		} else if (o->pid == self && o->start_time == self_start) {
-			pr_info("%s: slot %u (%s): its socket is gone (this process ran exec since), releasing it\n",
-				ctl->ifname, set->slot[i], tagstr);
 		} else {
 			pr_info("%s: slot %u (%s): owner pid %u is gone, releasing it\n",
 				ctl->ifname, set->slot[i], tagstr, o->pid);
