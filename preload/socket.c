@@ -156,14 +156,6 @@ XP_API int connect(int fd, const struct sockaddr *addr, socklen_t len)
 
 XP_API int close(int fd)
 {
-	/*
-	 * libxvi's own fds (a reaper closing an endpoint): no socket of ours,
-	 * but the stream library's epoll fd has a set record to drop.
-	 */
-	if (xp_inside) {
-		xp_epoll_forget(fd);
-		return REAL(close)(fd);
-	}
 	XPS_HOOK(fd, xps_close(fd));
 	if (xp_get(fd))
 		xp_drop(fd);

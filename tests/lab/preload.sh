@@ -518,6 +518,38 @@ assert s.recv(10) == b"x"
 		fail "fallback not counted at exit: '${err:0:300}'"
 }
 
+# exec right after closes: they finish first, so the new program (same
+# pid) binds the closed port again, on xvi.  The closes of 12 other sockets
+# just before keep the reapers busy, so that the port's is still queued.
+case_exec() {
+	local err
+	cat >"$T_TMP/exec_rebind.py" <<'PYEOF'
+import os, socket, sys
+P = 9241
+if len(sys.argv) == 1:
+    a = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    a.bind(("198.18.0.2", P))
+    crowd = []
+    for j in range(12):
+        c = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        c.bind(("198.18.0.2", P + 1 + j))
+        crowd.append(c)
+    for c in crowd:
+        c.close()
+    a.close()
+    os.execv(sys.executable, [sys.executable, sys.argv[0], "after-exec"])
+s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.bind(("198.18.0.2", P))
+print("bound again after exec")
+PYEOF
+	err=$(t_x -T 30 b "$XVIRUN" -v "$PY" "$T_TMP/exec_rebind.py" 2>&1) ||
+		fail "the program failed: ${err:0:600}" || return
+	[[ $err == *"bound again after exec"* ]] ||
+		fail "no bind after exec: '${err:0:300}'" || return
+	[[ $(grep -c "on xvi: 198.18.0.2:9241 " <<<"$err") == 2 ]] ||
+		fail "the port was not on xvi before and after exec: '${err:0:600}'"
+}
+
 # --check: says what would be accelerated, traffic stays on the kernel.
 case_check() {
 	local err
@@ -563,6 +595,7 @@ CASES=(
 	iperf3		case_iperf3	"iperf3 -u, xvi-run on both nodes: data over xvi, control over kernel TCP"
 	iperf3_6	case_iperf3_6	"iperf3 -6 -u, xvi-run on both nodes: two IPv6 sockets sharing the server's port"
 	fallback	case_fallback	"a socket on lo stays on the kernel, logged with its reason and counted"
+	exec		case_exec	"a program under xvi-run closes sockets and execs at once; the new program binds a closed port again, on xvi"
 	check		case_check	"xvi-run --check reports the accelerable socket and the one on lo; the preflight"
 )
 
