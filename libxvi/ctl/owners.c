@@ -32,7 +32,7 @@ static int owners_read_each(struct xvi_ctl *ctl, struct xvi_owner_set *set)
 	return 0;
 }
 
-int xvi_ctl_owners_read(struct xvi_ctl *ctl, struct xvi_owner_set *set)
+int xvi_ctl_owners_read_batch(struct xvi_ctl *ctl, struct xvi_owner_set *set)
 {
 	__u32 batch, count;
 	void *in = NULL;
@@ -45,11 +45,18 @@ int xvi_ctl_owners_read(struct xvi_ctl *ctl, struct xvi_owner_set *set)
 					   set->o + set->n, &count, NULL);
 		err = err ? -errno : 0;
 		if (err && err != -ENOENT)
-			/* EINVAL: no batch ops here; ENOSPC: a bucket outgrew the room */
-			return owners_read_each(ctl, set);
+			return err;
 		set->n += count;
 		in = &batch;
 	} while (!err && set->n < XVI_MAX_ENDPOINTS);
+	return 0;
+}
+
+int xvi_ctl_owners_read(struct xvi_ctl *ctl, struct xvi_owner_set *set)
+{
+	/* EINVAL: no batch ops here; ENOSPC: a bucket outgrew the room */
+	if (xvi_ctl_owners_read_batch(ctl, set))
+		return owners_read_each(ctl, set);
 	return 0;
 }
 

@@ -72,6 +72,8 @@ struct xvi_owner_set {
 
 /* Fill @set from @ctl's owner table; the caller holds the lock.  0 or -errno. */
 int xvi_ctl_owners_read(struct xvi_ctl *ctl, struct xvi_owner_set *set);
+/* The same in batches only, no slot-by-slot fallback (for tests). */
+int xvi_ctl_owners_read_batch(struct xvi_ctl *ctl, struct xvi_owner_set *set);
 /*
  * The slot whose owner names @tag (*o filled), or -ENOENT.  A spread tag's
  * own entry (queue 0) is named by every member's owner, whose tags carry a

@@ -100,6 +100,10 @@ Test(owners, every_owner_once, .init = owners_setup, .fini = owners_teardown)
 	}
 	cr_assert_eq(xvi_ctl_owners_read(&ctl, &set), 0);
 	assert_set(&set, want);
+	/* the batch path itself, not its fallback */
+	cr_assert_eq(xvi_ctl_owners_read_batch(&ctl, &set), 0, "batch read: %s",
+		     strerror(errno));
+	assert_set(&set, want);
 }
 
 Test(owners, full_table, .init = owners_setup, .fini = owners_teardown)
@@ -113,6 +117,9 @@ Test(owners, full_table, .init = owners_setup, .fini = owners_teardown)
 		put(s);
 	}
 	cr_assert_eq(xvi_ctl_owners_read(&ctl, &set), 0);
+	assert_set(&set, want);
+	cr_assert_eq(xvi_ctl_owners_read_batch(&ctl, &set), 0, "batch read: %s",
+		     strerror(errno));
 	assert_set(&set, want);
 	for (s = 0; s < XVI_MAX_ENDPOINTS; s++)
 		cr_assert(xvi_ctl_owners_has_slot(&set, s), "slot %u missing", s);
