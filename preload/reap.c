@@ -48,9 +48,12 @@
 #define REAP_MAX 16
 /*
  * A thread that waits for a port closes the port's queued endpoint itself
- * rather than wait behind the queue: a Python loop that closed UDP sockets
- * and bound one's port again at once waited 80-95 ms for it, behind the
- * closes queued before, against 16 ms when every close was its own.
+ * rather than wait behind the queue: a Python loop that opened and closed
+ * UDP sockets back to back, and every tenth time bound the port just
+ * closed again at once, waited 80-95 ms for it behind the closes queued
+ * before, 58-68 ms so (the rest is a new segment's bind while the kernel
+ * frees the old UMEM, docs/KERNEL.md fact 20), against 16-20 ms when every
+ * close was its own.
  */
 #define WAITERS 8
 #define CLOSERS (REAPERS + WAITERS)	/* slots 0..REAPERS-1: the reapers' */
