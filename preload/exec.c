@@ -12,42 +12,40 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <unistd.h>
-#include <dlfcn.h>
 #include "preload.h"
 #include "reap.h"
 
-#define NEXT(fn) ({ static __typeof__(fn) *p; if (!p) p = dlsym(RTLD_NEXT, #fn); p; })
 /* execl* take their arguments inline; more than this many is E2BIG. */
 #define EXECL_MAX_ARGS 4096
 
 XP_API int execve(const char *path, char *const argv[], char *const envp[])
 {
 	xp_reap_wait(NULL);
-	return NEXT(execve)(path, argv, envp);
+	return XP_NEXT(execve)(path, argv, envp);
 }
 
 XP_API int execv(const char *path, char *const argv[])
 {
 	xp_reap_wait(NULL);
-	return NEXT(execv)(path, argv);
+	return XP_NEXT(execv)(path, argv);
 }
 
 XP_API int execvp(const char *file, char *const argv[])
 {
 	xp_reap_wait(NULL);
-	return NEXT(execvp)(file, argv);
+	return XP_NEXT(execvp)(file, argv);
 }
 
 XP_API int execvpe(const char *file, char *const argv[], char *const envp[])
 {
 	xp_reap_wait(NULL);
-	return NEXT(execvpe)(file, argv, envp);
+	return XP_NEXT(execvpe)(file, argv, envp);
 }
 
 XP_API int fexecve(int fd, char *const argv[], char *const envp[])
 {
 	xp_reap_wait(NULL);
-	return NEXT(fexecve)(fd, argv, envp);
+	return XP_NEXT(fexecve)(fd, argv, envp);
 }
 
 /* The inline arguments from @arg0 on into @argv, NULL-terminated; E2BIG past the room. */

@@ -22,6 +22,7 @@
 #ifndef XVI_PRELOAD_H
 #define XVI_PRELOAD_H
 
+#include <dlfcn.h>
 #include <stdbool.h>
 #include <string.h>
 #include <poll.h>
@@ -83,6 +84,8 @@ extern struct xp_real xp_real;
 /* Resolve every pointer once; safe to call from any interceptor. */
 void xp_real_init(void);
 #define REAL(fn) (xp_real.fn ? xp_real.fn : (xp_real_init(), xp_real.fn))
+/* The next definition of @fn after ours (libc's): for calls not in xp_real. */
+#define XP_NEXT(fn) ({ static __typeof__(fn) *p; if (!p) p = dlsym(RTLD_NEXT, #fn); p; })
 
 /* ---- options (environment, set by xvi-run) ---- */
 struct xp_conf {
@@ -266,6 +269,12 @@ static inline socklen_t xp_sa_len(int family)
 }
 
 /* Same address and port (the family is the socket's on both). */
+/* The port field of @a, either family (const in, writable out, as strchr). */
+static inline __be16 *xp_sa_port(const union xvi_sockaddr *a)
+{
+	return (__be16 *)(a->sa.sa_family == AF_INET6 ? &a->in6.sin6_port : &a->in.sin_port);
+}
+
 static inline bool xp_sa_eq(const union xvi_sockaddr *a, const union xvi_sockaddr *b)
 {
 	if (a->sa.sa_family == AF_INET6)

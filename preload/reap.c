@@ -194,14 +194,9 @@ void xp_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local)
  * one also refuses a dual-stack IPv6 bind, as the kernel sees them.
  * Waiting for an IPv6-only one in vain costs one close at most.
  */
-static __be16 port_of(const union xvi_sockaddr *a)
-{
-	return a->sa.sa_family == AF_INET6 ? a->in6.sin6_port : a->in.sin_port;
-}
-
 static bool same_port(const union xvi_sockaddr *a, const union xvi_sockaddr *b)
 {
-	return port_of(a) == port_of(b);
+	return *xp_sa_port(a) == *xp_sa_port(b);
 }
 
 /* mu held: the index of a queued close on @local's port, or -1. */

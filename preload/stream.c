@@ -464,11 +464,6 @@ static struct xps_ctx *find_ctx(const char *ifname, const union xvi_sockaddr *lo
 	return NULL;
 }
 
-static __be16 *sa_port(union xvi_sockaddr *a)
-{
-	return a->sa.sa_family == AF_INET6 ? &a->in6.sin6_port : &a->in.sin_port;
-}
-
 /*
  * Lock held.  The context on @ifname for @local (client: the interface's
  * connect-side one, on a free port).  NULL with errno and a reason logged.
@@ -500,7 +495,7 @@ static struct xps_ctx *get_ctx(int fd, const char *ifname, union xvi_sockaddr lo
 			errno = -port;
 			return NULL;
 		}
-		*sa_port(&local) = htons(port);
+		*xp_sa_port(&local) = htons(port);
 	}
 	xp_reap_wait(&local);	/* an endpoint still closing holds the port */
 	ep = open_ep_sa(ifname, &local);
@@ -681,10 +676,10 @@ XP_API int listen(int fd, int backlog)
 		XVI_OPTS(xvi_stream_opts, so, .flags = XVI_STREAM_NONBLOCK);
 
 		s = xvi_stream__socket(c->ctx, &so);
-		if (s && (xvi_stream__bind(s, ntohs(*sa_port(&local))) ||
+		if (s && (xvi_stream__bind(s, ntohs(*xp_sa_port(&local))) ||
 			  xvi_stream__listen(s, backlog))) {
 			xp_info("fd %d: xvi listener on service %u: %s", fd,
-				ntohs(*sa_port(&local)), strerror(errno));
+				ntohs(*xp_sa_port(&local)), strerror(errno));
 			xvi_stream__close(s);
 			s = NULL;
 		}
@@ -875,7 +870,7 @@ static const char *try_xvi(int fd, struct xps *x, const union xvi_sockaddr *dst)
 	 * which on a busy machine can take much of it.
 	 */
 	end = now_ms() + connect_ms;
-	r = xvi_stream__connect(s, &peer, ntohs(*sa_port(&peer)));
+	r = xvi_stream__connect(s, &peer, ntohs(*xp_sa_port(&peer)));
 	for (;;) {
 		xvi_stream_ctx__process(c->ctx);
 		xvi_stream__info(s, &info);
@@ -901,7 +896,7 @@ static const char *try_xvi(int fd, struct xps *x, const union xvi_sockaddr *dst)
 	x->s = s;
 	x->peer = *dst;
 	x->local = any;
-	*sa_port(&x->local) = *sa_port(&c->local);
+	*xp_sa_port(&x->local) = *xp_sa_port(&c->local);
 	x->state = XPS_CONN;
 	cnt.connect_xvi++;
 	epoll_promote(fd, x);

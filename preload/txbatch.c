@@ -14,7 +14,6 @@
  * read of a kernel socket or a pipe, a lock) may hold up to N - 1
  * datagrams until its next call: off by default (docs/PRELOAD.md).
  */
-#include <dlfcn.h>
 #include <time.h>
 #include <unistd.h>
 #include "preload.h"
@@ -41,37 +40,35 @@ void xp_tx_defer(struct xsock *xs)
 }
 
 /* The sleeps: nothing is left unsent while the program sleeps. */
-#define NEXT(fn) ({ static __typeof__(fn) *p; if (!p) p = dlsym(RTLD_NEXT, #fn); p; })
-
 XP_API int nanosleep(const struct timespec *req, struct timespec *rem)
 {
 	xp_tx_kick_pending();
-	return NEXT(nanosleep)(req, rem);
+	return XP_NEXT(nanosleep)(req, rem);
 }
 
 XP_API int clock_nanosleep(clockid_t clk, int flags, const struct timespec *req,
 			   struct timespec *rem)
 {
 	xp_tx_kick_pending();
-	return NEXT(clock_nanosleep)(clk, flags, req, rem);
+	return XP_NEXT(clock_nanosleep)(clk, flags, req, rem);
 }
 
 XP_API int usleep(useconds_t us)
 {
 	xp_tx_kick_pending();
-	return NEXT(usleep)(us);
+	return XP_NEXT(usleep)(us);
 }
 
 XP_API unsigned int sleep(unsigned int s)
 {
 	xp_tx_kick_pending();
-	return NEXT(sleep)(s);
+	return XP_NEXT(sleep)(s);
 }
 
 XP_API int pause(void)
 {
 	xp_tx_kick_pending();
-	return NEXT(pause)();
+	return XP_NEXT(pause)();
 }
 
 /* Exit without close: the kernel would drop what the ring holds unrung. */
