@@ -179,17 +179,26 @@ static __u64 now_ms(void)
 }
 
 /*
- * Lock held.  About to sleep: delayed ACKs go out now, as the library does
- * before its own sleep (no reply will carry them soon), so the peer's
- * window does not wait for the delayed-ACK timer.
+ * Lock held.  About to sleep on the contexts' fds (every wait of the
+ * preload that may sleep on one comes here first; the library's own wait
+ * does the same for its context).  The contexts arm on sleep
+ * (XVI_SCTX_ARM_ON_SLEEP): between sleeps no timerfd_settime runs inside
+ * a pump and, once a thread stops sleeping for long, no epoll callback
+ * runs per frame.  Arming also sends the ACKs held for a reply (none will
+ * come soon), so the peer's window does not wait for the delayed-ACK
+ * timer.  Returns the sleep @ms may last: where a context could not be
+ * armed its fd may not wake the sleep, which is then bounded (100 ms, as
+ * the library's own wait).
  */
-static void release_acks(void)
+static int arm_all(int ms)
 {
+	bool ok = true;
 	int i;
 
 	for (i = 0; i < nctx; i++)
-		if (ctxs[i].ctx)
-			xvi_sctx__release_acks(ctxs[i].ctx);
+		if (ctxs[i].ctx && xvi_stream_ctx__arm(ctxs[i].ctx))
+			ok = false;
+	return ok || (ms >= 0 && ms <= 100) ? ms : 100;
 }
 
 /*
@@ -218,7 +227,7 @@ static int sleep_on(struct xps_ctx *c, int kfd, int ms)
 	if (!alone && (ms < 0 || ms > 2))
 		ms = 2;
 	lock();
-	release_acks();
+	ms = arm_all(ms);
 	unlock();
 	r = REAL(poll)(p, 2, ms);
 	if (r < 0)
@@ -471,7 +480,7 @@ static struct xps_ctx *find_ctx(const char *ifname, const union xvi_sockaddr *lo
 static struct xps_ctx *get_ctx(int fd, const char *ifname, union xvi_sockaddr local,
 			       bool client)
 {
-	XVI_OPTS(xvi_stream_ctx_opts, o, .window = window);
+	XVI_OPTS(xvi_stream_ctx_opts, o, .window = window, .flags = XVI_SCTX_ARM_ON_SLEEP);
 	struct xps_ctx *c = find_ctx(ifname, &local, client);
 	struct xvi_endpoint *ep;
 	struct xvi_stream_ctx *ctx;
@@ -1485,7 +1494,7 @@ int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask)
 		}
 		if (ms) {
 			lock();
-			release_acks();
+			ms = arm_all(ms);
 			unlock();
 		}
 		nested = true;
@@ -1874,7 +1883,7 @@ int xps_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms,
 			ms = wait_ms(timeout_ms, end, k);
 		}
 		if (ms)
-			release_acks();
+			ms = arm_all(ms);
 		unlock();
 		n = 0;
 		if (k < max && ms && __atomic_load_n(&closing, __ATOMIC_RELAXED)) {
@@ -2159,8 +2168,7 @@ static void *relay_main(void *arg)
 		 * anything is relayed (as sleep_on with several threads).
 		 */
 		ms = nr || __atomic_load_n(&closing, __ATOMIC_RELAXED) ? 2 : -1;
-		if (ms)
-			release_acks();
+		ms = arm_all(ms);
 		unlock();
 		if (REAL(poll)(p, 1 + nr + n, ms) < 0 && errno != EINTR)
 			continue;
