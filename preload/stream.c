@@ -121,6 +121,14 @@ static __thread bool nested;		/* inside xps_poll: plain calls */
  * mutex: the thread would wait on itself forever).
  */
 static __thread bool held;
+/*
+ * mu held: the contexts keep their fds ready between sleeps, as without
+ * XVI_SCTX_ARM_ON_SLEEP.  Set for good once a second thread uses stream
+ * mode (the fork relay's among them): a thread may then sleep on a
+ * context while another runs its engine, which moves its deadlines and
+ * counts its pumps without a sleep of its own.
+ */
+static bool kept_armed;
 
 static void epoll_promote(int fd, struct xps *x);
 static void epoll_drop(struct xps *x);
@@ -154,6 +162,19 @@ static int fail(int err)
 	return -1;
 }
 
+static void keep_armed_all(void)
+{
+	int i;
+
+	kept_armed = true;
+	xp_info("a second thread uses streams: the stream contexts' fds stay ready between "
+		"sleeps from now on");
+	for (i = 0; i < nctx; i++)
+		if (ctxs[i].ctx && xvi_sctx__keep_armed(ctxs[i].ctx))
+			xp_info("stream context %d: its fd cannot be kept ready: %s", i,
+				strerror(errno));
+}
+
 static void lock(void)
 {
 	if (!thread_seen) {
@@ -162,6 +183,8 @@ static void lock(void)
 	}
 	pthread_mutex_lock(&mu);
 	held = true;
+	if (!kept_armed && __atomic_load_n(&threads, __ATOMIC_RELAXED) > 1)
+		keep_armed_all();
 }
 
 static void unlock(void)
@@ -233,6 +256,19 @@ static int sleep_on(struct xps_ctx *c, int kfd, int ms)
 	if (r < 0)
 		return -1;
 	return kfd >= 0 && (p[1].revents & (POLLIN | POLLERR | POLLHUP)) ? 1 : 0;
+}
+
+void xps_arm_for_sleep(void)
+{
+	/*
+	 * Not for the library's own waits (mu held, or xp_inside: a reaper's
+	 * close, which must never wait for mu) nor xps_poll's (nested).
+	 */
+	if (held || xp_inside || nested || !__atomic_load_n(&nctx, __ATOMIC_ACQUIRE))
+		return;
+	lock();
+	arm_all(-1);
+	unlock();
 }
 
 /* How long a poll round may sleep: 0 if something is @ready. */
@@ -480,7 +516,8 @@ static struct xps_ctx *find_ctx(const char *ifname, const union xvi_sockaddr *lo
 static struct xps_ctx *get_ctx(int fd, const char *ifname, union xvi_sockaddr local,
 			       bool client)
 {
-	XVI_OPTS(xvi_stream_ctx_opts, o, .window = window, .flags = XVI_SCTX_ARM_ON_SLEEP);
+	XVI_OPTS(xvi_stream_ctx_opts, o, .window = window,
+		 .flags = kept_armed ? 0 : XVI_SCTX_ARM_ON_SLEEP);
 	struct xps_ctx *c = find_ctx(ifname, &local, client);
 	struct xvi_endpoint *ep;
 	struct xvi_stream_ctx *ctx;

@@ -54,6 +54,13 @@ ssize_t xps_sendmsg(int fd, const struct msghdr *msg, int flags);
 ssize_t xps_recvmsg(int fd, struct msghdr *msg, int flags);
 /* poll/select: true if one of the fds is a stream or an xvi listener. */
 bool xps_any_poll(struct pollfd *fds, nfds_t n);
+/*
+ * A wait that holds no stream is about to sleep (on kernel fds, maybe an
+ * epoll fd whose set holds the contexts' markers, polled by the
+ * program's own loop): the contexts are armed, as before every sleep of
+ * the stream mode's, so that a segment or a timer still wakes it.
+ */
+void xps_arm_for_sleep(void);
 bool xps_any_select(int nfds, const fd_set *rd, const fd_set *wr, const fd_set *ex);
 int xps_poll(struct pollfd *fds, nfds_t n, int timeout_ms, const sigset_t *mask);
 int xps_select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, int timeout_ms,

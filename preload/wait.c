@@ -197,6 +197,8 @@ XP_API int poll(struct pollfd *fds, nfds_t n, int timeout_ms)
 {
 	if (xps_any_poll(fds, n))
 		return xps_poll(fds, n, timeout_ms, NULL);
+	if (timeout_ms)
+		xps_arm_for_sleep();
 	return do_poll(fds, n, timeout_ms, NULL, NULL, false);
 }
 
@@ -206,6 +208,8 @@ XP_API int ppoll(struct pollfd *fds, nfds_t n, const struct timespec *ts,
 	if (xps_any_poll(fds, n))
 		return xps_poll(fds, n, ts ? (int)(ts->tv_sec * 1000 + ts->tv_nsec / 1000000) : -1,
 				mask);
+	if (!ts || ts->tv_sec || ts->tv_nsec)
+		xps_arm_for_sleep();
 	return do_poll(fds, n, 0, ts, mask, true);
 }
 
@@ -361,6 +365,8 @@ XP_API int select(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, struct timeval *
 	if (xps_any_select(nfds, rd, wr, ex))
 		return xps_select(nfds, rd, wr, ex, tv ? (int)(tv->tv_sec * 1000 +
 				  tv->tv_usec / 1000) : -1, NULL);
+	if (!tv || tv->tv_sec || tv->tv_usec)
+		xps_arm_for_sleep();
 	return do_select(nfds, rd, wr, ex, tv, NULL, NULL, false);
 }
 
@@ -370,6 +376,8 @@ XP_API int pselect(int nfds, fd_set *rd, fd_set *wr, fd_set *ex, const struct ti
 	if (xps_any_select(nfds, rd, wr, ex))
 		return xps_select(nfds, rd, wr, ex, ts ? (int)(ts->tv_sec * 1000 +
 				  ts->tv_nsec / 1000000) : -1, mask);
+	if (!ts || ts->tv_sec || ts->tv_nsec)
+		xps_arm_for_sleep();
 	return do_select(nfds, rd, wr, ex, NULL, ts, mask, true);
 }
 
@@ -595,6 +603,8 @@ XP_API int epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout)
 {
 	if (xps_epoll_has(epfd))
 		return xps_epoll_wait(epfd, evs, max, timeout, NULL);
+	if (timeout)
+		xps_arm_for_sleep();
 	return do_epoll(epfd, evs, max, timeout, NULL, false);
 }
 
@@ -603,5 +613,7 @@ XP_API int epoll_pwait(int epfd, struct epoll_event *evs, int max, int timeout,
 {
 	if (xps_epoll_has(epfd))
 		return xps_epoll_wait(epfd, evs, max, timeout, mask);
+	if (timeout)
+		xps_arm_for_sleep();
 	return do_epoll(epfd, evs, max, timeout, mask, true);
 }

@@ -383,9 +383,13 @@ int xvi_stream_ctx__arm(struct xvi_stream_ctx *ctx)
 		 */
 		if (epoll_ctl(a->epfd, EPOLL_CTL_ADD, xvi_endpoint__fd(a->ep), &ev) &&
 		    errno != EEXIST) {
+			int err = -errno;
+
 			pr_warn("stream: cannot arm the context's fd: epoll_ctl: %s\n",
-				strerror(errno));
-			return xvi_err(-errno);
+				strerror(-err));
+			/* The sleep is then bounded; held ACKs still leave. */
+			xvi_sctx__prepare_sleep(ctx);
+			return xvi_err(err);
 		}
 		a->armed = true;
 	}
@@ -395,6 +399,24 @@ int xvi_stream_ctx__arm(struct xvi_stream_ctx *ctx)
 	 */
 	xvi_sctx__prepare_sleep(ctx);
 	return 0;
+}
+
+int xvi_sctx__keep_armed(struct xvi_stream_ctx *ctx)
+{
+	struct xvi_sapi *a = ctx->api;
+	int err;
+
+	if (!a->arm_on_sleep)
+		return 0;
+	/*
+	 * An arm as before a sleep (the socket back into the set, the timer
+	 * given the engine's deadline), then the runs keep the timer, moving
+	 * it only earlier (ep_timer_arm), and no pump count disarms.
+	 */
+	a->arm_on_sleep = false;
+	err = xvi_stream_ctx__arm(ctx);
+	ctx->flags &= ~XVI_SCTX_ARM_ON_SLEEP;
+	return err;
 }
 
 int xvi_stream_ctx__process(struct xvi_stream_ctx *ctx)

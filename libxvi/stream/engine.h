@@ -300,6 +300,14 @@ void xvi_sctx__release_acks(struct xvi_stream_ctx *ctx);
  * themselves, as its application runs the timers itself while awake.
  */
 void xvi_sctx__prepare_sleep(struct xvi_stream_ctx *ctx);
+/*
+ * A context made with XVI_SCTX_ARM_ON_SLEEP keeps its fd ready from now
+ * on, as one made without (api.c): for an application that can no longer
+ * arm it before every sleep, such as a thread sleeping on it while
+ * another runs its engine.  0, or a negative errno (the fd could not be
+ * armed).
+ */
+int xvi_sctx__keep_armed(struct xvi_stream_ctx *ctx);
 /* Connections in a lingering close (orphans) still alive. */
 __u32 xvi_sctx__orphans(const struct xvi_stream_ctx *ctx);
 /* Orphans whose close still needs the peer: a FIN unacknowledged or not
