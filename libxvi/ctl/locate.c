@@ -385,16 +385,12 @@ static void close_fds(int fds[MAP_NR])
 	}
 }
 
-static int check_map(const char *ifname, int fd, int i)
+static int check_layout(const char *ifname, const struct bpf_map_info *info, int i)
 {
 	const struct xvi_map_def *d = &xvi_ctl_map_defs[i];
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
 
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
-		return -errno;
-	if (info.type != d->type || info.key_size != d->key_size ||
-	    info.value_size != d->value_size || info.max_entries != d->max_entries) {
+	if (info->type != d->type || info->key_size != d->key_size ||
+	    info->value_size != d->value_size || info->max_entries != d->max_entries) {
 		pr_warn("%s: the datapath's map %s has another layout than this libxvi expects "
 			"(the datapath is from another version): run 'xdp-vi detach %s' "
 			"and 'xdp-vi attach %s'\n", ifname, d->name, ifname, ifname);
@@ -403,8 +399,21 @@ static int check_map(const char *ifname, int fd, int i)
 	return 0;
 }
 
-/* Which of ours is the map @fd (by name; kernel names keep 15 bytes), or -1. */
-static int map_index(int fd)
+static int check_map(const char *ifname, int fd, int i)
+{
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+		return -errno;
+	return check_layout(ifname, &info, i);
+}
+
+/*
+ * Which of ours is the map @fd (by name; kernel names keep 15 bytes), or
+ * -1; its layout checked (-EPROTO) with the same information.
+ */
+static int map_index(const char *ifname, int fd)
 {
 	struct bpf_map_info info = {};
 	__u32 len = sizeof(info);
@@ -414,15 +423,16 @@ static int map_index(int fd)
 		return -1;
 	for (i = 0; i < MAP_NR; i++)
 		if (!strncmp(info.name, xvi_ctl_map_defs[i].name, sizeof(info.name) - 1))
-			return i;
+			return check_layout(ifname, &info, i) ?: i;
 	return -1;
 }
 
 /*
  * Every map found (through program @prog_id, or pins when 0) and of the
- * layout this libxvi expects; else all of them closed.
+ * layout this libxvi expects (checked here unless @checked); else all of
+ * them closed.
  */
-static int maps_complete(const char *ifname, __u32 prog_id, int fds[MAP_NR])
+static int maps_complete(const char *ifname, __u32 prog_id, int fds[MAP_NR], bool checked)
 {
 	int i, err;
 
@@ -435,7 +445,7 @@ static int maps_complete(const char *ifname, __u32 prog_id, int fds[MAP_NR])
 			err = -EPROTO;
 			goto fail;
 		}
-		err = check_map(ifname, fds[i], i);
+		err = checked ? 0 : check_map(ifname, fds[i], i);
 		if (err)
 			goto fail;
 	}
@@ -470,14 +480,19 @@ static int maps_from_prog(const char *ifname, __u32 prog_id, int fds[MAP_NR])
 			err = -errno;
 			goto fail;
 		}
-		i = map_index(fd);
+		i = map_index(ifname, fd);
+		if (i == -EPROTO) {
+			close(fd);
+			err = i;
+			goto fail;
+		}
 		if (i < 0 || fds[i] >= 0) {
 			close(fd);
 			continue;
 		}
 		fds[i] = fd;
 	}
-	return maps_complete(ifname, prog_id, fds);
+	return maps_complete(ifname, prog_id, fds, true);
 fail:
 	close_fds(fds);
 	return err;
@@ -512,7 +527,7 @@ static int maps_from_pins(const char *ifname, const struct xvi_ctl_opts *opts,
 			return err;
 		}
 	}
-	return maps_complete(ifname, 0, fds);
+	return maps_complete(ifname, 0, fds, false);
 }
 
 int xvi_ctl_find_maps(const char *ifname, int ifindex, const struct xvi_ctl_opts *opts,

@@ -156,12 +156,24 @@ int xvi_xsk__create(const struct xvi_xsk_setup *s, struct xsk_ring_prod *fill,
 	return 0;
 }
 
+/*
+ * What the kernel answered for @flags 0 and XDP_UMEM_TX_SW_CSUM: 0 not
+ * asked yet, else the answer + 1.  It cannot change while the process
+ * lives, and the throwaway socket cost some 4 % of every endpoint's open.
+ */
+static int tx_md_known[2];
+
 int xvi_xsk__probe_tx_md(__u32 flags)
 {
+	int *known = flags == 0 ? &tx_md_known[0] :
+		     flags == XDP_UMEM_TX_SW_CSUM ? &tx_md_known[1] : NULL;
+	int k = known ? __atomic_load_n(known, __ATOMIC_RELAXED) : 0;
 	size_t len = (size_t)sysconf(_SC_PAGESIZE);
 	void *area;
 	int fd, err;
 
+	if (k)
+		return k - 1;
 	fd = socket(AF_XDP, SOCK_RAW | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
@@ -175,7 +187,12 @@ int xvi_xsk__probe_tx_md(__u32 flags)
 	err = umem_reg(fd, area, len, 2048, XDP_UMEM_TX_METADATA_LEN | flags, XVI_TX_MD_LEN);
 	close(fd);
 	munmap(area, len);
-	if (!err)
-		return 1;
-	return err == -EINVAL ? 0 : err;
+	if (!err || err == -EINVAL) {
+		/* An answer; other errors (no memory, no right) ask again. */
+		k = !err;
+		if (known)
+			__atomic_store_n(known, k + 1, __ATOMIC_RELAXED);
+		return k;
+	}
+	return err;
 }
