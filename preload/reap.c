@@ -148,8 +148,8 @@ static void reap_postfork_child(void)
 static bool start(void)
 {
 	sigset_t all, old;
+	int err, cancel;
 	pthread_t t;
-	int err;
 
 	if (running > busy + queued)
 		return true;
@@ -167,8 +167,14 @@ static bool start(void)
 		if (!running)
 			return false;
 	}
+	/*
+	 * Not a cancellation point here: the caller holds the stream lock or
+	 * the fd table's, which a thread cancelled in the wait would keep.
+	 */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel);
 	while (queued + busy >= REAP_MAX)
 		pthread_cond_wait(&done, &mu);
+	pthread_setcancelstate(cancel, NULL);
 	return true;
 }
 

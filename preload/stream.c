@@ -122,8 +122,8 @@ static __thread bool nested;		/* inside xps_poll: plain calls */
  */
 static __thread bool held;
 /*
- * mu held: the contexts keep their fds ready between sleeps, as without
- * XVI_SCTX_ARM_ON_SLEEP.  Set for good once a second thread uses stream
+ * Written with mu held: the contexts keep their fds ready between sleeps,
+ * as without XVI_SCTX_ARM_ON_SLEEP.  Set for good once a second thread uses stream
  * mode (the fork relay's among them): a thread may then sleep on a
  * context while another runs its engine, which moves its deadlines and
  * counts its pumps without a sleep of its own.
@@ -166,7 +166,7 @@ static void keep_armed_all(void)
 {
 	int i;
 
-	kept_armed = true;
+	__atomic_store_n(&kept_armed, true, __ATOMIC_RELAXED);
 	xp_info("a second thread uses streams: the stream contexts' fds stay ready between "
 		"sleeps from now on");
 	for (i = 0; i < nctx; i++)
@@ -262,13 +262,24 @@ void xps_arm_for_sleep(void)
 {
 	/*
 	 * Not for the library's own waits (mu held, or xp_inside: a reaper's
-	 * close, which must never wait for mu) nor xps_poll's (nested).
+	 * close, which must never wait for mu), nor xps_poll's (nested), nor
+	 * where the contexts stay armed anyway.  A try, not lock(): this
+	 * thread may never have used streams (it is not counted as one), and
+	 * it must not wait for a thread asleep in the library's own wait with
+	 * mu held (which armed its context) nor take mu in a signal handler
+	 * that interrupted its own lock().  Busy, the arm is left to whoever
+	 * holds mu.
 	 */
-	if (held || xp_inside || nested || !__atomic_load_n(&nctx, __ATOMIC_ACQUIRE))
+	if (held || xp_inside || nested || !__atomic_load_n(&nctx, __ATOMIC_ACQUIRE) ||
+	    __atomic_load_n(&kept_armed, __ATOMIC_RELAXED))
 		return;
-	lock();
-	arm_all(-1);
-	unlock();
+	if (pthread_mutex_trylock(&mu))
+		return;
+	held = true;
+	if (!kept_armed)
+		arm_all(-1);
+	held = false;
+	pthread_mutex_unlock(&mu);
 }
 
 /* How long a poll round may sleep: 0 if something is @ready. */

@@ -47,7 +47,7 @@ int xvi_ctl__cap_effective(__u64 *eff)
 	return 0;
 }
 
-/* Effective capability set from /proc, so we can refuse before touching anything. */
+/* From the effective capability set, so we can refuse before touching anything. */
 int xvi_ctl_check_caps(const char *ifname)
 {
 	bool bpf_ok, net_ok;

@@ -409,21 +409,18 @@ static int check_map(const char *ifname, int fd, int i)
 	return check_layout(ifname, &info, i);
 }
 
-/*
- * Which of ours is the map @fd (by name; kernel names keep 15 bytes), or
- * -1; its layout checked (-EPROTO) with the same information.
- */
-static int map_index(const char *ifname, int fd)
+/* Which of ours is the map @fd (by name; kernel names keep 15 bytes), or -1. */
+static int map_index(int fd, struct bpf_map_info *info)
 {
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
+	__u32 len = sizeof(*info);
 	int i;
 
-	if (bpf_obj_get_info_by_fd(fd, &info, &len))
+	memset(info, 0, sizeof(*info));
+	if (bpf_obj_get_info_by_fd(fd, info, &len))
 		return -1;
 	for (i = 0; i < MAP_NR; i++)
-		if (!strncmp(info.name, xvi_ctl_map_defs[i].name, sizeof(info.name) - 1))
-			return check_layout(ifname, &info, i) ?: i;
+		if (!strncmp(info->name, xvi_ctl_map_defs[i].name, sizeof(info->name) - 1))
+			return i;
 	return -1;
 }
 
@@ -458,6 +455,7 @@ fail:
 static int maps_from_prog(const char *ifname, __u32 prog_id, int fds[MAP_NR])
 {
 	__u32 ids[XVI_PROG_MAX_MAPS], len, n, k;
+	struct bpf_map_info minfo;
 	struct bpf_prog_info info;
 	int pfd, fd, i, err = 0;
 
@@ -480,17 +478,16 @@ static int maps_from_prog(const char *ifname, __u32 prog_id, int fds[MAP_NR])
 			err = -errno;
 			goto fail;
 		}
-		i = map_index(ifname, fd);
-		if (i == -EPROTO) {
-			close(fd);
-			err = i;
-			goto fail;
-		}
+		i = map_index(fd, &minfo);
 		if (i < 0 || fds[i] >= 0) {
 			close(fd);
 			continue;
 		}
 		fds[i] = fd;
+		/* Its layout from the same information: maps_complete need not ask. */
+		err = check_layout(ifname, &minfo, i);
+		if (err)
+			goto fail;
 	}
 	return maps_complete(ifname, prog_id, fds, true);
 fail:
