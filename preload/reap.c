@@ -203,7 +203,7 @@ void xp_reap(struct xvi_endpoint *ep, const union xvi_sockaddr *local)
 	}
 	pthread_mutex_unlock(&mu);
 	xp_inside++;
-	xvi_endpoint__close(ep);	/* no thread, or enough pending: here, as before */
+	xvi_endpoint__close(ep);	/* no reaper thread could start: here, as before */
 	xp_inside--;
 }
 

@@ -276,9 +276,8 @@ int xvi_ctl__pin_dir(const char *ifname, const struct xvi_ctl_opts *opts,
 		     char *buf, size_t len);
 
 /*
- * Effective capabilities of the calling process (CapEff of
- * /proc/self/status) into *eff: 0, or a negative errno if /proc cannot
- * tell.  Test bits with XVI_CAP(CAP_...).
+ * Effective capabilities of the calling thread (capget()) into *eff: 0,
+ * or a negative errno.  Test bits with XVI_CAP(CAP_...).
  */
 #define XVI_CAP(c)	(1ULL << (c))
 /* The uapi <linux/capability.h> of the build host may predate CAP_BPF. */

@@ -284,7 +284,11 @@ Test(txcsum, kernel_probe)
 	cr_expect_eq(r, kernel_at_least(6, 11), "TX metadata probe says %d on this kernel", r);
 	r = xvi_xsk__probe_tx_md(XDP_UMEM_TX_SW_CSUM);
 	cr_expect_eq(r, kernel_at_least(6, 11), "TX_SW_CSUM probe says %d on this kernel", r);
-	/* Asked again, both answer from what the process remembers, the same. */
+	/*
+	 * Asked again, both answer from what the process remembers: the same
+	 * answers (whether they came from memory is not visible here), and an
+	 * unknown flag is still refused, not taken for flags 0's answer.
+	 */
 	cr_expect_eq(xvi_xsk__probe_tx_md(0), kernel_at_least(6, 11));
 	cr_expect_eq(xvi_xsk__probe_tx_md(XDP_UMEM_TX_SW_CSUM), kernel_at_least(6, 11));
 	cr_expect_eq(xvi_xsk__probe_tx_md(1u << 30), 0, "an unknown flag, asked again, was accepted");
