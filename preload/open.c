@@ -197,7 +197,7 @@ int free_port_sa(const union xvi_sockaddr *local)
 	if (fam == AF_INET6 && REAL(setsockopt)(s, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof(one)))
 		port = -errno;
 	else if (!REAL(bind)(s, &a.sa, xp_sa_len(fam)) && !REAL(getsockname)(s, &a.sa, &len))
-		port = ntohs(fam == AF_INET6 ? a.in6.sin6_port : a.in.sin_port);
+		port = ntohs(*xp_sa_port(&a));
 	else
 		port = -errno;
 	REAL(close)(s);
@@ -280,7 +280,7 @@ int xp_promote(int fd, struct xsock *xs, const union xvi_sockaddr *local_in,
 {
 	XVI_OPTS(xvi_endpoint_info, info);
 	union xvi_sockaddr local = *local_in;
-	__be16 *lport = local.sa.sa_family == AF_INET6 ? &local.in6.sin6_port : &local.in.sin_port;
+	__be16 *lport = xp_sa_port(&local);
 	char ifname[IF_NAMESIZE] = "", a[64];
 	struct xvi_endpoint *ep = NULL;
 	bool pick = !*lport;

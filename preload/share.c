@@ -32,7 +32,7 @@ int xp_share_bind(int fd, struct xsock *xs, const union xvi_sockaddr *local)
 {
 	struct xsock *o;
 
-	if (!(local->sa.sa_family == AF_INET6 ? local->in6.sin6_port : local->in.sin_port))
+	if (!*xp_sa_port(local))
 		return 1;
 	xp_lock();
 	for (o = xp_live; o; o = o->next_live) {

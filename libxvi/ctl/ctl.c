@@ -123,16 +123,11 @@ __u32 xvi_ctl__prog_id(const struct xvi_ctl *ctl)
 
 /* ---- endpoint table ------------------------------------------------------- */
 
-static bool tag_eq(const struct xvi_tag *a, const struct xvi_tag *b)
-{
-	return !memcmp(a, b, sizeof(*a));
-}
-
 /* The same process holds the slot for the same tag. */
 static bool same_owner(const struct xvi_slot_owner *a, const struct xvi_slot_owner *b)
 {
 	return a->pid == b->pid && a->start_time == b->start_time && a->mode == b->mode &&
-	       tag_eq(&a->tag, &b->tag);
+	       xvi_ctl_tag_eq(&a->tag, &b->tag);
 }
 
 static int owner_get(struct xvi_ctl *ctl, __u32 slot, struct xvi_slot_owner *o)
@@ -142,14 +137,6 @@ static int owner_get(struct xvi_ctl *ctl, __u32 slot, struct xvi_slot_owner *o)
 	return 0;
 }
 
-/* The tag a spread member's tag belongs to (queue 0): the one frames carry. */
-static struct xvi_tag tag_base(const struct xvi_tag *t)
-{
-	struct xvi_tag b = *t;
-
-	b.queue = 0;
-	return b;
-}
 
 static int del_ignore_enoent(int fd, const void *key)
 {
@@ -178,7 +165,7 @@ static int ext_clear_slot(struct xvi_ctl *ctl, __u32 slot)
  */
 static int spread_release(struct xvi_ctl *ctl, __u32 slot, const struct xvi_tag *tag)
 {
-	struct xvi_tag base = tag_base(tag), b;
+	struct xvi_tag base = xvi_ctl_tag_base(tag), b;
 	struct xvi_slot_owner o;
 	__u32 s;
 
@@ -187,8 +174,8 @@ static int spread_release(struct xvi_ctl *ctl, __u32 slot, const struct xvi_tag 
 	for (s = 0; s < XVI_MAX_ENDPOINTS; s++) {
 		if (s == slot || owner_get(ctl, s, &o) || !o.tag.queue)
 			continue;
-		b = tag_base(&o.tag);
-		if (tag_eq(&b, &base))
+		b = xvi_ctl_tag_base(&o.tag);
+		if (xvi_ctl_tag_eq(&b, &base))
 			return 0;
 	}
 	return del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &base);
@@ -447,7 +434,7 @@ static int overlap_holder(const struct xvi_owner_set *set, const struct xvi_slot
 static int spread_check(struct xvi_ctl *ctl, const struct xvi_owner_set *set,
 			const struct xvi_slot_owner *owner, const char *tagstr)
 {
-	struct xvi_tag base = tag_base(&owner->tag);
+	struct xvi_tag base = xvi_ctl_tag_base(&owner->tag);
 	struct xvi_slot_owner held;
 	struct xvi_ep_value v;
 	int s;
@@ -477,7 +464,7 @@ static int spread_check(struct xvi_ctl *ctl, const struct xvi_owner_set *set,
 static int spread_make(struct xvi_ctl *ctl, const struct xvi_tag *tag, bool *made)
 {
 	struct xvi_ep_value spread = { .slot = XVI_SLOT_PENDING, .flags = XVI_EP_F_SPREAD };
-	struct xvi_tag base = tag_base(tag);
+	struct xvi_tag base = xvi_ctl_tag_base(tag);
 
 	*made = false;
 	if (!tag->queue)
@@ -492,7 +479,7 @@ static int spread_make(struct xvi_ctl *ctl, const struct xvi_tag *tag, bool *mad
 static int claim_locked(struct xvi_ctl *ctl, struct xvi_owner_set *set,
 			struct xvi_slot_owner *owner, __u32 *slot, const char *tagstr)
 {
-	struct xvi_tag base = tag_base(&owner->tag);
+	struct xvi_tag base = xvi_ctl_tag_base(&owner->tag);
 	bool made_base = false;
 	char heldstr[64];
 	struct xvi_ep_value pending = { .slot = XVI_SLOT_PENDING };

@@ -67,11 +67,9 @@ int xvi_ctl_owners_find_tag(const struct xvi_owner_set *set, const struct xvi_ta
 	__u32 i;
 
 	for (i = 0; i < set->n; i++) {
-		b = set->o[i].tag;
 		/* a spread tag's own entry (queue 0) is named by its members */
-		if (!tag->queue)
-			b.queue = 0;
-		if (!memcmp(&b, tag, sizeof(b))) {
+		b = tag->queue ? set->o[i].tag : xvi_ctl_tag_base(&set->o[i].tag);
+		if (xvi_ctl_tag_eq(&b, tag)) {
 			*o = set->o[i];
 			return set->slot[i];
 		}

@@ -16,6 +16,8 @@
 #define XVI_CTL_PRIV_H
 
 #include <limits.h>
+#include <stdbool.h>
+#include <string.h>
 #include <net/if.h>
 #include <linux/types.h>
 #include <xdp/libxdp.h>
@@ -60,6 +62,20 @@ struct xvi_ctl {
 	__u32 prog_id;		/* the program the maps were found through, 0 = pins */
 	char ifname[IF_NAMESIZE];
 };
+
+static inline bool xvi_ctl_tag_eq(const struct xvi_tag *a, const struct xvi_tag *b)
+{
+	return !memcmp(a, b, sizeof(*a));
+}
+
+/* The tag a spread member's tag belongs to (queue 0): the one frames carry. */
+static inline struct xvi_tag xvi_ctl_tag_base(const struct xvi_tag *t)
+{
+	struct xvi_tag b = *t;
+
+	b.queue = 0;
+	return b;
+}
 
 /* ---- ctl/owners.c ---- */
 
