@@ -250,6 +250,14 @@ struct xvi_global_counters {
 	__u64 port_hook_missing;	/* hooked port, no program there: passed */
 };
 
+/* The datapath's PROG_ARRAYs, as indexed in xvi_config.table_ids. */
+enum xvi_table {
+	XVI_TABLE_EXT_PROGS,		/* xvi_ext_progs: the handlers */
+	XVI_TABLE_EXT_RET,		/* xvi_ext_ret: their return paths */
+	XVI_TABLE_PORT_PROGS,		/* xvi_port_progs: the port hooks */
+	XVI_TABLE_NR,
+};
+
 /*
  * Interface configuration: the one element of the array map xvi_config,
  * written by the control plane at attach (and on every later attach, which
@@ -259,6 +267,14 @@ struct xvi_global_counters {
 struct xvi_config {
 	__u8 mac[6];			/* the interface's MAC address */
 	__u16 flags;			/* enum xvi_config_flags */
+	/*
+	 * Control-plane state, never read by XDP: the map ids of the
+	 * datapath's PROG_ARRAYs, written at attach.  The control plane
+	 * takes these maps from pins and opens one by id only to remove
+	 * entries it knows of: opening a PROG_ARRAY by id when no pin holds
+	 * it can leak it (docs/KERNEL.md, fact 49).
+	 */
+	__u32 table_ids[XVI_TABLE_NR];	/* enum xvi_table */
 };
 
 enum xvi_config_flags {
@@ -379,8 +395,17 @@ struct xvi_slot_owner {
 	 * deletes the pair once (broker_pid, broker_start_time) is gone.
 	 */
 	__u32 broker_pid;
-	__u32 pad;
+	__u32 flags;			/* enum xvi_owner_flags */
 	__u64 broker_start_time;
+};
+
+enum xvi_owner_flags {
+	/*
+	 * Handlers were loaded for this owner into xvi_ext_progs: its
+	 * release must empty the slot's entries there, opening the table by
+	 * id if its pins are out of sight, or keep the slot.
+	 */
+	XVI_OWNER_HANDLERS = 1 << 0,
 };
 
 /*

@@ -122,15 +122,16 @@ out:
  * frames to that address only; and whether the device is a local link
  * (veth), where a partial UDP checksum is a local kernel's offload, not an
  * error.  Done at every attach, so attaching again after a MAC change
- * brings it up to date.  @fd is the map's fd.
+ * brings it up to date.  Also the ids of the tables (the PROG_ARRAYs) in
+ * @fds, or the ones written before where @fds has none.
  */
-static int write_config(const char *ifname, int fd)
+static int write_config(const char *ifname, const int fds[MAP_NR])
 {
 	struct xvi_config cfg = {}, old = {};
+	int fd = fds[MAP_CONFIG], err, t, i;
 	struct xvi_iface ifc;
 	char a[18], b[18];
 	__u32 zero = 0;
-	int err;
 
 	err = xvi_iface__query(ifname, &ifc);
 	if (err)
@@ -139,14 +140,18 @@ static int write_config(const char *ifname, int fd)
 	cfg.flags = XVI_CFG_MAC;
 	if (xvi_iface__local_link(&ifc))
 		cfg.flags |= XVI_CFG_LOCAL_LINK;
-	if (!bpf_map_lookup_elem(fd, &zero, &old)) {
-		/* Routing, tracing and port hooks are their commands' to turn
-		 * on and off; the NAPI mark is attach's and detach's. */
-		cfg.flags |= old.flags & (XVI_CFG_ROUTE | XVI_CFG_TRACE | XVI_CFG_PORT_HOOK |
-					  XVI_CFG_NAPI_THREADED);
-		if (!memcmp(&old, &cfg, sizeof(cfg)))
-			return 0;
+	if (bpf_map_lookup_elem(fd, &zero, &old))
+		memset(&old, 0, sizeof(old));
+	for (t = 0; t < XVI_TABLE_NR; t++) {
+		i = xvi_ctl_table_map(t);
+		cfg.table_ids[t] = fds[i] >= 0 ? xvi_ctl_map_id(fds[i]) : old.table_ids[t];
 	}
+	/* Routing, tracing and port hooks are their commands' to turn on and
+	 * off; the NAPI mark is attach's and detach's. */
+	cfg.flags |= old.flags & (XVI_CFG_ROUTE | XVI_CFG_TRACE | XVI_CFG_PORT_HOOK |
+				  XVI_CFG_NAPI_THREADED);
+	if (!memcmp(&old, &cfg, sizeof(cfg)))
+		return 0;
 	if (bpf_map_update_elem(fd, &zero, &cfg, 0)) {
 		err = -errno;
 		pr_warn("%s: cannot write the interface MAC into xvi_config: %s\n", ifname,
@@ -261,14 +266,6 @@ static void libxdp_use_bpffs(const char *bpffs)
 		setenv("LIBXDP_BPFFS", bpffs, 0);
 }
 
-static __u32 map_id(int fd)
-{
-	struct bpf_map_info info = {};
-	__u32 len = sizeof(info);
-
-	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
-}
-
 /*
  * Pins of the datapath whose maps are @fds, in @dir: kept if they are
  * these maps already, else made anew.  Not fatal: the maps are reachable
@@ -283,7 +280,7 @@ static void sync_pins(const char *ifname, const char *bpffs, const char *dir,
 	if (xvi_ctl_pins_present(dir) == MAP_NR) {
 		xvi_ctl_map_path(path, sizeof(path), dir, MAP_EP_STATS);
 		fd = bpf_obj_get(path);
-		if (fd >= 0 && map_id(fd) == map_id(fds[MAP_EP_STATS])) {
+		if (fd >= 0 && xvi_ctl_map_id(fd) == xvi_ctl_map_id(fds[MAP_EP_STATS])) {
 			close(fd);
 			return;
 		}
@@ -442,7 +439,7 @@ static int napi_mode(const char *ifname, const struct xvi_ctl_opts *opts)
 static bool napi_unthread(const char *ifname, int ifindex)
 {
 	struct xvi_config cfg;
-	int fds[MAP_NR], i, err = -ENOENT;
+	int fds[MAP_NR], err = -ENOENT;
 	__u32 zero = 0, prog_id;
 
 	if (xvi_ctl_find_maps(ifname, ifindex, NULL, fds, &prog_id))
@@ -453,8 +450,7 @@ static bool napi_unthread(const char *ifname, int ifindex)
 		if (err)
 			pr_warn("%s: NAPI stays threaded: %s\n", ifname, xvi_ctl_napi_why(err));
 	}
-	for (i = 0; i < MAP_NR; i++)
-		close(fds[i]);
+	xvi_ctl_close_maps(fds);
 	return !err;
 }
 
@@ -521,7 +517,7 @@ static int load_and_attach(const char *ifname, int ifindex, enum xdp_attach_mode
 	 * Until the MAC is in, the datapath passes every frame, and no
 	 * endpoint can be published (claims find the maps only now).
 	 */
-	err = write_config(ifname, fds[MAP_CONFIG]);
+	err = write_config(ifname, fds);
 	if (!err)
 		err = xvi_ctl_sync_local(ifname, fds[MAP_LOCAL_ADDRS]);
 	if (err)
@@ -541,26 +537,27 @@ out:
 
 /*
  * Attach again: refresh what the datapath knows (its MAC), and its pins;
- * make a veth's NAPI threaded if asked now.
+ * make a veth's NAPI threaded if asked now.  Tables out of sight are not
+ * pinned again: without their pins the kernel has emptied them (or they
+ * are pinned elsewhere), and opening them by id could leak them.
  */
 static int refresh(const char *ifname, int ifindex, const char *bpffs, const char *dir,
 		   bool napi_threads)
 {
 	__u32 prog_id;
-	int fds[MAP_NR], err, i;
+	int fds[MAP_NR], err;
 
 	err = xvi_ctl_find_maps(ifname, ifindex, NULL, fds, &prog_id);
 	if (err)
 		return err;
-	err = write_config(ifname, fds[MAP_CONFIG]);
+	err = write_config(ifname, fds);
 	if (!err)
 		err = xvi_ctl_sync_local(ifname, fds[MAP_LOCAL_ADDRS]);
 	if (!err && napi_threads)
 		napi_thread(ifname, ifindex, fds[MAP_CONFIG]);
 	if (!err && bpffs)
 		sync_pins(ifname, bpffs, dir, fds);
-	for (i = 0; i < MAP_NR; i++)
-		close(fds[i]);
+	xvi_ctl_close_maps(fds);
 	return err;
 }
 
@@ -726,7 +723,7 @@ static void redirect_unlist(const char *ifname, int ifindex, const struct xvi_ct
 	static const int maps[] = { MAP_EXT_FWD_DEVS, MAP_ROUTE_DEVS };
 	struct if_nameindex *ifs, *i;
 	struct xvi_xdp_state st;
-	int fds[MAP_NR], k;
+	int fds[MAP_NR];
 	__u32 key = ifindex, id;
 	size_t m;
 
@@ -744,8 +741,7 @@ static void redirect_unlist(const char *ifname, int ifindex, const struct xvi_ct
 		for (m = 0; m < sizeof(maps) / sizeof(maps[0]); m++)
 			if (bpf_map_delete_elem(fds[maps[m]], &key) && errno != ENOENT)
 				unlist_warn(maps[m], i->if_name, ifname, errno);
-		for (k = 0; k < MAP_NR; k++)
-			close(fds[k]);
+		xvi_ctl_close_maps(fds);
 	}
 	if_freenameindex(ifs);
 }

@@ -56,13 +56,9 @@ _Static_assert(sizeof(struct xvi_ext_counters) % 8 == 0, "ext counters not u64s"
 
 void xvi_ctl__close(struct xvi_ctl *ctl)
 {
-	int i;
-
 	if (!ctl)
 		return;
-	for (i = 0; i < MAP_NR; i++)
-		if (ctl->fds[i] >= 0)
-			close(ctl->fds[i]);
+	xvi_ctl_close_maps(ctl->fds);
 	if (ctl->lock_fd >= 0)
 		close(ctl->lock_fd);
 	free(ctl);
@@ -145,15 +141,25 @@ static int del_ignore_enoent(int fd, const void *key)
 	return 0;
 }
 
-/* Unload every handler of @slot: they must never run for its next owner. */
-static int ext_clear_slot(struct xvi_ctl *ctl, __u32 slot)
+/*
+ * Unload every handler of @slot, whose owner is @o.  Without the table at
+ * hand, only an owner that had handlers loaded (XVI_OWNER_HANDLERS) needs
+ * it opened by id: every other owner's entries were emptied by the release
+ * before it.
+ */
+static int ext_clear_slot(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owner *o)
 {
 	__u32 h, key;
-	int err = 0, e;
+	int fd, err = 0, e;
 
+	if (ctl->fds[MAP_EXT_PROGS] < 0 && !(o->flags & XVI_OWNER_HANDLERS))
+		return 0;
+	fd = xvi_ctl_table(ctl, MAP_EXT_PROGS);
+	if (fd < 0)
+		return fd;
 	for (h = 0; h < XVI_EXT_MAX_HANDLERS; h++) {
 		key = slot * XVI_EXT_MAX_HANDLERS + h;
-		e = del_ignore_enoent(ctl->fds[MAP_EXT_PROGS], &key);
+		e = del_ignore_enoent(fd, &key);
 		err = err ?: e;
 	}
 	return err;
@@ -181,7 +187,11 @@ static int spread_release(struct xvi_ctl *ctl, __u32 slot, const struct xvi_tag 
 	return del_ignore_enoent(ctl->fds[MAP_ENDPOINTS], &base);
 }
 
-/* Caller holds the lock.  Tag first, then socket, handlers, owner (see top). */
+/*
+ * Caller holds the lock.  Handlers, then tag, socket, owner (see top).  A
+ * slot whose handlers cannot be unloaded stays as it is, taken: -EBUSY,
+ * with a message.
+ */
 static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 {
 	struct xvi_slot_owner o;
@@ -191,7 +201,14 @@ static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 	err = owner_get(ctl, slot, &o);
 	if (err)
 		return err;
-	err = 0;
+	/* They must never run for the slot's next owner. */
+	err = ext_clear_slot(ctl, slot, &o);
+	if (err) {
+		pr_warn("%s: slot %u stays taken: its handlers could not be unloaded (%s); "
+			"run 'xdp-vi ext unload' for them where the datapath's pins are "
+			"visible\n", ctl->ifname, slot, strerror(-err));
+		return -EBUSY;
+	}
 	/* The tag goes only if it is still ours: live slot or our reservation. */
 	if (!bpf_map_lookup_elem(ctl->fds[MAP_ENDPOINTS], &o.tag, &v) &&
 	    (v.slot == slot || v.slot >= XVI_MAX_ENDPOINTS))
@@ -201,8 +218,6 @@ static int release_locked(struct xvi_ctl *ctl, __u32 slot)
 	err2 = del_ignore_enoent(ctl->fds[MAP_XSKS], &slot);
 	err = err ?: err2;
 	err2 = del_ignore_enoent(ctl->fds[MAP_DEVS], &slot);
-	err = err ?: err2;
-	err2 = ext_clear_slot(ctl, slot);
 	err = err ?: err2;
 	err2 = del_ignore_enoent(ctl->fds[MAP_OWNERS], &slot);
 	return err ?: err2;
@@ -291,6 +306,10 @@ static int gc_locked(struct xvi_ctl *ctl, struct xvi_owner_set *set)
 				ctl->ifname, set->slot[i], tagstr, o->pid);
 		}
 		err = release_locked(ctl, set->slot[i]);
+		if (err == -EBUSY) {	/* kept, with a message */
+			i++;
+			continue;
+		}
 		if (err)
 			return err;
 		xvi_ctl_owners_drop(set, i);
@@ -611,6 +630,7 @@ int xvi_ctl__claim(struct xvi_ctl *ctl, struct xvi_slot_owner *owner, __u32 *slo
 	owner->start_time = start;
 	owner->xsk_fd = -1;
 	owner->bind_flags = 0;
+	owner->flags = 0;
 
 	set = malloc(sizeof(*set));
 	if (!set)
@@ -770,12 +790,28 @@ int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slo
 	return err ? xvi_err(err) : 0;
 }
 
+/*
+ * The handlers' table, for @slot's handlers: @ctl's; else -ENOENT if the
+ * slot's owner had none loaded (its entries are empty), or, if it had,
+ * the table opened by id to @remove one, and -ENXIO for a question only.
+ */
+static int ext_table(struct xvi_ctl *ctl, __u32 slot, bool remove)
+{
+	struct xvi_slot_owner o;
+
+	if (ctl->fds[MAP_EXT_PROGS] >= 0)
+		return ctl->fds[MAP_EXT_PROGS];
+	if (owner_get(ctl, slot, &o) || !(o.flags & XVI_OWNER_HANDLERS))
+		return -ENOENT;
+	return remove ? xvi_ctl_table(ctl, MAP_EXT_PROGS) : -ENXIO;
+}
+
 int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owner *expect,
 		     __u32 handler, int prog_fd, bool replace)
 {
 	struct xvi_slot_owner o;
 	__u32 key, id;
-	int err;
+	int err, fd;
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || !expect || handler >= XVI_EXT_MAX_HANDLERS ||
 	    prog_fd < 0)
@@ -787,13 +823,23 @@ int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owne
 	err = owner_get(ctl, slot, &o);
 	if (!err && !same_owner(&o, expect))
 		err = -ENOENT;	/* closed (and maybe claimed again) meanwhile */
+	/* Loaded only through a pin that holds the table (xvi_ext__load). */
+	fd = ctl->fds[MAP_EXT_PROGS];
+	if (!err && fd < 0)
+		err = -ENXIO;
 	/* A PROG_ARRAY takes BPF_ANY only: "no replace" is checked here, locked. */
-	if (!err && !replace && !bpf_map_lookup_elem(ctl->fds[MAP_EXT_PROGS], &key, &id))
+	if (!err && !replace && !bpf_map_lookup_elem(fd, &key, &id))
 		err = -EEXIST;
+	/* Marked before the entry goes in: the owner's release must empty it. */
+	if (!err && !(o.flags & XVI_OWNER_HANDLERS)) {
+		o.flags |= XVI_OWNER_HANDLERS;
+		if (bpf_map_update_elem(ctl->fds[MAP_OWNERS], &slot, &o, BPF_EXIST))
+			err = -errno;
+	}
 	/* A new handler's counters start at zero, its predecessor's gone. */
 	if (!err)
 		err = zero_ext_stats(ctl, slot, handler);
-	if (!err && bpf_map_update_elem(ctl->fds[MAP_EXT_PROGS], &key, &prog_fd, BPF_ANY))
+	if (!err && bpf_map_update_elem(fd, &key, &prog_fd, BPF_ANY))
 		err = -errno;
 	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
@@ -802,7 +848,7 @@ int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owne
 int xvi_ctl__ext_clear(struct xvi_ctl *ctl, __u32 slot, __u32 handler)
 {
 	__u32 key;
-	int err;
+	int err, fd;
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || handler >= XVI_EXT_MAX_HANDLERS)
 		return xvi_err(-EINVAL);
@@ -810,7 +856,10 @@ int xvi_ctl__ext_clear(struct xvi_ctl *ctl, __u32 slot, __u32 handler)
 	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
-	if (bpf_map_delete_elem(ctl->fds[MAP_EXT_PROGS], &key))
+	fd = ext_table(ctl, slot, true);
+	if (fd < 0)
+		err = fd;
+	else if (bpf_map_delete_elem(fd, &key))
 		err = -errno;
 	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
@@ -819,12 +868,16 @@ int xvi_ctl__ext_clear(struct xvi_ctl *ctl, __u32 slot, __u32 handler)
 int xvi_ctl__ext_get(struct xvi_ctl *ctl, __u32 slot, __u32 handler, __u32 *prog_id)
 {
 	__u32 key;
+	int fd;
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || handler >= XVI_EXT_MAX_HANDLERS || !prog_id)
 		return xvi_err(-EINVAL);
 	key = slot * XVI_EXT_MAX_HANDLERS + handler;
+	fd = ext_table(ctl, slot, false);
+	if (fd < 0)
+		return xvi_err(fd);
 	/* From user space a PROG_ARRAY element reads as the program's id. */
-	if (bpf_map_lookup_elem(ctl->fds[MAP_EXT_PROGS], &key, prog_id))
+	if (bpf_map_lookup_elem(fd, &key, prog_id))
 		return xvi_err(-errno);
 	return 0;
 }

@@ -121,7 +121,11 @@ int xvi_ctl__publish(struct xvi_ctl *ctl, __u32 slot, int xsk_fd,
  */
 int xvi_ctl__publish_dev(struct xvi_ctl *ctl, __u32 slot, int dev_ifindex);
 
-/* Undo claim/publish: remove tag, XSKMAP and xvi_devs entries and owner entry. */
+/*
+ * Undo claim/publish: remove the slot's handlers, tag, XSKMAP and xvi_devs
+ * entries and owner entry.  -EBUSY, with a message and nothing removed, if
+ * its handlers cannot be unloaded: the slot stays taken.
+ */
 int xvi_ctl__release(struct xvi_ctl *ctl, __u32 slot);
 
 /*
@@ -151,15 +155,20 @@ int xvi_ctl__global_stats_fd(const struct xvi_ctl *ctl);
  * Extension handlers (xvi_ext_progs, docs/EXTENSIONS.md).  ext_set puts
  * @prog_fd at handler index @handler of @slot, if @slot's owner is still
  * @expect (-ENOENT if not) and, unless @replace, no handler is there
- * (-EEXIST).  ext_clear removes it (-ENOENT if none); ext_get reads the
- * id of the program there (-ENOENT if none).  Releasing a slot removes all
- * of its handlers.
+ * (-EEXIST), through the table's pin (-ENXIO if @ctl does not see it).
+ * ext_clear removes it (-ENOENT if none); ext_get reads the id of the
+ * program there (-ENOENT if none, -ENXIO if the slot has handlers but @ctl
+ * does not see the table's pin).  Releasing a slot removes all of its
+ * handlers.
  */
 int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owner *expect,
 		     __u32 handler, int prog_fd, bool replace);
 int xvi_ctl__ext_clear(struct xvi_ctl *ctl, __u32 slot, __u32 handler);
 int xvi_ctl__ext_get(struct xvi_ctl *ctl, __u32 slot, __u32 handler, __u32 *prog_id);
-/* fds of the handlers' table and of the datapath's return paths, owned by @ctl. */
+/*
+ * fds of the handlers' table and of the datapath's return paths, owned by
+ * @ctl; -1 where @ctl does not see their pins.
+ */
 int xvi_ctl__ext_progs_fd(const struct xvi_ctl *ctl);
 int xvi_ctl__ext_ret_fd(const struct xvi_ctl *ctl);
 /* The interface @ctl was opened on. */
@@ -183,6 +192,20 @@ int xvi_ctl__next_owner(struct xvi_ctl *ctl, __u32 *slot,
  * the next `xdp-vi attach`.
  */
 int xvi_ctl__config(struct xvi_ctl *ctl, struct xvi_config *out);
+
+/*
+ * Whether map @id is one of the datapath's PROG_ARRAYs that @cfg names
+ * (table_ids): never opened by id without care (libxvi/ctl/locate.c).
+ */
+static inline bool xvi_ctl__is_table_id(const struct xvi_config *cfg, __u32 id)
+{
+	int t;
+
+	for (t = 0; t < XVI_TABLE_NR; t++)
+		if (cfg->table_ids[t] == id)
+			return true;
+	return false;
+}
 /* Routing on IFACE on or off (XVI_CFG_ROUTE in xvi_config). */
 int xvi_ctl__route_set(struct xvi_ctl *ctl, bool on);
 /* The router's egress interfaces from this one (DEVMAP_HASH ifindex -> ifindex). */
@@ -205,7 +228,8 @@ int xvi_ctl__trace_set(struct xvi_ctl *ctl, bool on, bool force);
  * -ENOENT if the hooks' program table is not pinned under @opts's bpffs
  * (the kernel would empty it when the caller exits);
  * port_hook_clear removes it (-ENOENT if none); port_hook_get reads the id
- * of the program there (-ENOENT if none).
+ * of the program there (-ENOENT if none), before a removal: it opens the
+ * table by id if @ctl does not see its pin.
  */
 int xvi_ctl__port_hook_set(struct xvi_ctl *ctl, const struct xvi_ctl_opts *opts, __u16 port,
 			   int prog_fd, bool replace);
@@ -222,7 +246,8 @@ struct xvi_port_hook_info {
 };
 /*
  * The port hooks of @ctl's interface, by port, the first @max of them into
- * @out: their number (more than @max if @out was short), or -errno.
+ * @out: their number (more than @max if @out was short), or -errno.  A
+ * hook's prog_id is 0 where @ctl does not see the table's pin.
  */
 int xvi_ctl__port_hook_list(struct xvi_ctl *ctl, struct xvi_port_hook_info *out, int max);
 /* The trace ring buffer (struct xvi_trace_event records). */

@@ -199,7 +199,7 @@ static int hook_clear_locked(struct xvi_ctl *ctl, __u16 port)
 {
 	__u32 *vals, key = port, zero = 0, idx, i;
 	bool any = false;
-	int err;
+	int err, fd;
 
 	vals = hooks_read(ctl, &err);
 	if (!vals)
@@ -216,9 +216,15 @@ static int hook_clear_locked(struct xvi_ctl *ctl, __u16 port)
 	vals[port] = 0;
 	for (i = 0; i < XVI_PORTS; i++)
 		any |= vals[i] != 0;
-	if (idx <= XVI_PORT_HOOK_MAX) {
+	/*
+	 * The port is off already; the program goes too where the table can
+	 * be had (xvi_ctl_table warns if not), else when its index is next
+	 * used.
+	 */
+	fd = idx <= XVI_PORT_HOOK_MAX ? xvi_ctl_table(ctl, MAP_PORT_PROGS) : -1;
+	if (fd >= 0) {
 		i = idx - 1;
-		if (bpf_map_delete_elem(ctl->fds[MAP_PORT_PROGS], &i) && errno != ENOENT)
+		if (bpf_map_delete_elem(fd, &i) && errno != ENOENT)
 			err = -errno;
 	}
 	if (!any)
@@ -245,6 +251,7 @@ int xvi_ctl__port_hook_clear(struct xvi_ctl *ctl, __u16 port)
 int xvi_ctl__port_hook_get(struct xvi_ctl *ctl, __u16 port, __u32 *prog_id)
 {
 	__u32 key = port, idx;
+	int fd;
 
 	if (!ctl || !port || !prog_id)
 		return xvi_err(-EINVAL);
@@ -253,8 +260,12 @@ int xvi_ctl__port_hook_get(struct xvi_ctl *ctl, __u16 port, __u32 *prog_id)
 	if (!idx || idx > XVI_PORT_HOOK_MAX)
 		return xvi_err(-ENOENT);
 	idx--;
+	/* Asked before removing the hook (xvi-kvcache): opened by id if need be. */
+	fd = xvi_ctl_table(ctl, MAP_PORT_PROGS);
+	if (fd < 0)
+		return xvi_err(fd);
 	/* From user space a PROG_ARRAY element reads as the program's id. */
-	if (bpf_map_lookup_elem(ctl->fds[MAP_PORT_PROGS], &idx, prog_id))
+	if (bpf_map_lookup_elem(fd, &idx, prog_id))
 		return xvi_err(-errno);
 	return 0;
 }
@@ -281,7 +292,7 @@ int xvi_ctl__port_hook_list(struct xvi_ctl *ctl, struct xvi_port_hook_info *out,
 {
 	struct xvi_port_hook_info info;
 	__u32 *vals, port, idx;
-	int err, n = 0;
+	int err, fd, n = 0;
 
 	if (!ctl || max < 0 || (max && !out))
 		return xvi_err(-EINVAL);
@@ -298,8 +309,10 @@ int xvi_ctl__port_hook_list(struct xvi_ctl *ctl, struct xvi_port_hook_info *out,
 		memset(&info, 0, sizeof(info));
 		info.port = port;
 		info.index = idx = vals[port] - 1;
-		/* From user space a PROG_ARRAY element reads as the program's id. */
-		if (bpf_map_lookup_elem(ctl->fds[MAP_PORT_PROGS], &idx, &info.prog_id))
+		/* From user space a PROG_ARRAY element reads as the program's
+		 * id; 0 where the table is out of sight (a question opens none). */
+		fd = ctl->fds[MAP_PORT_PROGS];
+		if (fd < 0 || bpf_map_lookup_elem(fd, &idx, &info.prog_id))
 			info.prog_id = 0;
 		hook_prog_name(&info);
 		err = xvi_ctl_percpu_sum(ctl, MAP_PORT_HOOK_STATS, idx, (__u64 *)&info.c,

@@ -16,6 +16,13 @@
  * repeat across network namespaces, and several namespaces may see one
  * bpffs.
  *
+ * The three PROG_ARRAYs (the tables, enum xvi_table) are the exception:
+ * opening one by id while no pin holds it can leak it for good
+ * (docs/KERNEL.md, fact 49), and without a pin the kernel has emptied them
+ * anyway (fact 27).  A ctl takes them from the pins it sees, and opens one
+ * by id only to remove entries it knows of (xvi_ctl_table), which went in
+ * through a pin.
+ *
  * Changes are serialised by a flock() on the network namespace itself
  * (xvi_ctl_lock_open), which every process in it can open whatever its
  * mount namespace, rather than on the pin directory, which may not exist.
@@ -79,6 +86,12 @@ const struct xvi_map_def xvi_ctl_map_defs[MAP_NR] = {
 	[MAP_EXT_FWD_DEVS] = { XVI_EXT_FWD_MAP, BPF_MAP_TYPE_DEVMAP_HASH, sizeof(__u32),
 			       sizeof(__u32), XVI_EXT_FWD_MAX_IFACES },
 };
+
+/* Whether map @i is one of the tables (the PROG_ARRAYs, enum xvi_table). */
+static bool is_table(int i)
+{
+	return xvi_ctl_map_defs[i].type == BPF_MAP_TYPE_PROG_ARRAY;
+}
 
 int xvi_ctl_netns_ino(__u64 *ino)
 {
@@ -274,6 +287,8 @@ int xvi_ctl_pin_maps(const char *bpffs, const char *dir, const int fds[MAP_NR])
 		goto fail;
 	}
 	for (i = 0; i < MAP_NR; i++) {
+		if (fds[i] < 0 && is_table(i))	/* out of sight (xvi_ctl_find_maps) */
+			continue;
 		xvi_ctl_map_path(path, sizeof(path), dir, i);
 		if (bpf_obj_pin(fds[i], path) && errno != EEXIST) {
 			err = -errno;
@@ -374,7 +389,7 @@ int xvi_ctl__prog_info(const char *ifname, struct xvi_prog_info *info)
 
 /* ---- the maps ------------------------------------------------------------ */
 
-static void close_fds(int fds[MAP_NR])
+void xvi_ctl_close_maps(int fds[MAP_NR])
 {
 	int i;
 
@@ -434,6 +449,9 @@ static int maps_complete(const char *ifname, __u32 prog_id, int fds[MAP_NR], boo
 	int i, err;
 
 	for (i = 0; i < MAP_NR; i++) {
+		/* A table may be out of reach: see above. */
+		if (fds[i] < 0 && is_table(i))
+			continue;
 		if (fds[i] < 0) {
 			pr_warn("%s: the attached datapath (prog id %u) has no map %s: it is "
 				"from another version; run 'xdp-vi detach %s' and 'xdp-vi "
@@ -448,13 +466,111 @@ static int maps_complete(const char *ifname, __u32 prog_id, int fds[MAP_NR], boo
 	}
 	return 0;
 fail:
-	close_fds(fds);
+	xvi_ctl_close_maps(fds);
 	return err;
 }
 
-static int maps_from_prog(const char *ifname, __u32 prog_id, int fds[MAP_NR])
+__u32 xvi_ctl_map_id(int fd)
 {
-	__u32 ids[XVI_PROG_MAX_MAPS], len, n, k;
+	struct bpf_map_info info = {};
+	__u32 len = sizeof(info);
+
+	return bpf_obj_get_info_by_fd(fd, &info, &len) ? 0 : info.id;
+}
+
+int xvi_ctl_table_map(int t)
+{
+	static const int maps[XVI_TABLE_NR] = {
+		[XVI_TABLE_EXT_PROGS] = MAP_EXT_PROGS,
+		[XVI_TABLE_EXT_RET] = MAP_EXT_RET,
+		[XVI_TABLE_PORT_PROGS] = MAP_PORT_PROGS,
+	};
+
+	return maps[t];
+}
+
+/*
+ * The tables that @cfg names into @fds, from @ifname's pins when this
+ * process sees them; else -1, for xvi_ctl_table() to open if it must.
+ */
+static int tables_open(const char *ifname, const struct xvi_ctl_opts *opts,
+		       const struct xvi_config *cfg, int fds[MAP_NR])
+{
+	char dir[PATH_MAX], path[PATH_MAX];
+	bool pins = !xvi_ctl__pin_dir(ifname, opts, dir, sizeof(dir));
+	int t, i, fd, err;
+
+	for (t = 0; t < XVI_TABLE_NR; t++) {
+		i = xvi_ctl_table_map(t);
+		if (fds[i] >= 0 || !cfg->table_ids[t])
+			continue;
+		fd = -1;
+		if (pins) {
+			xvi_ctl_map_path(path, sizeof(path), dir, i);
+			fd = bpf_obj_get(path);
+			/* A pin of another datapath (stale) is not this one's. */
+			if (fd >= 0 && xvi_ctl_map_id(fd) != cfg->table_ids[t]) {
+				close(fd);
+				fd = -1;
+			}
+		}
+		if (fd < 0)
+			continue;
+		fds[i] = fd;
+		err = check_map(ifname, fd, i);
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+int xvi_ctl_table(struct xvi_ctl *ctl, int map)
+{
+	struct xvi_config cfg;
+	__u32 zero = 0, id = 0;
+	int t, fd, err, none = -1;
+
+	fd = __atomic_load_n(&ctl->fds[map], __ATOMIC_ACQUIRE);
+	if (fd >= 0)
+		return fd;
+	if (bpf_map_lookup_elem(ctl->fds[MAP_CONFIG], &zero, &cfg))
+		return -errno;
+	for (t = 0; t < XVI_TABLE_NR; t++)
+		if (xvi_ctl_table_map(t) == map)
+			id = cfg.table_ids[t];
+	fd = id ? bpf_map_get_fd_by_id(id) : -1;
+	if (fd < 0) {
+		err = id ? -errno : -ENOENT;
+		pr_warn("%s: cannot open the datapath's %s (map id %u): %s\n", ctl->ifname,
+			xvi_ctl_map_defs[map].name, id, strerror(-err));
+		return err;
+	}
+	err = check_map(ctl->ifname, fd, map);
+	if (err) {
+		close(fd);
+		return err;
+	}
+	/* Another thread of this process may have opened it meanwhile. */
+	if (!__atomic_compare_exchange_n(&ctl->fds[map], &none, fd, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		close(fd);
+		fd = none;
+	}
+	return fd;
+}
+
+/*
+ * The maps of program @prog_id, in the order of its map ids: the kernel
+ * lists a program's maps in the order its instructions first name them,
+ * and the datapath names xvi_config, which holds the tables' ids, before
+ * any table (tests/xdp/layout.c checks it), so no table is opened by id
+ * here.
+ */
+static int maps_from_prog(const char *ifname, __u32 prog_id, const struct xvi_ctl_opts *opts,
+			  int fds[MAP_NR])
+{
+	__u32 ids[XVI_PROG_MAX_MAPS], len, n, k, zero = 0;
+	struct xvi_config cfg = {};
 	struct bpf_map_info minfo;
 	struct bpf_prog_info info;
 	int pfd, fd, i, err = 0;
@@ -473,6 +589,8 @@ static int maps_from_prog(const char *ifname, __u32 prog_id, int fds[MAP_NR])
 		return err;
 	n = info.nr_map_ids < XVI_PROG_MAX_MAPS ? info.nr_map_ids : XVI_PROG_MAX_MAPS;
 	for (k = 0; k < n; k++) {
+		if (xvi_ctl__is_table_id(&cfg, ids[k]))
+			continue;
 		fd = bpf_map_get_fd_by_id(ids[k]);
 		if (fd < 0) {
 			err = -errno;
@@ -486,12 +604,17 @@ static int maps_from_prog(const char *ifname, __u32 prog_id, int fds[MAP_NR])
 		fds[i] = fd;
 		/* Its layout from the same information: maps_complete need not ask. */
 		err = check_layout(ifname, &minfo, i);
+		if (!err && i == MAP_CONFIG && bpf_map_lookup_elem(fd, &zero, &cfg))
+			err = -errno;
 		if (err)
 			goto fail;
 	}
+	err = tables_open(ifname, opts, &cfg, fds);
+	if (err)
+		goto fail;
 	return maps_complete(ifname, prog_id, fds, true);
 fail:
-	close_fds(fds);
+	xvi_ctl_close_maps(fds);
 	return err;
 }
 
@@ -507,6 +630,9 @@ static int maps_from_pins(const char *ifname, const struct xvi_ctl_opts *opts,
 	for (i = 0; i < MAP_NR; i++) {
 		xvi_ctl_map_path(path, sizeof(path), dir, i);
 		fds[i] = bpf_obj_get(path);
+		/* Pinned by an attach that did not see the tables (attach.c, refresh). */
+		if (fds[i] < 0 && errno == ENOENT && is_table(i))
+			continue;
 		if (fds[i] < 0) {
 			err = -errno;
 			if (err == -EACCES || err == -EPERM)
@@ -520,7 +646,7 @@ static int maps_from_pins(const char *ifname, const struct xvi_ctl_opts *opts,
 					"as root\n", ifname, dir, ifname);
 			else
 				pr_warn("%s: cannot open %s: %s\n", ifname, path, strerror(-err));
-			close_fds(fds);
+			xvi_ctl_close_maps(fds);
 			return err;
 		}
 	}
@@ -543,7 +669,7 @@ int xvi_ctl_find_maps(const char *ifname, int ifindex, const struct xvi_ctl_opts
 		return -ENOENT;
 	}
 	if (!err) {
-		err = maps_from_prog(ifname, st.ours_id, fds);
+		err = maps_from_prog(ifname, st.ours_id, opts, fds);
 		if (!err) {
 			*prog_id = st.ours_id;
 			return 0;

@@ -141,10 +141,27 @@ const char *xvi_ctl_xdp_mode_name(enum xdp_attach_mode mode);
  * the truth whether or not a bpffs holds pins; else, when the caller may
  * not open objects by id (no CAP_SYS_ADMIN), from the pins of @ifname.
  * Sets *prog_id (0 when found through pins).  -ENOENT (with a message) if
- * the datapath is not attached.
+ * the datapath is not attached.  The tables (MAP_EXT_PROGS, MAP_EXT_RET,
+ * MAP_PORT_PROGS) come from the pins only; their fds are -1 where there
+ * are none (see xvi_ctl_table).
  */
 int xvi_ctl_find_maps(const char *ifname, int ifindex, const struct xvi_ctl_opts *opts,
 		      int fds[MAP_NR], __u32 *prog_id);
+/* The id of the map @fd, or 0. */
+__u32 xvi_ctl_map_id(int fd);
+/* Close every fd of @fds that is open, and mark it -1. */
+void xvi_ctl_close_maps(int fds[MAP_NR]);
+/* The map index (MAP_*) of the table @t (enum xvi_table). */
+int xvi_ctl_table_map(int t);
+/*
+ * The table @map (MAP_EXT_PROGS, MAP_EXT_RET or MAP_PORT_PROGS) of @ctl,
+ * opened by id now if @ctl has none: only to remove entries the caller
+ * knows of (an owner's XVI_OWNER_HANDLERS, a port's hook).  They were put
+ * there through a pin, which holds the table unless its bpffs has gone
+ * since (fact 49 of docs/KERNEL.md: then this open may leak the table).
+ * The fd (owned by @ctl), or a negative errno with a message.
+ */
+int xvi_ctl_table(struct xvi_ctl *ctl, int map);
 
 /*
  * Make every map of @map_fds part of the program @prog_fd (BPF_PROG_BIND_MAP),

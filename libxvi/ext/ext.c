@@ -430,6 +430,7 @@ int xvi_ext__map_fd(const char *ifname, const char *endpoint, __u32 handler,
 {
 	struct bpf_prog_info info = {};
 	struct xvi_slot_owner owner;
+	struct xvi_config cfg;
 	__u32 ids[64], len = sizeof(info), i, id;
 	int slot, pfd = -1, fd = -ENOENT;
 	struct xvi_ctl *ctl;
@@ -456,11 +457,20 @@ int xvi_ext__map_fd(const char *ifname, const char *endpoint, __u32 handler,
 		fd = -errno;
 		goto out;
 	}
+	if (xvi_ctl__config(ctl, &cfg)) {
+		fd = -errno;
+		goto out;
+	}
 	for (i = 0; i < info.nr_map_ids && i < sizeof(ids) / sizeof(ids[0]); i++) {
 		struct bpf_map_info mi = {};
 		__u32 mlen = sizeof(mi);
-		int mfd = bpf_map_get_fd_by_id(ids[i]);
+		int mfd;
 
+		/* The datapath's tables are not the handler's, and are opened by
+		 * id with care (libxvi/ctl/locate.c). */
+		if (xvi_ctl__is_table_id(&cfg, ids[i]))
+			continue;
+		mfd = bpf_map_get_fd_by_id(ids[i]);
 		if (mfd < 0)
 			continue;
 		/* The kernel keeps 15 characters of a map's name. */

@@ -12,6 +12,7 @@
 
 PORT=7300
 SHARED=		# a bpffs both nodes see, for the shared-bpffs cases
+COUNT_EXT=$T_B/ext/count.bpf.o	# a handler that counts and delivers
 
 # Plain `ip netns exec` on a node, bounded (NX_T seconds, default 30): no
 # lab helper in between.
@@ -63,6 +64,15 @@ _kill_bg() {
 		sleep 0.1
 	done
 	kill -9 "$pid" 2>/dev/null
+}
+
+# How many PROG_ARRAYs (map_type 3) the process whose pid is in
+# $T_TMP/NAME.pid holds open.
+_tables_held() {
+	local d
+	d=/proc/$(cat "$T_TMP/$1.pid")/fdinfo
+	[ -d "$d" ] || { echo "no process"; return; }
+	grep -l '^map_type:[[:space:]]*3$' "$d"/* 2>/dev/null | wc -l
 }
 
 # Until status, in a command of its own, lists the live endpoint on PORT.
@@ -131,6 +141,12 @@ case_endpoint() {
 		2>"$T_TMP/ep.err"
 	_wait_listed || { _kill_bg ep; fail "endpoint never listed: $(tail -2 "$T_TMP/ep.err")"
 		return; }
+	# No pin holds the datapath's PROG_ARRAYs here (attach's bpffs went
+	# with its command): opening one by id could leak it for good.
+	n=$(_tables_held ep)
+	[ "$n" = 0 ] || { _kill_bg ep
+		fail "the endpoint holds $n PROG_ARRAYs opened by id, with no pin on them"
+		return; }
 	_send20 || { _kill_bg ep; fail "kernel sender on a failed"
 		return; }
 	# xvi-cat exits after its 20 datagrams; a lost one ends it by its
@@ -196,7 +212,7 @@ case_root_mounts_unchanged() {
 # Two namespaces, one bpffs, both interfaces called xv0: the pins of one
 # must not be the other's.
 case_shared_bpffs() {
-	local na nb err
+	local na nb err n
 	SHARED=$LAB_STATE/$T_LAB/shared-bpffs
 	mkdir -p "$SHARED" && mount -t bpf bpf "$SHARED" ||
 		fail "cannot mount a bpffs on $SHARED" || return
@@ -220,6 +236,48 @@ case_shared_bpffs() {
 	err=$(_nx_shared a "$XDPVI" detach "$LAB_IFACE" 2>&1) ||
 		fail "detach on a failed: $err" || return
 	[ ! -e "$SHARED/xdp-vi" ] || fail "pins left: $(find "$SHARED/xdp-vi" | head)" || return
+}
+
+# Handlers loaded where the pins are visible, for an endpoint that does not
+# see them: when that endpoint dies, the claim that collects its slot must
+# unload them (opening the table by id, which the pins hold), or a later
+# owner of the slot would get its messages handled by them.
+case_handlers_out_of_sight() {
+	local slot key tab err
+	SHARED=$LAB_STATE/$T_LAB/shared-bpffs
+	mountpoint -q "$SHARED" || { mkdir -p "$SHARED" && mount -t bpf bpf "$SHARED"; } ||
+		fail "cannot mount a bpffs on $SHARED" || return
+	err=$(_nx_shared b "$XDPVI" attach "$LAB_IFACE" 2>&1) || fail "attach failed: $err" ||
+		return
+	tab=$SHARED/xdp-vi/$(_netns_ino b)/$LAB_IFACE/xvi_ext_progs
+	_nx_bg dead b "$XVICAT" -u --iface "$LAB_IFACE" -w 120 -l "$PORT" >/dev/null \
+		2>"$T_TMP/dead.err"
+	_wait_listed || { _kill_bg dead
+		fail "endpoint never listed: $(tail -2 "$T_TMP/dead.err")"; return; }
+	[ "$(_tables_held dead)" = 0 ] || { _kill_bg dead
+		fail "an endpoint out of the pins' sight opened a PROG_ARRAY"; return; }
+	err=$(_nx_shared b "$XDPVI" ext load "$LAB_IFACE" "$COUNT_EXT" \
+		--endpoint "0.0.0.0:$PORT" --handler 0 2>&1) || { _kill_bg dead
+		fail "ext load failed: ${err//$'\n'/ }"; return; }
+	slot=$("$PY" "$T_HELPERS/xvi_status.py" "$T_TMP/wl.json" field "$PORT" slot)
+	key=$(printf '%d %d %d %d' $((slot * 16 % 256)) $((slot * 16 / 256)) 0 0)
+	# shellcheck disable=SC2086 # the key's four bytes
+	bpftool map lookup pinned "$tab" key $key >/dev/null 2>&1 || { _kill_bg dead
+		fail "no handler in $tab for slot $slot after ext load"; return; }
+	kill -9 "$(cat "$T_TMP/dead.pid")"
+	_wait_bg dead || fail "the killed endpoint did not go" || return
+	# A claim in a plain command collects the dead slot.
+	_nx_bg next b "$XVICAT" -u --iface "$LAB_IFACE" -w 120 -l $((PORT + 1)) >/dev/null \
+		2>"$T_TMP/next.err"
+	PORT=$((PORT + 1)) _wait_listed || { _kill_bg next
+		fail "second endpoint never listed: $(tail -2 "$T_TMP/next.err")"; return; }
+	_kill_bg next
+	# shellcheck disable=SC2086
+	! bpftool map lookup pinned "$tab" key $key >/dev/null 2>&1 ||
+		fail "the dead owner's handler is still in slot $slot's entry of the table" ||
+		return
+	_nx_shared b "$XDPVI" detach "$LAB_IFACE" >/dev/null 2>&1 || fail "detach failed" ||
+		return
 }
 
 # Without CAP_SYS_ADMIN a process may not open the program's maps by id:
@@ -260,6 +318,7 @@ CASES=(
 	root_mounts	case_root_mounts_unchanged "the root namespace's mounts are as before"
 	shared_bpffs	case_shared_bpffs	"two namespaces share a bpffs: pins per namespace, detach of one keeps the other's"
 	no_sys_admin	case_pins_without_sys_admin "without CAP_SYS_ADMIN: the maps through pins, or an error that says so"
+	ext_unseen	case_handlers_out_of_sight "a dead endpoint's handlers are unloaded by a claim that does not see the pins"
 )
 
 t_main "$@"

@@ -27,7 +27,8 @@ int handler_samples(struct xvi_ctl *ctl, __u32 slot,
 		bool moved = false;
 
 		err = xvi_ctl__ext_get(ctl, slot, h.index, &h.prog_id);
-		if (err == -ENOENT)
+		/* -ENXIO: the table is out of this process's sight (no pins) */
+		if (err == -ENOENT || err == -ENXIO)
 			h.prog_id = 0;
 		else if (err)
 			return err;
