@@ -275,9 +275,12 @@ static void sync_pins(const char *ifname, const char *bpffs, const char *dir,
 		      const int fds[MAP_NR])
 {
 	char path[PATH_MAX];
-	int fd;
+	int fd, i, want = 0;
 
-	if (xvi_ctl_pins_present(dir) == MAP_NR) {
+	/* A table out of sight (no pin of it) is not pinned anew: locate.c. */
+	for (i = 0; i < MAP_NR; i++)
+		want += fds[i] >= 0;
+	if (xvi_ctl_pins_present(dir) == want) {
 		xvi_ctl_map_path(path, sizeof(path), dir, MAP_EP_STATS);
 		fd = bpf_obj_get(path);
 		if (fd >= 0 && xvi_ctl_map_id(fd) == xvi_ctl_map_id(fds[MAP_EP_STATS])) {
@@ -544,10 +547,12 @@ out:
 static int refresh(const char *ifname, int ifindex, const char *bpffs, const char *dir,
 		   bool napi_threads)
 {
+	struct xvi_ctl_opts opts = { .sz = sizeof(opts), .bpffs = bpffs };
 	__u32 prog_id;
 	int fds[MAP_NR], err;
 
-	err = xvi_ctl_find_maps(ifname, ifindex, NULL, fds, &prog_id);
+	/* The tables from the pins in @bpffs, to keep them (sync_pins). */
+	err = xvi_ctl_find_maps(ifname, ifindex, bpffs ? &opts : NULL, fds, &prog_id);
 	if (err)
 		return err;
 	err = write_config(ifname, fds);

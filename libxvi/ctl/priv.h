@@ -159,9 +159,11 @@ int xvi_ctl_table_map(int t);
  * knows of (an owner's XVI_OWNER_HANDLERS, a port's hook).  They were put
  * there through a pin, which holds the table unless its bpffs has gone
  * since (fact 49 of docs/KERNEL.md: then this open may leak the table).
- * The fd (owned by @ctl), or a negative errno with a message.
+ * The fd, or a negative errno with a message; *@opened is the fd the
+ * caller must close when done (-1 if it is @ctl's own): a table opened so
+ * is not kept, lest the process hold it for its life.
  */
-int xvi_ctl_table(struct xvi_ctl *ctl, int map);
+int xvi_ctl_table(struct xvi_ctl *ctl, int map, int *opened);
 
 /*
  * Make every map of @map_fds part of the program @prog_fd (BPF_PROG_BIND_MAP),

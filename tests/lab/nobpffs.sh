@@ -280,6 +280,26 @@ case_handlers_out_of_sight() {
 		return
 }
 
+# Attaching again with --bpffs keeps the tables' pins there while it
+# makes the missing ones anew: the tables come from those pins only.
+case_repin() {
+	local err dir m
+	SHARED=$LAB_STATE/$T_LAB/shared-bpffs
+	mountpoint -q "$SHARED" || { mkdir -p "$SHARED" && mount -t bpf bpf "$SHARED"; } ||
+		fail "cannot mount a bpffs on $SHARED" || return
+	dir=$SHARED/xdp-vi/$(_netns_ino b)/$LAB_IFACE
+	err=$(_nx b "$XDPVI" --bpffs "$SHARED" attach "$LAB_IFACE" 2>&1) ||
+		fail "attach --bpffs failed: $err" || return
+	rm -f "$dir/xvi_ep_stats"
+	err=$(_nx b "$XDPVI" --bpffs "$SHARED" attach "$LAB_IFACE" 2>&1) ||
+		fail "attach --bpffs again failed: $err" || return
+	for m in xvi_ext_progs xvi_ext_ret xvi_port_progs xvi_ep_stats; do
+		[ -e "$dir/$m" ] || fail "no pin of $m after attaching again" || return
+	done
+	_nx b "$XDPVI" --bpffs "$SHARED" detach "$LAB_IFACE" >/dev/null 2>&1 ||
+		fail "detach failed" || return
+}
+
 # Without CAP_SYS_ADMIN a process may not open the program's maps by id:
 # it reaches them through pins, and without pins it is told so.
 case_pins_without_sys_admin() {
@@ -319,6 +339,7 @@ CASES=(
 	shared_bpffs	case_shared_bpffs	"two namespaces share a bpffs: pins per namespace, detach of one keeps the other's"
 	no_sys_admin	case_pins_without_sys_admin "without CAP_SYS_ADMIN: the maps through pins, or an error that says so"
 	ext_unseen	case_handlers_out_of_sight "a dead endpoint's handlers are unloaded by a claim that does not see the pins"
+	repin		case_repin		"attach again with --bpffs: the tables' pins stay, the missing ones are made"
 )
 
 t_main "$@"
