@@ -150,11 +150,11 @@ static int del_ignore_enoent(int fd, const void *key)
 static int ext_clear_slot(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owner *o)
 {
 	__u32 h, key;
-	int fd, opened, err = 0, e;
+	int fd, err = 0, e;
 
 	if (ctl->fds[MAP_EXT_PROGS] < 0 && !(o->flags & XVI_OWNER_HANDLERS))
 		return 0;
-	fd = xvi_ctl_table(ctl, MAP_EXT_PROGS, &opened);
+	fd = xvi_ctl_table(ctl, MAP_EXT_PROGS);
 	if (fd < 0)
 		return fd;
 	for (h = 0; h < XVI_EXT_MAX_HANDLERS; h++) {
@@ -162,8 +162,6 @@ static int ext_clear_slot(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot
 		e = del_ignore_enoent(fd, &key);
 		err = err ?: e;
 	}
-	if (opened >= 0)
-		close(opened);
 	return err;
 }
 
@@ -795,20 +793,17 @@ int xvi_ctl__release_owner(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slo
 /*
  * The handlers' table, for @slot's handlers: @ctl's; else -ENOENT if the
  * slot's owner had none loaded (its entries are empty), or, if it had,
- * the table opened by id to remove one (@opened non-NULL: as
- * xvi_ctl_table), and -ENXIO for a question only.
+ * the table opened by id to @remove one, and -ENXIO for a question only.
  */
-static int ext_table(struct xvi_ctl *ctl, __u32 slot, int *opened)
+static int ext_table(struct xvi_ctl *ctl, __u32 slot, bool remove)
 {
 	struct xvi_slot_owner o;
 
-	if (opened)
-		*opened = -1;
 	if (ctl->fds[MAP_EXT_PROGS] >= 0)
 		return ctl->fds[MAP_EXT_PROGS];
 	if (owner_get(ctl, slot, &o) || !(o.flags & XVI_OWNER_HANDLERS))
 		return -ENOENT;
-	return opened ? xvi_ctl_table(ctl, MAP_EXT_PROGS, opened) : -ENXIO;
+	return remove ? xvi_ctl_table(ctl, MAP_EXT_PROGS) : -ENXIO;
 }
 
 int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owner *expect,
@@ -853,7 +848,7 @@ int xvi_ctl__ext_set(struct xvi_ctl *ctl, __u32 slot, const struct xvi_slot_owne
 int xvi_ctl__ext_clear(struct xvi_ctl *ctl, __u32 slot, __u32 handler)
 {
 	__u32 key;
-	int err, fd, opened = -1;
+	int err, fd;
 
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || handler >= XVI_EXT_MAX_HANDLERS)
 		return xvi_err(-EINVAL);
@@ -861,13 +856,11 @@ int xvi_ctl__ext_clear(struct xvi_ctl *ctl, __u32 slot, __u32 handler)
 	err = xvi_ctl_lock_ex(ctl->lock_fd);
 	if (err)
 		return xvi_err(err);
-	fd = ext_table(ctl, slot, &opened);
+	fd = ext_table(ctl, slot, true);
 	if (fd < 0)
 		err = fd;
 	else if (bpf_map_delete_elem(fd, &key))
 		err = -errno;
-	if (opened >= 0)
-		close(opened);
 	xvi_ctl_lock_un(ctl->lock_fd);
 	return err ? xvi_err(err) : 0;
 }
@@ -880,7 +873,7 @@ int xvi_ctl__ext_get(struct xvi_ctl *ctl, __u32 slot, __u32 handler, __u32 *prog
 	if (!ctl || slot >= XVI_MAX_ENDPOINTS || handler >= XVI_EXT_MAX_HANDLERS || !prog_id)
 		return xvi_err(-EINVAL);
 	key = slot * XVI_EXT_MAX_HANDLERS + handler;
-	fd = ext_table(ctl, slot, NULL);
+	fd = ext_table(ctl, slot, false);
 	if (fd < 0)
 		return xvi_err(fd);
 	/* From user space a PROG_ARRAY element reads as the program's id. */

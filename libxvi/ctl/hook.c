@@ -199,7 +199,7 @@ static int hook_clear_locked(struct xvi_ctl *ctl, __u16 port)
 {
 	__u32 *vals, key = port, zero = 0, idx, i;
 	bool any = false;
-	int err, fd, opened = -1;
+	int err, fd;
 
 	vals = hooks_read(ctl, &err);
 	if (!vals)
@@ -221,14 +221,12 @@ static int hook_clear_locked(struct xvi_ctl *ctl, __u16 port)
 	 * be had (xvi_ctl_table warns if not), else when its index is next
 	 * used.
 	 */
-	fd = idx <= XVI_PORT_HOOK_MAX ? xvi_ctl_table(ctl, MAP_PORT_PROGS, &opened) : -1;
+	fd = idx <= XVI_PORT_HOOK_MAX ? xvi_ctl_table(ctl, MAP_PORT_PROGS) : -1;
 	if (fd >= 0) {
 		i = idx - 1;
 		if (bpf_map_delete_elem(fd, &i) && errno != ENOENT)
 			err = -errno;
 	}
-	if (opened >= 0)
-		close(opened);
 	if (!any)
 		err = err ?: hook_flag(ctl, false);
 out:
@@ -253,7 +251,7 @@ int xvi_ctl__port_hook_clear(struct xvi_ctl *ctl, __u16 port)
 int xvi_ctl__port_hook_get(struct xvi_ctl *ctl, __u16 port, __u32 *prog_id)
 {
 	__u32 key = port, idx;
-	int fd, opened, err;
+	int fd;
 
 	if (!ctl || !port || !prog_id)
 		return xvi_err(-EINVAL);
@@ -263,14 +261,13 @@ int xvi_ctl__port_hook_get(struct xvi_ctl *ctl, __u16 port, __u32 *prog_id)
 		return xvi_err(-ENOENT);
 	idx--;
 	/* Asked before removing the hook (xvi-kvcache): opened by id if need be. */
-	fd = xvi_ctl_table(ctl, MAP_PORT_PROGS, &opened);
+	fd = xvi_ctl_table(ctl, MAP_PORT_PROGS);
 	if (fd < 0)
 		return xvi_err(fd);
 	/* From user space a PROG_ARRAY element reads as the program's id. */
-	err = bpf_map_lookup_elem(fd, &idx, prog_id) ? -errno : 0;
-	if (opened >= 0)
-		close(opened);
-	return err ? xvi_err(err) : 0;
+	if (bpf_map_lookup_elem(fd, &idx, prog_id))
+		return xvi_err(-errno);
+	return 0;
 }
 
 /* @info's program name, from its id; empty if the program is gone. */

@@ -524,15 +524,15 @@ static int tables_open(const char *ifname, const struct xvi_ctl_opts *opts,
 	return 0;
 }
 
-int xvi_ctl_table(struct xvi_ctl *ctl, int map, int *opened)
+int xvi_ctl_table(struct xvi_ctl *ctl, int map)
 {
 	struct xvi_config cfg;
 	__u32 zero = 0, id = 0;
-	int t, fd, err;
+	int t, fd, err, none = -1;
 
-	*opened = -1;
-	if (ctl->fds[map] >= 0)
-		return ctl->fds[map];
+	fd = __atomic_load_n(&ctl->fds[map], __ATOMIC_ACQUIRE);
+	if (fd >= 0)
+		return fd;
 	if (bpf_map_lookup_elem(ctl->fds[MAP_CONFIG], &zero, &cfg))
 		return -errno;
 	for (t = 0; t < XVI_TABLE_NR; t++)
@@ -550,7 +550,12 @@ int xvi_ctl_table(struct xvi_ctl *ctl, int map, int *opened)
 		close(fd);
 		return err;
 	}
-	*opened = fd;
+	/* Another thread of this process may have opened it meanwhile. */
+	if (!__atomic_compare_exchange_n(&ctl->fds[map], &none, fd, false, __ATOMIC_ACQ_REL,
+					 __ATOMIC_ACQUIRE)) {
+		close(fd);
+		fd = none;
+	}
 	return fd;
 }
 

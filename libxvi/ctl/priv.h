@@ -155,15 +155,15 @@ void xvi_ctl_close_maps(int fds[MAP_NR]);
 int xvi_ctl_table_map(int t);
 /*
  * The table @map (MAP_EXT_PROGS, MAP_EXT_RET or MAP_PORT_PROGS) of @ctl,
- * opened by id now if @ctl has none: only to remove entries the caller
- * knows of (an owner's XVI_OWNER_HANDLERS, a port's hook).  They were put
- * there through a pin, which holds the table unless its bpffs has gone
- * since (fact 49 of docs/KERNEL.md: then this open may leak the table).
- * The fd, or a negative errno with a message; *@opened is the fd the
- * caller must close when done (-1 if it is @ctl's own): a table opened so
- * is not kept, lest the process hold it for its life.
+ * opened by id now if @ctl has none: only for entries the caller knows of
+ * (an owner's XVI_OWNER_HANDLERS, a port's hook), to remove them or to
+ * read a hook's program before its removal.  They were put there through
+ * a pin, which holds the table unless its bpffs has gone since (fact 49 of
+ * docs/KERNEL.md: then an open by id may leak the table).  The fd, owned
+ * by @ctl and kept with it: one open by id per ctl at most, never one per
+ * release in a gc pass.  Or a negative errno, with a message.
  */
-int xvi_ctl_table(struct xvi_ctl *ctl, int map, int *opened);
+int xvi_ctl_table(struct xvi_ctl *ctl, int map);
 
 /*
  * Make every map of @map_fds part of the program @prog_fd (BPF_PROG_BIND_MAP),

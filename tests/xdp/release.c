@@ -121,7 +121,8 @@ Test(release, opens_the_table_by_id_to_unload)
 	cr_expect_not(present(table_fd, &key), "the handler outlived its owner's release");
 	cr_expect_not(present(ctl.fds[MAP_OWNERS], &slot), "the owner is still there");
 	cr_expect_not(present(ctl.fds[MAP_ENDPOINTS], &o.tag), "the tag is still there");
-	cr_expect_lt(ctl.fds[MAP_EXT_PROGS], 0, "the ctl kept the table it opened by id");
+	/* Kept: a gc pass that releases several such slots opens it once. */
+	cr_expect_geq(ctl.fds[MAP_EXT_PROGS], 0, "the ctl did not keep the table it opened");
 }
 
 Test(release, keeps_the_slot_when_the_table_cannot_be_had)
