@@ -5,7 +5,8 @@
  * handlers' table (no pins in sight) opens it by id, from the id the
  * config holds, only for an owner marked XVI_OWNER_HANDLERS, and empties
  * the slot's entries; when it cannot, the slot stays taken, its owner and
- * tag untouched, so that the handlers never run for a next owner.
+ * tag untouched, so that the handlers never run for a next owner, and gc
+ * goes on with the other dead owners.  Loading a handler marks its owner.
  */
 #include <errno.h>
 #include <sched.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 #include <linux/bpf.h>
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 #include <criterion/criterion.h>
 
 #include "ctl/priv.h"
@@ -56,19 +58,30 @@ static void config_names(__u32 id)
 	cr_assert_eq(bpf_map_update_elem(ctl.fds[MAP_CONFIG], &zero, &cfg, 0), 0);
 }
 
-/* @slot owned, with handler 5 in the table, marked as the control plane does. */
-static struct xvi_slot_owner own(__u32 slot)
+/* A process that cannot exist: above any pid_max. */
+#define DEAD_PID	999999999
+
+/* @slot owned by @pid, with @flags, its tag (UDP port 7000 + @slot) live. */
+static struct xvi_slot_owner put_owner(__u32 slot, __u32 pid, __u32 flags)
 {
-	struct xvi_slot_owner o = { .pid = 4242, .start_time = 7, .flags = XVI_OWNER_HANDLERS };
+	struct xvi_slot_owner o = { .pid = pid, .start_time = 7, .flags = flags };
 	struct xvi_ep_value v = { .slot = slot };
-	__u32 key = slot * XVI_EXT_MAX_HANDLERS + 5;
 
 	o.tag.kind = XVI_TAG_UDP4;
-	o.tag.port = 7000;
+	o.tag.port = (__u16)(7000 + slot);
 	o.tag.addr[0] = 198;
 	o.tag.addr[1] = 18;
 	cr_assert_eq(bpf_map_update_elem(ctl.fds[MAP_OWNERS], &slot, &o, BPF_NOEXIST), 0);
 	cr_assert_eq(bpf_map_update_elem(ctl.fds[MAP_ENDPOINTS], &o.tag, &v, BPF_NOEXIST), 0);
+	return o;
+}
+
+/* @slot owned, with handler 5 in the table, marked as the control plane does. */
+static struct xvi_slot_owner own(__u32 slot)
+{
+	struct xvi_slot_owner o = put_owner(slot, DEAD_PID, XVI_OWNER_HANDLERS);
+	__u32 key = slot * XVI_EXT_MAX_HANDLERS + 5;
+
 	cr_assert_eq(bpf_map_update_elem(table_fd, &key, &prog_fd, BPF_ANY), 0,
 		     "handler into the table: %s", strerror(errno));
 	return o;
@@ -141,16 +154,46 @@ Test(release, keeps_the_slot_when_the_table_cannot_be_had)
 
 Test(release, opens_nothing_for_an_owner_without_handlers)
 {
-	struct xvi_slot_owner o = { .pid = 4242, .start_time = 7 };
-	struct xvi_ep_value v = { .slot = SLOT };
 	__u32 slot = SLOT;
 
 	config_names(xvi_ctl_map_id(table_fd));
-	o.tag.kind = XVI_TAG_RAW;
-	o.tag.raw_tag = 99;
-	cr_assert_eq(bpf_map_update_elem(ctl.fds[MAP_OWNERS], &slot, &o, BPF_NOEXIST), 0);
-	cr_assert_eq(bpf_map_update_elem(ctl.fds[MAP_ENDPOINTS], &o.tag, &v, BPF_NOEXIST), 0);
+	put_owner(slot, DEAD_PID, 0);
 	cr_assert_eq(xvi_ctl__release(&ctl, slot), 0);
 	cr_expect_lt(ctl.fds[MAP_EXT_PROGS], 0, "the table was opened by id for no handler");
 	cr_expect_not(present(ctl.fds[MAP_OWNERS], &slot));
+}
+
+/* gc releases the dead owners it can, keeps the one whose handlers stay. */
+Test(release, gc_goes_on_past_a_kept_slot)
+{
+	__u32 kept = SLOT, freed = SLOT + 2;
+
+	config_names(0x7ffffff0);	/* no such map */
+	own(kept);
+	put_owner(freed, DEAD_PID, 0);
+	ctl.ncpus = libbpf_num_possible_cpus();
+	cr_assert_eq(xvi_ctl__gc(&ctl), 1, "gc did not release the one slot it could");
+	cr_expect(present(ctl.fds[MAP_OWNERS], &kept), "the slot with handlers was given up");
+	cr_expect_not(present(ctl.fds[MAP_OWNERS], &freed));
+}
+
+/* Loading a handler marks its owner first, for the owner's release. */
+Test(release, ext_set_marks_the_owner)
+{
+	struct xvi_slot_owner o, got;
+	__u32 slot = SLOT, key = SLOT * XVI_EXT_MAX_HANDLERS + 2;
+
+	ctl.ncpus = libbpf_num_possible_cpus();
+	ctl.fds[MAP_EXT_STATS] = map(MAP_EXT_STATS);
+	o = put_owner(slot, getpid(), 0);
+	/* Out of the pins' sight: refused, and nothing marked. */
+	cr_assert_eq(xvi_ctl__ext_set(&ctl, slot, &o, 2, prog_fd, false), -ENXIO);
+	cr_assert_eq(bpf_map_lookup_elem(ctl.fds[MAP_OWNERS], &slot, &got), 0);
+	cr_expect_eq(got.flags & XVI_OWNER_HANDLERS, 0);
+	ctl.fds[MAP_EXT_PROGS] = dup(table_fd);
+	cr_assert_eq(xvi_ctl__ext_set(&ctl, slot, &o, 2, prog_fd, false), 0, "ext_set: %s",
+		     strerror(errno));
+	cr_expect(present(table_fd, &key));
+	cr_assert_eq(bpf_map_lookup_elem(ctl.fds[MAP_OWNERS], &slot, &got), 0);
+	cr_expect_neq(got.flags & XVI_OWNER_HANDLERS, 0, "the owner of a handler is not marked");
 }
