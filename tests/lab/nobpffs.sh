@@ -33,6 +33,13 @@ _nx_shared() {
 
 _netns_ino() { _nx "$1" stat -L -c %i /proc/self/ns/net; }
 
+# SHARED set, and a bpffs mounted there unless one is already (the lab's
+# teardown unmounts it).
+_shared_up() {
+	SHARED=$LAB_STATE/$T_LAB/shared-bpffs
+	mountpoint -q "$SHARED" || { mkdir -p "$SHARED" && mount -t bpf bpf "$SHARED"; }
+}
+
 # _nx_bg NAME NODE CMD...: _nx in the background (_nx_shared with
 # BG_SHARED=1); the program's own pid, not the subshell's, in
 # $T_TMP/NAME.pid for _kill_bg NAME.
@@ -213,9 +220,7 @@ case_root_mounts_unchanged() {
 # must not be the other's.
 case_shared_bpffs() {
 	local na nb err n
-	SHARED=$LAB_STATE/$T_LAB/shared-bpffs
-	mkdir -p "$SHARED" && mount -t bpf bpf "$SHARED" ||
-		fail "cannot mount a bpffs on $SHARED" || return
+	_shared_up || fail "cannot mount a bpffs on $SHARED" || return
 	for n in a b; do
 		err=$(_nx_shared "$n" "$XDPVI" attach "$LAB_IFACE" 2>&1) ||
 			fail "attach on $n with the shared bpffs failed: $err" || return
@@ -244,9 +249,7 @@ case_shared_bpffs() {
 # owner of the slot would get its messages handled by them.
 case_handlers_out_of_sight() {
 	local slot key tab err
-	SHARED=$LAB_STATE/$T_LAB/shared-bpffs
-	mountpoint -q "$SHARED" || { mkdir -p "$SHARED" && mount -t bpf bpf "$SHARED"; } ||
-		fail "cannot mount a bpffs on $SHARED" || return
+	_shared_up || fail "cannot mount a bpffs on $SHARED" || return
 	err=$(_nx_shared b "$XDPVI" attach "$LAB_IFACE" 2>&1) || fail "attach failed: $err" ||
 		return
 	tab=$SHARED/xdp-vi/$(_netns_ino b)/$LAB_IFACE/xvi_ext_progs
@@ -284,9 +287,7 @@ case_handlers_out_of_sight() {
 # makes the missing ones anew: the tables come from those pins only.
 case_repin() {
 	local err dir m
-	SHARED=$LAB_STATE/$T_LAB/shared-bpffs
-	mountpoint -q "$SHARED" || { mkdir -p "$SHARED" && mount -t bpf bpf "$SHARED"; } ||
-		fail "cannot mount a bpffs on $SHARED" || return
+	_shared_up || fail "cannot mount a bpffs on $SHARED" || return
 	dir=$SHARED/xdp-vi/$(_netns_ino b)/$LAB_IFACE
 	err=$(_nx b "$XDPVI" --bpffs "$SHARED" attach "$LAB_IFACE" 2>&1) ||
 		fail "attach --bpffs failed: $err" || return
